@@ -1,0 +1,57 @@
+package dev.corral.core;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.Objects;
+
+/**
+ * The identity of one artifact fetch (SEMANTICS K1): repository name, normalised upstream URL
+ * (query kept where the repository type keeps it), the representation variant where one URL
+ * serves several, and the expected digest when one is known. Two keys are equal exactly when
+ * they must share a fetch.
+ *
+ * @param repo the configured repository name
+ * @param url the absolute upstream URL, already normalised by the repository adapter
+ * @param variant the representation variant ("" when the URL has only one)
+ * @param expected the expected digest, or {@code null} when none is known
+ */
+public record ArtifactKey(String repo, String url, String variant, Digest expected)
+    implements CborSerializable {
+
+  public ArtifactKey {
+    Objects.requireNonNull(repo, "repo");
+    Objects.requireNonNull(url, "url");
+    variant = variant == null ? "" : variant;
+  }
+
+  public static ArtifactKey of(String repo, String url) {
+    return new ArtifactKey(repo, url, "", null);
+  }
+
+  /** One line per component; the form that is hashed into {@link #id()}. */
+  public String canonical() {
+    return repo + '\n' + url + '\n' + variant + '\n' + (expected == null ? "" : expected.toString());
+  }
+
+  /**
+   * A fixed-length id (hex SHA-256 of {@link #canonical()}): the sharding entity id, the
+   * persistence id suffix and the store's file name for this key. URLs may be 4 KiB long;
+   * journal ids may not.
+   */
+  public String id() {
+    try {
+      MessageDigest md = MessageDigest.getInstance("SHA-256");
+      return HexFormat.of().formatHex(md.digest(canonical().getBytes(StandardCharsets.UTF_8)));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return repo + " " + url + (variant.isEmpty() ? "" : " [" + variant + "]")
+        + (expected == null ? "" : " " + expected);
+  }
+}

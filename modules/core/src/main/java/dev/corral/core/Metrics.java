@@ -1,0 +1,66 @@
+package dev.corral.core;
+
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.Gauge;
+import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+
+/**
+ * The Prometheus metrics named in SEMANTICS.md (Observability). One instance per node, each
+ * with its own registry so that several nodes in one JVM (tests) never share counters.
+ */
+public final class Metrics {
+  private final PrometheusRegistry registry = new PrometheusRegistry();
+
+  /** {@code corral_inflight_fetches{repo}}: fetches running on this node. */
+  public final Gauge inflightFetches =
+      Gauge.builder()
+          .name("corral_inflight_fetches")
+          .help("Upstream fetches in flight on this node")
+          .labelNames("repo")
+          .register(registry);
+
+  /** {@code corral_coalesced_total{repo}}: requests answered from another request's fetch. */
+  public final Counter coalesced =
+      Counter.builder()
+          .name("corral_coalesced_total")
+          .help("Requests that joined another request's fetch")
+          .labelNames("repo")
+          .register(registry);
+
+  /** {@code corral_fallthrough_total{repo,reason}}: waiters that gave up waiting (budget, entity-stopped). */
+  public final Counter fallthrough =
+      Counter.builder()
+          .name("corral_fallthrough_total")
+          .help("Waiters that stopped waiting for a shared fetch, by reason")
+          .labelNames("repo", "reason")
+          .register(registry);
+
+  /** {@code corral_upstream_requests_total{repo,status}}: one per upstream attempt. */
+  public final Counter upstreamRequests =
+      Counter.builder()
+          .name("corral_upstream_requests_total")
+          .help("Upstream request attempts, retries included, by HTTP status or failure")
+          .labelNames("repo", "status")
+          .register(registry);
+
+  /** {@code corral_requests_total{repo,result}}: one per request answered by this node. */
+  public final Counter requests =
+      Counter.builder()
+          .name("corral_requests_total")
+          .help("Requests answered by this node, by X-Cache result, error or rejected")
+          .labelNames("repo", "result")
+          .register(registry);
+
+  /** {@code corral_upstream_fetch_seconds{repo}}: duration of whole fetches. */
+  public final Histogram upstreamFetchSeconds =
+      Histogram.builder()
+          .name("corral_upstream_fetch_seconds")
+          .help("Duration of upstream fetches, from start to committed or failed")
+          .labelNames("repo")
+          .register(registry);
+
+  public PrometheusRegistry registry() {
+    return registry;
+  }
+}

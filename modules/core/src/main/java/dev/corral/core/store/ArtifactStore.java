@@ -1,0 +1,69 @@
+package dev.corral.core.store;
+
+import dev.corral.core.ArtifactKey;
+import dev.corral.core.upstream.Header;
+import java.io.IOException;
+import java.util.List;
+import java.util.Optional;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+
+/**
+ * One node's local store of artifact bytes: content-addressed blobs on disk plus an in-memory
+ * index from key to blob, rebuilt from disk at start-up (SEMANTICS L3). Thread-safe.
+ *
+ * <p>Contract:
+ *
+ * <ul>
+ *   <li>A blob is written to a temporary file, fsynced and renamed into place, so a crash never
+ *       leaves a half file that is served.
+ *   <li>{@link #commit} makes a key visible atomically; after it returns, {@link #lookup} finds
+ *       it (SEMANTICS F3).
+ *   <li>The total size of blobs stays under the configured maximum by evicting the least
+ *       recently used keys; a blob is deleted when no key refers to it any more.
+ *   <li>A key whose blob is missing or has the wrong size is dropped by {@link #lookup}, never
+ *       returned (SEMANTICS F2).
+ * </ul>
+ */
+public interface ArtifactStore {
+
+  /** The key's artifact when this node holds its bytes; marks it recently used. */
+  Optional<StoredArtifact> lookup(ArtifactKey key);
+
+  /**
+   * Starts a new blob.
+   *
+   * @param extraAlgorithm a JCA digest name to compute besides SHA-256 (e.g. {@code SHA-512}),
+   *     or null
+   */
+  BlobWriter newBlob(String extraAlgorithm) throws IOException;
+
+  /**
+   * Moves a finished blob into place and records it as the key's bytes, replacing any earlier
+   * record of that key. Evicts least recently used keys if the store is over its maximum.
+   */
+  StoredArtifact commit(ArtifactKey key, BlobWriter blob, List<Header> headers) throws IOException;
+
+  /** Updates the headers and fetched-at time of a stored key (a revalidation). */
+  Optional<StoredArtifact> touch(ArtifactKey key, List<Header> headers, long fetchedAtMillis)
+      throws IOException;
+
+  /** The whole blob in memory; for small artifacts. Fails if the bytes do not hash to sha256. */
+  ByteString readAll(StoredArtifact artifact) throws IOException;
+
+  /**
+   * Streams {@code length} bytes of the blob from {@code offset}, in bounded memory. The source
+   * fails if the blob vanished or is shorter than expected.
+   */
+  Source<ByteString, NotUsed> read(StoredArtifact artifact, long offset, long length);
+
+  /** Forgets the key (and deletes its blob if nothing else refers to it). True if it was held. */
+  boolean remove(ArtifactKey key) throws IOException;
+
+  /** Total bytes of all blobs. */
+  long totalSize();
+
+  /** Number of keys held. */
+  int keyCount();
+}
