@@ -1,0 +1,213 @@
+package dev.corral.core.fetch;
+
+import dev.corral.core.ArtifactKey;
+import dev.corral.core.store.BlobWriter;
+import dev.corral.core.store.StoredArtifact;
+import dev.corral.core.upstream.Header;
+import dev.corral.core.upstream.UpstreamException;
+import dev.corral.core.upstream.UpstreamRequest;
+import dev.corral.core.upstream.UpstreamResponse;
+import java.io.IOException;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Consumer;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.stream.KillSwitches;
+import org.apache.pekko.stream.SharedKillSwitch;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.util.ByteString;
+import org.apache.pekko.util.ByteStringBuilder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The one upstream download of a key: request, hash while streaming into a new blob, verify,
+ * commit to the store, and say how it ended. It never throws: every failure, including a bug in
+ * this code, ends as an {@link Outcome.Failed} (SEMANTICS W4).
+ */
+final class Fetch {
+  private static final Logger log = LoggerFactory.getLogger(Fetch.class);
+
+  /** Response headers worth replaying from the store. */
+  private static final Set<String> KEPT_HEADERS =
+      Set.of("content-type", "etag", "last-modified", "cache-control", "content-disposition",
+          "expires", "content-language");
+
+  private final Node node;
+  private final ArtifactKey key;
+  private final ActorSystem<?> system;
+  private final SharedKillSwitch kill;
+  private final long downloadId;
+
+  private Fetch(Node node, ArtifactKey key, ActorSystem<?> system) {
+    this.node = node;
+    this.key = key;
+    this.system = system;
+    this.downloadId = node.downloads().nextId();
+    this.kill = KillSwitches.shared("fetch-" + downloadId);
+  }
+
+  /**
+   * Starts the download.
+   *
+   * @param onStreaming called (from any thread) when a large body's headers are known and waiters
+   *     may start streaming it
+   */
+  static Fetch start(Node node, ArtifactKey key, ActorSystem<?> system,
+      Consumer<Outcome.Streaming> onStreaming, Consumer<Outcome> onDone) {
+    Fetch fetch = new Fetch(node, key, system);
+    CompletionStage<Outcome> done;
+    try {
+      done = fetch.run(onStreaming);
+    } catch (RuntimeException e) {
+      done = CompletableFuture.failedFuture(e);
+    }
+    done.handle((outcome, error) -> error == null ? outcome : fetch.failure(error))
+        .thenAccept(onDone);
+    return fetch;
+  }
+
+  /** Aborts the download (the entity stopped, or nobody waits and no orphan slot is free). */
+  void abort(String reason) {
+    kill.abort(new IOException("fetch aborted: " + reason));
+  }
+
+  private CompletionStage<Outcome> run(Consumer<Outcome.Streaming> onStreaming) {
+    return node.upstream()
+        .get(UpstreamRequest.get(key.repo(), key.url()))
+        .thenCompose(response -> onResponse(response, onStreaming));
+  }
+
+  private CompletionStage<Outcome> onResponse(UpstreamResponse response, Consumer<Outcome.Streaming> onStreaming) {
+    int status = response.status();
+    if (status == 404 || status == 410) {
+      response.body().runWith(Sink.cancelled(), system);
+      return CompletableFuture.completedFuture(new Outcome.NotFound(status, kept(response.headers())));
+    }
+    if (status != 200) {
+      response.body().runWith(Sink.cancelled(), system);
+      return CompletableFuture.completedFuture(
+          new Outcome.Failed(502, "upstream answered " + status));
+    }
+    List<Header> headers = kept(response.headers());
+    long length = response.contentLength().orElse(-1);
+    long inlineLimit = node.policy(key.repo()).inlineLimit();
+    BlobWriter writer;
+    GrowingBlob growing = null;
+    try {
+      writer = node.store().newBlob(key.expected() == null ? null : key.expected().jcaName());
+      if (length > inlineLimit) {
+        growing = new GrowingBlob(writer.tempFile(), length, node.io());
+        node.downloads().put(downloadId, growing);
+      }
+    } catch (IOException e) {
+      response.body().runWith(Sink.cancelled(), system);
+      return CompletableFuture.failedFuture(e);
+    }
+    if (growing != null) {
+      onStreaming.accept(new Outcome.Streaming(200, headers, length, downloadId));
+    }
+    final GrowingBlob stream = growing;
+    // Small bodies (and bodies of unknown length up to the inline limit) are kept in memory too,
+    // so that every waiter shares one immutable ByteString.
+    final ByteStringBuilder memory = stream == null ? ByteString.createBuilder() : null;
+    final long[] seen = {0};
+    CompletionStage<Done> written =
+        response.body()
+            .via(kill.flow())
+            .runWith(
+                Sink.foreach(bytes -> {
+                  writer.write(bytes);
+                  seen[0] += bytes.size();
+                  if (stream != null) {
+                    stream.advance(writer.written());
+                  } else if (seen[0] <= inlineLimit) {
+                    memory.append(bytes);
+                  }
+                }),
+                system);
+    return written
+        .thenApplyAsync(done -> commit(writer, length, headers, stream, memory, seen[0] <= inlineLimit), node.io())
+        .whenComplete((outcome, error) -> {
+          if (error != null) {
+            writer.close();
+            if (stream != null) {
+              stream.fail(unwrap(error));
+            }
+          }
+          node.downloads().remove(downloadId);
+        });
+  }
+
+  private Outcome commit(BlobWriter writer, long length, List<Header> headers, GrowingBlob stream,
+      ByteStringBuilder memory, boolean fitsInline) {
+    try {
+      writer.finish();
+      if (length >= 0 && writer.written() != length) {
+        throw new IOException("upstream body ended at " + writer.written() + " of " + length + " bytes");
+      }
+      if (key.expected() != null) {
+        String actual = key.expected().algorithm().equals("sha256") ? writer.sha256() : writer.extraDigest();
+        if (!key.expected().hex().equals(actual)) {
+          log.warn("digest mismatch for {}: expected {} but the upstream's bytes hash to {}:{}; nothing stored",
+              key, key.expected(), key.expected().algorithm(), actual);
+          writer.close();
+          if (stream != null) {
+            stream.fail(new IOException("digest mismatch"));
+          }
+          return new Outcome.Failed(502, "upstream bytes do not match the expected " + key.expected().algorithm());
+        }
+      }
+      StoredArtifact artifact = node.store().commit(key, writer, headers);
+      if (stream != null) {
+        stream.complete();
+        return new Outcome.Stored(artifact);
+      }
+      if (fitsInline) {
+        return new Outcome.Body(200, headers, memory.result().compact(), artifact);
+      }
+      return new Outcome.Stored(artifact);
+    } catch (IOException e) {
+      throw new CompletionException(e);
+    }
+  }
+
+  /** Maps any failure to the answer waiters get. */
+  private Outcome failure(Throwable error) {
+    Throwable e = unwrap(error);
+    if (e instanceof UpstreamException u) {
+      return u.isTimeout()
+          ? new Outcome.Failed(504, "upstream timed out: " + u.getMessage())
+          : new Outcome.Failed(502, "upstream error: " + u.getMessage());
+    }
+    if (e instanceof IOException || e instanceof org.apache.pekko.stream.StreamTcpException
+        || String.valueOf(e.getClass().getName()).contains("EntityStream")) {
+      log.warn("fetch of {} failed: {}", key, e.toString());
+      return new Outcome.Failed(502, "upstream transfer failed: " + e.getMessage());
+    }
+    if (e instanceof java.util.concurrent.TimeoutException) {
+      return new Outcome.Failed(504, "upstream timed out");
+    }
+    log.error("fetch of {} failed with an unexpected error", key, e);
+    return new Outcome.Failed(502, "internal error while fetching: " + e.getClass().getSimpleName());
+  }
+
+  private static Throwable unwrap(Throwable e) {
+    while ((e instanceof CompletionException || e instanceof java.util.concurrent.ExecutionException)
+        && e.getCause() != null) {
+      e = e.getCause();
+    }
+    return e;
+  }
+
+  private static List<Header> kept(List<Header> headers) {
+    return headers.stream()
+        .filter(h -> KEPT_HEADERS.contains(h.name().toLowerCase(Locale.ROOT)))
+        .toList();
+  }
+}

@@ -1,0 +1,328 @@
+package dev.corral.core.fetch;
+
+import dev.corral.core.ArtifactKey;
+import dev.corral.core.CborSerializable;
+import dev.corral.core.store.StoredArtifact;
+import dev.corral.core.upstream.Header;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
+import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
+import org.apache.pekko.persistence.typed.PersistenceId;
+import org.apache.pekko.persistence.typed.state.javadsl.CommandHandlerWithReply;
+import org.apache.pekko.persistence.typed.state.javadsl.DurableStateBehaviorWithEnforcedReplies;
+import org.apache.pekko.persistence.typed.state.javadsl.ReplyEffect;
+import org.apache.pekko.persistence.typed.state.javadsl.SignalHandler;
+import org.apache.pekko.util.ByteString;
+
+/**
+ * The one Cluster Sharding entity per artifact key: the single place, cluster-wide, where "who
+ * fetches" is decided (SEMANTICS F1).
+ *
+ * <p>A {@link Join} either finds the key's bytes already in the store (F2), joins the fetch in
+ * flight, or starts it. Waiters stay here until the fetch's outcome is known and are then all
+ * answered at once by message (W1, W2). The entity keeps no in-flight state after a fetch ends
+ * (F4) and, when idle, passivates itself; it never passivates mid-fetch (L1). When it stops for
+ * any reason, every remaining waiter is told to ask again (L2).
+ *
+ * <p>The persisted record (durable state: what is cached for the key, not a history of fetches)
+ * is the truth about the key; the node's store is the truth about the node's bytes (L3).
+ */
+public final class FetchEntity
+    extends DurableStateBehaviorWithEnforcedReplies<FetchEntity.Command, FetchEntity.Record> {
+
+  public static final EntityTypeKey<Command> TYPE_KEY = EntityTypeKey.create(Command.class, "Fetch");
+
+  // ---- protocol -------------------------------------------------------------------------------
+
+  public sealed interface Command extends CborSerializable {}
+
+  /** A waiter asks for the key's outcome. {@code token} identifies it for {@link Leave}. */
+  public record Join(ArtifactKey key, long token, ActorRef<Reply> replyTo) implements Command {}
+
+  /** The waiter's client went away: forget its registration (C2). Never disturbs the others (C3). */
+  public record Leave(long token) implements Command {}
+
+  /** Forget what is cached for the key (the node removed the bytes from its own store). */
+  public record Purge(ActorRef<Done> replyTo) implements Command {}
+
+  /** Sharding's stop message for passivation and hand-off. */
+  public enum Stop implements Command { INSTANCE }
+
+  private enum Idle implements Command { INSTANCE }
+
+  private record HeadersKnown(long fetchId, Outcome.Streaming outcome) implements Command {}
+
+  private record Finished(long fetchId, Outcome outcome, long startedNanos) implements Command {}
+
+  /** How an answer relates to the upstream, for the {@code X-Cache} header. */
+  public enum Via { MISS, COALESCED, HIT, NEGATIVE }
+
+  /** What a waiter is told. */
+  public sealed interface Reply extends CborSerializable {}
+
+  /** A small body, complete and verified: one immutable ByteString shared by every waiter. */
+  public record Body(Via via, int status, List<Header> headers, ByteString bytes) implements Reply {}
+
+  /** The bytes are committed in this node's store: serve them from there. */
+  public record Stored(Via via, StoredArtifact artifact) implements Reply {}
+
+  /** A large body that streams from {@link Downloads} while it downloads. */
+  public record Streaming(Via via, int status, List<Header> headers, long length, long downloadId)
+      implements Reply {}
+
+  /** The upstream said the artifact does not exist (404 or 410). */
+  public record NotFound(Via via, int status, List<Header> headers) implements Reply {}
+
+  /** The fetch failed (502, 504) or the waiter was refused (503). */
+  public record Failed(int status, String reason) implements Reply {}
+
+  /** The entity stopped before the outcome was known: ask again (W3), never the upstream. */
+  public record Retry(String reason) implements Reply {}
+
+  /** The persisted record of a key: what this cluster has cached for it, or null. */
+  public record Record(StoredArtifact cached) implements CborSerializable {
+    static final Record EMPTY = new Record(null);
+  }
+
+  // ---- sharding -------------------------------------------------------------------------------
+
+  /**
+   * Registers the entity with Cluster Sharding.
+   *
+   * @param idleTimeout how long an entity with no fetch and no waiter lives before passivating
+   */
+  public static void init(ActorSystem<?> system, Node node, Duration idleTimeout) {
+    ClusterSharding.get(system)
+        .init(
+            Entity.of(TYPE_KEY, ctx -> create(ctx.getEntityId(), node, idleTimeout, ctx.getShard()))
+                .withStopMessage(Stop.INSTANCE));
+  }
+
+  static Behavior<Command> create(
+      String entityId, Node node, Duration idleTimeout,
+      ActorRef<ClusterSharding.ShardCommand> shard) {
+    return Behaviors.setup(ctx -> {
+      ctx.setReceiveTimeout(idleTimeout, Idle.INSTANCE);
+      return new FetchEntity(entityId, node, idleTimeout, shard, ctx);
+    });
+  }
+
+  // ---- the entity -----------------------------------------------------------------------------
+
+  private final Node node;
+  private final Duration idleTimeout;
+  private final ActorRef<ClusterSharding.ShardCommand> shard;
+  private final ActorContext<Command> ctx;
+
+  /** The fetch in flight and its waiters; null when there is none (F4). */
+  private Flight flight;
+  private long fetchIds;
+  /** A remembered upstream not-found and its expiry (ticker nanos). */
+  private Outcome.NotFound notFound;
+  private long notFoundUntil;
+
+  private static final class Flight {
+    final long id;
+    final ArtifactKey key;
+    final long leaderToken;
+    final List<Waiter> waiters = new ArrayList<>();
+    Fetch fetch;
+    Outcome.Streaming streaming;
+    boolean orphanSlot;
+
+    Flight(long id, ArtifactKey key, long leaderToken) {
+      this.id = id;
+      this.key = key;
+      this.leaderToken = leaderToken;
+    }
+  }
+
+  private record Waiter(long token, ActorRef<Reply> replyTo) {}
+
+  private FetchEntity(String entityId, Node node, Duration idleTimeout,
+      ActorRef<ClusterSharding.ShardCommand> shard, ActorContext<Command> ctx) {
+    super(PersistenceId.of(TYPE_KEY.name(), entityId));
+    this.node = node;
+    this.idleTimeout = idleTimeout;
+    this.shard = shard;
+    this.ctx = ctx;
+  }
+
+  @Override
+  public Record emptyState() {
+    return Record.EMPTY;
+  }
+
+  @Override
+  public CommandHandlerWithReply<Command, Record> commandHandler() {
+    return newCommandHandlerWithReplyBuilder()
+        .forAnyState()
+        .onCommand(Join.class, this::onJoin)
+        .onCommand(Leave.class, this::onLeave)
+        .onCommand(HeadersKnown.class, this::onHeadersKnown)
+        .onCommand(Finished.class, this::onFinished)
+        .onCommand(Purge.class, this::onPurge)
+        .onCommand(Idle.class, this::onIdle)
+        .onCommand(Stop.class, (state, cmd) -> Effect().stop().thenNoReply())
+        .build();
+  }
+
+  @Override
+  public SignalHandler<Record> signalHandler() {
+    return newSignalHandlerBuilder().onSignal(PostStop.instance(), state -> onStopped()).build();
+  }
+
+  private ReplyEffect<Record> onJoin(Record state, Join join) {
+    if (notFound != null && node.ticker().read() - notFoundUntil < 0) {
+      return Effect().reply(join.replyTo(), notFound.toReply(Via.NEGATIVE));
+    }
+    notFound = null;
+    if (flight != null) {
+      if (flight.streaming != null) {
+        return Effect().reply(join.replyTo(), flight.streaming.toReply(Via.COALESCED));
+      }
+      if (flight.waiters.size() >= node.policy(join.key().repo()).maxWaiters()) {
+        return Effect().reply(join.replyTo(), new Failed(503, "too many requests waiting for this artifact"));
+      }
+      flight.waiters.add(new Waiter(join.token(), join.replyTo()));
+      return Effect().noReply();
+    }
+    // F2: another path may have committed the bytes in the gap; a record whose bytes are
+    // missing or corrupt is not found by lookup, so it is fetched again.
+    Optional<StoredArtifact> stored = node.store().lookup(join.key());
+    if (stored.isPresent()) {
+      return Effect().reply(join.replyTo(), new Stored(Via.HIT, stored.get()));
+    }
+    startFetch(join);
+    return Effect().noReply();
+  }
+
+  private void startFetch(Join join) {
+    long id = ++fetchIds;
+    Flight f = new Flight(id, join.key(), join.token());
+    f.waiters.add(new Waiter(join.token(), join.replyTo()));
+    flight = f;
+    ctx.cancelReceiveTimeout(); // L1: never passivate for idleness mid-fetch
+    String repo = join.key().repo();
+    node.metrics().inflightFetches.labelValues(repo).inc();
+    long started = node.ticker().read();
+    ActorRef<Command> self = ctx.getSelf();
+    f.fetch = Fetch.start(node, join.key(), ctx.getSystem(),
+        streaming -> self.tell(new HeadersKnown(id, streaming)),
+        outcome -> self.tell(new Finished(id, outcome, started)));
+  }
+
+  private ReplyEffect<Record> onHeadersKnown(Record state, HeadersKnown msg) {
+    if (flight == null || flight.id != msg.fetchId()) {
+      return Effect().noReply();
+    }
+    flight.streaming = msg.outcome();
+    for (Waiter w : flight.waiters) {
+      w.replyTo().tell(msg.outcome().toReply(via(w)));
+    }
+    flight.waiters.clear();
+    return Effect().noReply();
+  }
+
+  private ReplyEffect<Record> onFinished(Record state, Finished msg) {
+    if (flight == null || flight.id != msg.fetchId()) {
+      return Effect().noReply();
+    }
+    Flight done = flight;
+    flight = null; // F4: no in-flight state survives the fetch
+    String repo = done.key.repo();
+    node.metrics().inflightFetches.labelValues(repo).dec();
+    node.metrics().upstreamFetchSeconds.labelValues(repo)
+        .observe((node.ticker().read() - msg.startedNanos()) / 1e9);
+    if (done.orphanSlot) {
+      node.releaseOrphanSlot(repo);
+    }
+    ctx.setReceiveTimeout(idleTimeout, Idle.INSTANCE);
+    Outcome outcome = msg.outcome();
+    if (outcome instanceof Outcome.NotFound nf) {
+      notFound = nf;
+      notFoundUntil = node.ticker().read() + node.policy(repo).negativeTtl().toNanos();
+    }
+    StoredArtifact committed = null;
+    if (outcome instanceof Outcome.Body b) {
+      committed = b.artifact();
+    } else if (outcome instanceof Outcome.Stored s) {
+      committed = s.artifact();
+    }
+    if (committed == null) {
+      answer(done, outcome);
+      return Effect().noReply();
+    }
+    return Effect().persist(new Record(committed)).thenRun(() -> answer(done, outcome)).thenNoReply();
+  }
+
+  private void answer(Flight done, Outcome outcome) {
+    for (Waiter w : done.waiters) {
+      w.replyTo().tell(outcome.toReply(via(done, w)));
+    }
+  }
+
+  private Via via(Waiter w) {
+    return via(flight, w);
+  }
+
+  private static Via via(Flight f, Waiter w) {
+    return w.token() == f.leaderToken ? Via.MISS : Via.COALESCED;
+  }
+
+  private ReplyEffect<Record> onLeave(Record state, Leave leave) {
+    if (flight == null) {
+      return Effect().noReply();
+    }
+    boolean removed = flight.waiters.removeIf(w -> w.token() == leave.token());
+    if (removed && flight.waiters.isEmpty() && flight.streaming == null && !flight.orphanSlot) {
+      // C3: the fetch goes on to warm the cache, as long as the repository has a slot for it.
+      if (node.tryTakeOrphanSlot(flight.key.repo())) {
+        flight.orphanSlot = true;
+      } else {
+        flight.fetch.abort("every waiter left and the repository's orphan fetch slots are full");
+      }
+    }
+    return Effect().noReply();
+  }
+
+  private ReplyEffect<Record> onPurge(Record state, Purge purge) {
+    notFound = null;
+    return Effect().persist(Record.EMPTY).thenReply(purge.replyTo(), s -> Done.getInstance());
+  }
+
+  private ReplyEffect<Record> onIdle(Record state, Idle idle) {
+    if (flight == null) {
+      shard.tell(new ClusterSharding.Passivate<>(ctx.getSelf()));
+    }
+    return Effect().noReply();
+  }
+
+  /** L2: however the entity stops, nobody is left waiting. */
+  private void onStopped() {
+    if (flight == null) {
+      return;
+    }
+    Flight f = flight;
+    flight = null;
+    f.fetch.abort("the entity stopped");
+    node.metrics().inflightFetches.labelValues(f.key.repo()).dec();
+    if (f.orphanSlot) {
+      node.releaseOrphanSlot(f.key.repo());
+    }
+    for (Waiter w : f.waiters) {
+      w.replyTo().tell(new Retry("the fetch entity stopped"));
+    }
+  }
+}

@@ -1,0 +1,90 @@
+package dev.corral.core.fetch;
+
+import com.github.benmanes.caffeine.cache.Ticker;
+import dev.corral.core.Metrics;
+import dev.corral.core.store.ArtifactStore;
+import dev.corral.core.upstream.Upstream;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.Semaphore;
+import java.util.function.Function;
+
+/**
+ * What the fetch entities and waiters of one node share: its store, its upstream client, its
+ * downloads in progress, its metrics and each repository's {@link FetchPolicy}. Time is read only
+ * through {@link #ticker()} so TTLs are tested without sleeping.
+ */
+public final class Node {
+  private final ArtifactStore store;
+  private final Upstream upstream;
+  private final Metrics metrics;
+  private final Function<String, FetchPolicy> policies;
+  private final Ticker ticker;
+  private final Executor io;
+  private final Downloads downloads = new Downloads();
+  private final Map<String, Semaphore> orphanSlots = new ConcurrentHashMap<>();
+
+  /**
+   * @param io an executor for blocking file work (the actor system's blocking-io dispatcher)
+   */
+  public Node(
+      ArtifactStore store,
+      Upstream upstream,
+      Metrics metrics,
+      Function<String, FetchPolicy> policies,
+      Ticker ticker,
+      Executor io) {
+    this.store = store;
+    this.upstream = upstream;
+    this.metrics = metrics;
+    this.policies = policies;
+    this.ticker = ticker;
+    this.io = io;
+  }
+
+  public ArtifactStore store() {
+    return store;
+  }
+
+  public Upstream upstream() {
+    return upstream;
+  }
+
+  public Metrics metrics() {
+    return metrics;
+  }
+
+  public FetchPolicy policy(String repo) {
+    return policies.apply(repo);
+  }
+
+  public Ticker ticker() {
+    return ticker;
+  }
+
+  public Executor io() {
+    return io;
+  }
+
+  public Downloads downloads() {
+    return downloads;
+  }
+
+  /**
+   * Takes one of the repository's slots for a fetch that keeps running with no waiter left
+   * (SEMANTICS C3). False when the repository already runs its maximum of such fetches.
+   */
+  boolean tryTakeOrphanSlot(String repo) {
+    return orphanSlots
+        .computeIfAbsent(repo, r -> new Semaphore(policy(r).maxOrphanFetches()))
+        .tryAcquire();
+  }
+
+  void releaseOrphanSlot(String repo) {
+    Semaphore s = orphanSlots.get(repo);
+    if (s != null) {
+      s.release();
+    }
+  }
+}
