@@ -1,0 +1,157 @@
+package dev.corral.http;
+
+import dev.corral.core.fetch.FetchEntity.Via;
+import dev.corral.core.store.ArtifactStore;
+import dev.corral.core.store.StoredArtifact;
+import dev.corral.core.upstream.Header;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.http.javadsl.model.ContentType;
+import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpHeader;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.StatusCodes;
+import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+
+/**
+ * Turns an artifact (shared bytes, stored bytes or a download in progress) into the HTTP answer
+ * for one request: upstream headers replayed, {@code X-Cache} set, conditional requests answered
+ * with 304 and a single {@code Range} with 206, with an exact {@code Content-Length}.
+ */
+final class ArtifactResponses {
+  /** Headers replayed to clients; Content-Type goes on the entity. */
+  private static final List<String> REPLAYED =
+      List.of("etag", "last-modified", "cache-control", "content-disposition", "expires", "content-language");
+
+  private final ArtifactStore store;
+  private final Executor io;
+
+  ArtifactResponses(ArtifactStore store, Executor io) {
+    this.store = store;
+    this.io = io;
+  }
+
+  /** A complete body held in memory (shared by every waiter; sliced, never copied, for a range). */
+  HttpResponse bytes(HttpRequest request, Via via, int status, List<Header> headers, ByteString body) {
+    Optional<HttpResponse> conditional = conditional(request, via, headers, body.size());
+    if (conditional.isPresent()) {
+      return conditional.get();
+    }
+    ContentType type = contentType(headers);
+    ByteRange.Result range = ByteRange.parse(header(request, "Range"), header(request, "If-Range"),
+        value(headers, "etag"), value(headers, "last-modified"), body.size());
+    if (range instanceof ByteRange.Partial p) {
+      return base(via, headers, 206)
+          .addHeader(RawHeader.create("Content-Range", p.contentRange(body.size())))
+          .withEntity(HttpEntities.create(type, body.slice((int) p.offset(), (int) (p.offset() + p.length()))));
+    }
+    if (range instanceof ByteRange.Unsatisfiable u) {
+      return unsatisfiable(via, headers, body.size());
+    }
+    return base(via, headers, status).withEntity(HttpEntities.create(type, body));
+  }
+
+  /**
+   * Bytes from this node's store. Small artifacts are read whole and verified; large ones stream
+   * in bounded memory. Completes with empty when the stored bytes turned out missing or corrupt
+   * (the store has then forgotten the key, and the caller fetches it again).
+   */
+  CompletionStage<Optional<HttpResponse>> stored(HttpRequest request, Via via, StoredArtifact artifact, long inlineLimit) {
+    List<Header> headers = artifact.headers();
+    long size = artifact.size();
+    Optional<HttpResponse> conditional = conditional(request, via, headers, size);
+    if (conditional.isPresent()) {
+      return CompletableFuture.completedFuture(conditional);
+    }
+    if (size <= inlineLimit) {
+      return CompletableFuture.supplyAsync(() -> {
+        try {
+          return Optional.of(bytes(request, via, 200, headers, store.readAll(artifact)));
+        } catch (IOException e) {
+          return Optional.<HttpResponse>empty();
+        }
+      }, io);
+    }
+    ContentType type = contentType(headers);
+    ByteRange.Result range = ByteRange.parse(header(request, "Range"), header(request, "If-Range"),
+        value(headers, "etag"), value(headers, "last-modified"), size);
+    HttpResponse response;
+    if (range instanceof ByteRange.Partial p) {
+      response = base(via, headers, 206)
+          .addHeader(RawHeader.create("Content-Range", p.contentRange(size)))
+          .withEntity(HttpEntities.create(type, p.length(), store.read(artifact, p.offset(), p.length())));
+    } else if (range instanceof ByteRange.Unsatisfiable) {
+      response = unsatisfiable(via, headers, size);
+    } else {
+      response = base(via, headers, 200).withEntity(HttpEntities.create(type, size, store.read(artifact, 0, size)));
+    }
+    return CompletableFuture.completedFuture(Optional.of(response));
+  }
+
+  /** A large body still downloading: the whole of it, streamed as it arrives (no ranges yet). */
+  HttpResponse streaming(Via via, int status, List<Header> headers, long length, Source<ByteString, NotUsed> body) {
+    return base(via, headers, status).withEntity(HttpEntities.create(contentType(headers), length, body));
+  }
+
+  private Optional<HttpResponse> conditional(HttpRequest request, Via via, List<Header> headers, long size) {
+    if (Conditional.notModified(value(headers, "etag"), value(headers, "last-modified"),
+        header(request, "If-None-Match"), header(request, "If-Modified-Since"))) {
+      return Optional.of(base(via, headers, 304));
+    }
+    return Optional.empty();
+  }
+
+  private HttpResponse unsatisfiable(Via via, List<Header> headers, long size) {
+    return base(via, headers, 416)
+        .addHeader(RawHeader.create("Content-Range", "bytes */" + size))
+        .withEntity(HttpEntities.create(ContentTypes.TEXT_PLAIN_UTF8, "range not satisfiable\n"));
+  }
+
+  private static HttpResponse base(Via via, List<Header> headers, int status) {
+    List<HttpHeader> out = new ArrayList<>();
+    out.add(RawHeader.create("X-Cache", via.name()));
+    out.add(RawHeader.create("Accept-Ranges", "bytes"));
+    for (Header h : headers) {
+      if (REPLAYED.contains(h.name().toLowerCase(Locale.ROOT))) {
+        out.add(RawHeader.create(h.name(), h.value()));
+      }
+    }
+    return HttpResponse.create().withStatus(StatusCodes.get(status)).addHeaders(out);
+  }
+
+  static ContentType contentType(List<Header> headers) {
+    String v = value(headers, "content-type");
+    if (v == null) {
+      return ContentTypes.APPLICATION_OCTET_STREAM;
+    }
+    try {
+      return ContentTypes.parse(v);
+    } catch (RuntimeException e) {
+      return ContentTypes.APPLICATION_OCTET_STREAM;
+    }
+  }
+
+  static String value(List<Header> headers, String name) {
+    for (Header h : headers) {
+      if (h.name().equalsIgnoreCase(name)) {
+        return h.value();
+      }
+    }
+    return null;
+  }
+
+  static String header(HttpRequest request, String name) {
+    return request.getHeader(name).map(HttpHeader::value).orElse(null);
+  }
+}

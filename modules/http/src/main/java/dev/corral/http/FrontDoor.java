@@ -1,0 +1,344 @@
+package dev.corral.http;
+
+import dev.corral.core.ArtifactKey;
+import dev.corral.core.fetch.FetchEntity;
+import dev.corral.core.fetch.FetchEntity.Via;
+import dev.corral.core.fetch.FetchPolicy;
+import dev.corral.core.fetch.Node;
+import dev.corral.core.fetch.Waiters;
+import dev.corral.core.store.StoredArtifact;
+import dev.corral.core.upstream.UpstreamException;
+import dev.corral.core.upstream.UpstreamRequest;
+import dev.corral.http.repo.Repository;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.http.javadsl.Http;
+import org.apache.pekko.http.javadsl.IncomingConnection;
+import org.apache.pekko.http.javadsl.ServerBinding;
+import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpMethods;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.StatusCodes;
+import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+import org.apache.pekko.stream.Materializer;
+import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.util.ByteString;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Corral's HTTP front door: {@code GET}/{@code HEAD /{repo}/{path}} for artifacts and the
+ * {@code /-/} endpoints (health, metrics, purge). A hit is served from this node's store without
+ * asking the entity; a miss waits on the key's {@link FetchEntity} through {@link Waiters}.
+ * Each connection has a {@link ConnectionScope}, so a waiter whose client hangs up returns at
+ * once (SEMANTICS C1).
+ */
+public final class FrontDoor {
+  private static final Logger log = LoggerFactory.getLogger(FrontDoor.class);
+
+  private final ActorSystem<?> system;
+  private final Node node;
+  private final Waiters waiters;
+  private final Map<String, Repository> repos;
+  private final Optional<String> adminToken;
+  private final ArtifactResponses responses;
+  private final AtomicBoolean ready = new AtomicBoolean(false);
+
+  public FrontDoor(ActorSystem<?> system, Node node, Waiters waiters, Map<String, Repository> repos,
+      Optional<String> adminToken) {
+    this.system = system;
+    this.node = node;
+    this.waiters = waiters;
+    this.repos = Map.copyOf(repos);
+    this.adminToken = adminToken;
+    this.responses = new ArtifactResponses(node.store(), node.io());
+  }
+
+  /** Binds and serves; each connection gets its own flow so its closing cancels its waiters. */
+  public CompletionStage<ServerBinding> bind(String host, int port) {
+    Materializer mat = Materializer.matFromSystem(system);
+    return Http.get(system)
+        .newServerAt(host, port)
+        .connectionSource()
+        .to(Sink.foreach((IncomingConnection c) -> c.handleWith(connectionFlow(), mat)))
+        .run(mat);
+  }
+
+  Flow<HttpRequest, HttpResponse, ?> connectionFlow() {
+    ConnectionScope scope = new ConnectionScope(waiters.cancels());
+    return Flow.of(HttpRequest.class)
+        .watchTermination((mat, done) -> {
+          done.whenComplete((d, e) -> scope.closed());
+          return mat;
+        })
+        .map(r -> r.addAttribute(ConnectionScope.KEY, scope))
+        .mapAsync(1, this::handle);
+  }
+
+  /** Ready once the node can serve; false again while it drains. */
+  public void ready(boolean value) {
+    ready.set(value);
+  }
+
+  public CompletionStage<HttpResponse> handle(HttpRequest request) {
+    try {
+      String raw = rawPath(request);
+      if (raw.startsWith("/-/")) {
+        return CompletableFuture.completedFuture(admin(request, raw));
+      }
+      return artifact(request, raw).exceptionally(e -> {
+        log.error("request {} failed", raw, e);
+        return text(500, "internal error");
+      });
+    } catch (RuntimeException e) {
+      log.error("request failed", e);
+      return CompletableFuture.completedFuture(text(500, "internal error"));
+    }
+  }
+
+  // ---- artifacts ------------------------------------------------------------------------------
+
+  private CompletionStage<HttpResponse> artifact(HttpRequest request, String raw) {
+    if (request.method() != HttpMethods.GET && request.method() != HttpMethods.HEAD) {
+      return done(count("", "rejected", text(405, "only GET and HEAD are served")
+          .addHeader(RawHeader.create("Allow", "GET, HEAD"))));
+    }
+    RequestPath.Result parsed = RequestPath.parse(withoutQuery(raw), true);
+    if (parsed instanceof RequestPath.Rejected r) {
+      return done(count("", "rejected", text(400, r.reason())));
+    }
+    RequestPath.Ok ok = (RequestPath.Ok) parsed;
+    Repository repo = repos.get(ok.repo());
+    if (repo == null) {
+      return done(count("", "error", text(404, "unknown repository: " + ok.repo())));
+    }
+    if (!repo.allowsEncodedSlash() && ok.segments().stream().anyMatch(s -> s.indexOf('/') >= 0)) {
+      return done(count("", "rejected", text(400, "encoded '/' in a path segment")));
+    }
+    Optional<ArtifactKey> key = repo.key(ok.segments(), ok.upstreamPath(), request.getUri().rawQueryString());
+    if (key.isEmpty()) {
+      return done(count(repo.name(), "error", text(404, "no artifact at this path")));
+    }
+    return serve(request, key.get());
+  }
+
+  private CompletionStage<HttpResponse> serve(HttpRequest request, ArtifactKey key) {
+    FetchPolicy policy = node.policy(key.repo());
+    Optional<StoredArtifact> hit = node.store().lookup(key);
+    if (hit.isPresent()) {
+      return responses.stored(request, Via.HIT, hit.get(), policy.inlineLimit())
+          .thenCompose(r -> r.isPresent() ? done(count(key.repo(), Via.HIT, r.get())) : miss(request, key));
+    }
+    return miss(request, key);
+  }
+
+  private CompletionStage<HttpResponse> miss(HttpRequest request, ArtifactKey key) {
+    ConnectionScope scope = request.getAttribute(ConnectionScope.KEY).orElse(null);
+    long token = scope != null ? scope.reserve() : waiters.cancels().reserve();
+    return waiters.await(key, token)
+        .thenCompose(answer -> answer(request, key, answer))
+        .whenComplete((r, e) -> {
+          if (scope != null) {
+            scope.done(token);
+          }
+        });
+  }
+
+  private CompletionStage<HttpResponse> answer(HttpRequest request, ArtifactKey key, Waiters.Answer answer) {
+    String repo = key.repo();
+    FetchPolicy policy = node.policy(repo);
+    if (answer instanceof Waiters.Cancelled) {
+      return done(count(repo, "error", text(503, "client closed the connection")));
+    }
+    if (answer instanceof Waiters.TimedOut) {
+      if (policy.bypassOnBudget()) {
+        return bypass(key);
+      }
+      return done(count(repo, "error", text(504, "timed out waiting for the upstream")));
+    }
+    FetchEntity.Reply reply = ((Waiters.Answered) answer).reply();
+    if (reply instanceof FetchEntity.Body b) {
+      return done(count(repo, b.via(), responses.bytes(request, b.via(), b.status(), b.headers(), b.bytes())));
+    }
+    if (reply instanceof FetchEntity.Stored s) {
+      return responses.stored(request, s.via(), s.artifact(), policy.inlineLimit())
+          .thenApply(r -> count(repo, s.via(),
+              r.orElseGet(() -> text(502, "stored bytes of this artifact are missing or corrupt"))));
+    }
+    if (reply instanceof FetchEntity.Streaming s) {
+      var growing = node.downloads().find(s.downloadId());
+      if (growing.isPresent()) {
+        return done(count(repo, s.via(), responses.streaming(s.via(), s.status(), s.headers(), s.length(), growing.get().reader())));
+      }
+      // The download ended between the reply and now: serve what it committed, if anything.
+      Optional<StoredArtifact> stored = node.store().lookup(key);
+      if (stored.isPresent()) {
+        return responses.stored(request, s.via(), stored.get(), policy.inlineLimit())
+            .thenApply(r -> count(repo, s.via(), r.orElseGet(() -> text(502, "upstream transfer failed"))));
+      }
+      return done(count(repo, "error", text(502, "upstream transfer failed")));
+    }
+    if (reply instanceof FetchEntity.NotFound nf) {
+      return done(count(repo, nf.via(), text(nf.status(), "not found upstream")
+          .addHeader(RawHeader.create("X-Cache", nf.via().name()))));
+    }
+    if (reply instanceof FetchEntity.Failed f) {
+      return done(count(repo, "error", text(f.status(), f.reason())));
+    }
+    return done(count(repo, "error", text(502, "unexpected answer: " + reply.getClass().getSimpleName())));
+  }
+
+  /** The budget ran out and the repository allows it: one direct, uncached fetch for this client. */
+  private CompletionStage<HttpResponse> bypass(ArtifactKey key) {
+    String repo = key.repo();
+    return node.upstream().get(UpstreamRequest.get(repo, key.url()))
+        .thenApply(r -> {
+          if (r.status() == 200) {
+            var type = ArtifactResponses.contentType(r.headers());
+            var entity = r.contentLength().isPresent()
+                ? HttpEntities.create(type, r.contentLength().getAsLong(), r.body())
+                : HttpEntities.createChunked(type, r.body());
+            return count(repo, "bypass", HttpResponse.create().withEntity(entity)
+                .addHeader(RawHeader.create("X-Cache", "BYPASS")));
+          }
+          r.body().runWith(Sink.cancelled(), system);
+          if (r.status() == 404 || r.status() == 410) {
+            return count(repo, "bypass", text(r.status(), "not found upstream")
+                .addHeader(RawHeader.create("X-Cache", "BYPASS")));
+          }
+          return count(repo, "error", text(502, "upstream answered " + r.status()));
+        })
+        .exceptionally(e -> {
+          Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+          boolean timeout = t instanceof UpstreamException u && u.isTimeout();
+          return count(repo, "error", text(timeout ? 504 : 502, "upstream error: " + t.getMessage()));
+        });
+  }
+
+  private HttpResponse count(String repo, Via via, HttpResponse response) {
+    if (via == Via.COALESCED) {
+      node.metrics().coalesced.labelValues(repo).inc();
+    }
+    return count(repo, via.name().toLowerCase(Locale.ROOT), response);
+  }
+
+  private HttpResponse count(String repo, String result, HttpResponse response) {
+    node.metrics().requests.labelValues(repo, result).inc();
+    return response;
+  }
+
+  // ---- /-/ endpoints --------------------------------------------------------------------------
+
+  private HttpResponse admin(HttpRequest request, String raw) {
+    String path = raw.indexOf('?') >= 0 ? raw.substring(0, raw.indexOf('?')) : raw;
+    boolean get = request.method() == HttpMethods.GET || request.method() == HttpMethods.HEAD;
+    if (get && path.equals("/-/health/live")) {
+      return text(200, "live");
+    }
+    if (get && path.equals("/-/health/ready")) {
+      return ready.get() ? text(200, "ready") : text(503, "not ready");
+    }
+    if (get && path.equals("/-/metrics")) {
+      return metrics();
+    }
+    if (path.startsWith("/-/cache/")) {
+      if (request.method() != HttpMethods.DELETE) {
+        return text(405, "purge with DELETE").addHeader(RawHeader.create("Allow", "DELETE"));
+      }
+      return purge(request, "/" + path.substring("/-/cache/".length()) + query(raw));
+    }
+    return text(404, "no such endpoint");
+  }
+
+  private HttpResponse purge(HttpRequest request, String repoPath) {
+    if (adminToken.isEmpty()) {
+      return text(403, "purge is disabled: no admin token is configured");
+    }
+    String auth = request.getHeader("Authorization").map(h -> h.value()).orElse("");
+    byte[] given = auth.startsWith("Bearer ") ? auth.substring(7).trim().getBytes(StandardCharsets.UTF_8) : new byte[0];
+    if (!MessageDigest.isEqual(given, adminToken.get().getBytes(StandardCharsets.UTF_8))) {
+      return text(401, "a valid admin bearer token is required").addHeader(RawHeader.create("WWW-Authenticate", "Bearer"));
+    }
+    RequestPath.Result parsed = RequestPath.parse(repoPath.contains("?") ? repoPath.substring(0, repoPath.indexOf('?')) : repoPath, true);
+    if (parsed instanceof RequestPath.Rejected r) {
+      return text(400, r.reason());
+    }
+    RequestPath.Ok ok = (RequestPath.Ok) parsed;
+    Repository repo = repos.get(ok.repo());
+    if (repo == null) {
+      return text(404, "unknown repository: " + ok.repo());
+    }
+    Optional<String> q = repoPath.contains("?") ? Optional.of(repoPath.substring(repoPath.indexOf('?') + 1)) : Optional.empty();
+    Optional<ArtifactKey> key = repo.key(ok.segments(), ok.upstreamPath(), q);
+    if (key.isEmpty()) {
+      return text(404, "no artifact at this path");
+    }
+    boolean held;
+    try {
+      held = node.store().remove(key.get());
+    } catch (IOException e) {
+      return text(500, "purge failed: " + e.getMessage());
+    }
+    ClusterSharding.get(system)
+        .entityRefFor(FetchEntity.TYPE_KEY, key.get().id())
+        .ask(FetchEntity.Purge::new, Duration.ofSeconds(10));
+    return held ? text(200, "purged") : text(404, "not cached");
+  }
+
+  private HttpResponse metrics() {
+    try {
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      PrometheusTextFormatWriter.create().write(out, node.metrics().registry().scrape());
+      return HttpResponse.create().withEntity(HttpEntities.create(
+          ContentTypes.parse("text/plain; version=0.0.4; charset=utf-8"), ByteString.fromArray(out.toByteArray())));
+    } catch (IOException e) {
+      return text(500, "metrics failed");
+    }
+  }
+
+  // ---- helpers --------------------------------------------------------------------------------
+
+  /** The request target exactly as the client sent it (Raw-Request-URI), query included. */
+  static String rawPath(HttpRequest request) {
+    return request.getHeader("Raw-Request-URI").map(h -> h.value())
+        .orElseGet(() -> request.getUri().getPathString()
+            + request.getUri().rawQueryString().map(q -> "?" + q).orElse(""));
+  }
+
+  private static String withoutQuery(String raw) {
+    int i = raw.indexOf('?');
+    return i >= 0 ? raw.substring(0, i) : raw;
+  }
+
+  private static String query(String raw) {
+    int i = raw.indexOf('?');
+    return i >= 0 ? raw.substring(i) : "";
+  }
+
+  static HttpResponse text(int status, String reason) {
+    return HttpResponse.create()
+        .withStatus(StatusCodes.get(status))
+        .withEntity(HttpEntities.create(ContentTypes.TEXT_PLAIN_UTF8, reason + "\n"));
+  }
+
+  private static CompletionStage<HttpResponse> done(HttpResponse response) {
+    return CompletableFuture.completedFuture(response);
+  }
+}

@@ -1,0 +1,34 @@
+package dev.corral.http.repo;
+
+import dev.corral.core.ArtifactKey;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * A plain HTTP upstream: {@code /{name}/{path}?{query}} is {@code URL/{path}?{query}}, joined
+ * with exactly one {@code /}. The query is part of the upstream URL and so of the key.
+ */
+public final class GenericRepository implements Repository {
+  private final String name;
+  private final String base;
+
+  public GenericRepository(String name, String url) {
+    this.name = name;
+    this.base = url.endsWith("/") ? url.substring(0, url.length() - 1) : url;
+  }
+
+  @Override
+  public String name() {
+    return name;
+  }
+
+  public String baseUrl() {
+    return base;
+  }
+
+  @Override
+  public Optional<ArtifactKey> key(List<String> segments, String upstreamPath, Optional<String> rawQuery) {
+    String url = base + "/" + upstreamPath + rawQuery.filter(q -> !q.isEmpty()).map(q -> "?" + q).orElse("");
+    return Optional.of(ArtifactKey.of(name, url));
+  }
+}
