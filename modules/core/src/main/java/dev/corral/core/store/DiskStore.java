@@ -14,6 +14,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Clock;
@@ -243,11 +244,18 @@ public final class DiskStore implements ArtifactStore {
   @Override
   public ByteString readAll(StoredArtifact artifact) throws IOException {
     Path path = blobPath(artifact.sha256());
+    Object fileKey;
+    try {
+      fileKey = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
+    } catch (NoSuchFileException e) {
+      purgeBlob(artifact.sha256(), null);
+      throw e;
+    }
     byte[] bytes;
     try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
       long size = ch.size();
       if (size != artifact.size()) {
-        purgeBlob(artifact.sha256());
+        purgeBlob(artifact.sha256(), fileKey);
         throw new IOException(
             "blob " + artifact.sha256() + " has " + size + " bytes, expected " + artifact.size());
       }
@@ -258,19 +266,19 @@ public final class DiskStore implements ArtifactStore {
       ByteBuffer buf = ByteBuffer.wrap(bytes);
       while (buf.hasRemaining()) {
         if (ch.read(buf, buf.position()) < 0) {
-          purgeBlob(artifact.sha256());
+          purgeBlob(artifact.sha256(), fileKey);
           throw new IOException("blob " + artifact.sha256() + " shrank while being read");
         }
       }
     } catch (NoSuchFileException e) {
-      purgeBlob(artifact.sha256());
+      purgeBlob(artifact.sha256(), null);
       throw e;
     }
     String actual = HexFormat.of().formatHex(sha256().digest(bytes));
     if (!actual.equals(artifact.sha256())) {
       log.warn("blob {} is corrupt (hashes to {}); deleting it and its keys",
           artifact.sha256(), actual);
-      purgeBlob(artifact.sha256());
+      purgeBlob(artifact.sha256(), fileKey);
       throw new IOException("blob " + artifact.sha256() + " is corrupt: hashes to " + actual);
     }
     return ByteString.fromArrayUnsafe(bytes); // the array is never touched again
@@ -428,10 +436,27 @@ public final class DiskStore implements ArtifactStore {
     return true;
   }
 
-  /** Deletes a bad blob and every key that refers to it. */
-  private void purgeBlob(String sha256) throws IOException {
+  /**
+   * Deletes a bad blob and every key that refers to it, unless a commit replaced the file since
+   * it was found bad.
+   *
+   * @param badFile the {@link BasicFileAttributes#fileKey()} of the bad file, or null if it was
+   *     missing
+   */
+  private void purgeBlob(String sha256, Object badFile) throws IOException {
     lock.lock();
     try {
+      Path path = blobPath(sha256);
+      Object current;
+      try {
+        current = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
+      } catch (NoSuchFileException e) {
+        current = null;
+      }
+      // A file system without file keys (null) gets no protection against this race.
+      if (current != null && !current.equals(badFile)) {
+        return; // replaced by a fresh copy in the meantime
+      }
       List<String> keyIds = new ArrayList<>();
       for (StoredArtifact a : index.values()) {
         if (a.sha256().equals(sha256)) {
@@ -441,7 +466,7 @@ public final class DiskStore implements ArtifactStore {
       for (String keyId : keyIds) {
         dropKey(keyId);
       }
-      Files.deleteIfExists(blobPath(sha256));
+      Files.deleteIfExists(path);
     } finally {
       lock.unlock();
     }
