@@ -142,7 +142,7 @@ public final class DiskStore implements ArtifactStore {
       return Optional.of(found);
     }
     log.warn("blob {} of key {} is missing or has the wrong size; dropping the key",
-        found.sha256(), found.key().replace('\n', ' '));
+        found.sha256(), found.key().strip().replace('\n', ' '));
     lock.lock();
     try {
       if (found.equals(index.get(keyId))) {
@@ -292,24 +292,11 @@ public final class DiskStore implements ArtifactStore {
     Path path = blobPath(artifact.sha256());
     long end = offset + length;
     // unfoldResource runs on the blocking-IO dispatcher and closes the channel however the
-    // stream ends; one 64 KiB buffer is in flight per pull, whatever the blob's size.
+    // stream ends; one 64 KiB buffer is in flight per pull, whatever the blob's size. The file
+    // is opened on the first pull: a failure there fails the stream quietly, where a failure in
+    // unfoldResource's create is also logged as an actor error.
     return Source.unfoldResource(
-        () -> {
-          FileChannel ch = FileChannel.open(path, StandardOpenOption.READ);
-          try {
-            long size = ch.size();
-            if (size < end) {
-              throw new IOException(
-                  "blob " + artifact.sha256() + " has " + size + " bytes, needed " + end);
-            }
-          } catch (IOException e) {
-            ch.close();
-            throw e;
-          }
-          return new Cursor(ch, offset, end);
-        },
-        Cursor::next,
-        Cursor::close);
+        () -> new Cursor(path, artifact.sha256(), offset, end), Cursor::next, Cursor::close);
   }
 
   @Override
@@ -352,26 +339,36 @@ public final class DiskStore implements ArtifactStore {
 
   /** Positional reads of [pos, end) in chunks of at most 64 KiB. */
   private static final class Cursor {
-    private final FileChannel ch;
-    private long pos;
+    private final Path path;
+    private final String sha256;
     private final long end;
+    private long pos;
+    private FileChannel ch;
 
-    Cursor(FileChannel ch, long pos, long end) {
-      this.ch = ch;
+    Cursor(Path path, String sha256, long pos, long end) {
+      this.path = path;
+      this.sha256 = sha256;
       this.pos = pos;
       this.end = end;
     }
 
     Optional<ByteString> next() throws IOException {
+      if (ch == null) {
+        ch = FileChannel.open(path, StandardOpenOption.READ);
+        long size = ch.size();
+        if (size < end) {
+          throw new IOException("blob " + sha256 + " has " + size + " bytes, needed " + end);
+        }
+      }
       if (pos >= end) {
         return Optional.empty();
       }
       byte[] chunk = new byte[(int) Math.min(CHUNK, end - pos)];
       ByteBuffer buf = ByteBuffer.wrap(chunk);
       while (buf.hasRemaining()) {
-        int n = ch.read(buf, pos + buf.position());
-        if (n < 0) {
-          throw new IOException("blob ended at " + (pos + buf.position()) + ", expected " + end);
+        if (ch.read(buf, pos + buf.position()) < 0) {
+          throw new IOException(
+              "blob " + sha256 + " ended at " + (pos + buf.position()) + ", expected " + end);
         }
       }
       pos += chunk.length;
@@ -379,7 +376,9 @@ public final class DiskStore implements ArtifactStore {
     }
 
     void close() throws IOException {
-      ch.close();
+      if (ch != null) {
+        ch.close();
+      }
     }
   }
 
