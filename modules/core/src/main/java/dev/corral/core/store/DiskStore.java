@@ -1,0 +1,648 @@
+package dev.corral.core.store;
+
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.corral.core.ArtifactKey;
+import dev.corral.core.upstream.Header;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.regex.Pattern;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * An {@link ArtifactStore} on local disk. Layout under the data directory:
+ *
+ * <pre>
+ *   blobs/ab/&lt;sha256 hex&gt;     content-addressed bytes (fan-out by the first two hex chars)
+ *   keys/ab/&lt;key id&gt;.json     one {@link StoredArtifact} per key, as JSON
+ *   tmp/                       blobs and key records being written
+ * </pre>
+ *
+ * <p>Every file is written under {@code tmp/}, fsynced and renamed into place atomically, so a
+ * crash leaves either the old file or the new one, never half a file. After a crash the index
+ * rebuilt by {@link #open} drops key records whose blob is missing or has the wrong size, and
+ * deletes blobs no key refers to, so an interrupted commit is simply not there. (Directories are
+ * not fsynced after a rename: a crash may lose the last commits, which the rebuild then treats
+ * as never made.)
+ *
+ * <p>The index holds every key in exact least-recently-used order. Size is bounded by evicting
+ * from the LRU end after each commit; a blob shared by several keys (identical content) is
+ * stored and counted once and deleted when its last key goes.
+ */
+public final class DiskStore implements ArtifactStore {
+
+  private static final Logger log = LoggerFactory.getLogger(DiskStore.class);
+  private static final int CHUNK = 64 * 1024;
+  private static final Pattern HEX64 = Pattern.compile("[0-9a-f]{64}");
+
+  private final Path blobsDir;
+  private final Path keysDir;
+  private final Path tmpDir;
+  private final long maxSizeBytes;
+  private final Clock clock;
+  private final ObjectMapper json =
+      new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
+
+  /*
+   * One lock guards the index, the blob reference counts and every rename/delete in blobs/ and
+   * keys/, so a blob is never deleted between a commit finding it and referring to it. Hashing,
+   * fsyncs and reads happen outside it.
+   *
+   * Not Caffeine: its W-TinyLFU admission may refuse a key that was just fetched (a one-hit
+   * newcomer loses to frequent residents), and a fetch just committed must be a hit (F3).
+   * A LinkedHashMap in access order gives exact LRU.
+   */
+  private final ReentrantLock lock = new ReentrantLock();
+  private final LinkedHashMap<String, StoredArtifact> index = new LinkedHashMap<>(64, 0.75f, true);
+  private final Map<String, BlobRefs> blobs = new HashMap<>();
+  private long totalSize;
+
+  /** Size of one blob and how many keys refer to it. */
+  private static final class BlobRefs {
+    final long size;
+    int refs;
+
+    BlobRefs(long size) {
+      this.size = size;
+    }
+  }
+
+  /**
+   * Opens the store in {@code dataDir} (created if absent), deletes leftover temporary files and
+   * rebuilds the index from the key records on disk, checking each blob's size (not its hash).
+   *
+   * @param maxSizeBytes the total blob size above which least recently used keys are evicted
+   * @param clock the source of {@link StoredArtifact#fetchedAtMillis()} on commit
+   */
+  public DiskStore(Path dataDir, long maxSizeBytes, Clock clock) throws IOException {
+    if (maxSizeBytes < 0) {
+      throw new IllegalArgumentException("maxSizeBytes < 0: " + maxSizeBytes);
+    }
+    this.blobsDir = dataDir.resolve("blobs");
+    this.keysDir = dataDir.resolve("keys");
+    this.tmpDir = dataDir.resolve("tmp");
+    this.maxSizeBytes = maxSizeBytes;
+    this.clock = Objects.requireNonNull(clock, "clock");
+    Files.createDirectories(blobsDir);
+    Files.createDirectories(keysDir);
+    Files.createDirectories(tmpDir);
+    rebuild();
+  }
+
+  /** Same as the constructor. */
+  public static DiskStore open(Path dataDir, long maxSizeBytes, Clock clock) throws IOException {
+    return new DiskStore(dataDir, maxSizeBytes, clock);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // ArtifactStore
+
+  @Override
+  public Optional<StoredArtifact> lookup(ArtifactKey key) {
+    String keyId = key.id();
+    StoredArtifact found;
+    lock.lock();
+    try {
+      found = index.get(keyId); // access order: marks it recently used
+    } finally {
+      lock.unlock();
+    }
+    if (found == null) {
+      return Optional.empty();
+    }
+    if (blobIntact(found)) {
+      return Optional.of(found);
+    }
+    log.warn("blob {} of key {} is missing or has the wrong size; dropping the key",
+        found.sha256(), found.key().strip().replace('\n', ' '));
+    lock.lock();
+    try {
+      if (found.equals(index.get(keyId))) {
+        dropKey(keyId);
+      }
+    } catch (IOException e) {
+      log.warn("could not delete the files of key {}: {}", keyId, e.toString());
+    } finally {
+      lock.unlock();
+    }
+    return Optional.empty();
+  }
+
+  @Override
+  public BlobWriter newBlob(String extraAlgorithm) throws IOException {
+    return new DiskBlobWriter(this, tmpDir.resolve(UUID.randomUUID() + ".blob"), extraAlgorithm);
+  }
+
+  @Override
+  public StoredArtifact commit(ArtifactKey key, BlobWriter blob, List<Header> headers)
+      throws IOException {
+    if (!(blob instanceof DiskBlobWriter writer) || writer.store() != this) {
+      throw new IllegalArgumentException("blob was not created by this store");
+    }
+    if (writer.isCommitted()) {
+      throw new IllegalStateException("blob already committed: " + writer.tempFile());
+    }
+    if (writer.isClosed()) {
+      throw new IllegalStateException("blob closed before commit: " + writer.tempFile());
+    }
+    writer.finish();
+    String keyId = key.id();
+    StoredArtifact artifact =
+        new StoredArtifact(
+            keyId, key.canonical(), writer.sha256(), writer.written(), headers, clock.millis());
+    Path blobPath = blobPath(artifact.sha256());
+    Files.createDirectories(blobPath.getParent());
+    Path recordPath = recordPath(keyId);
+    Files.createDirectories(recordPath.getParent());
+    Path recordTemp = writeRecordTemp(artifact);
+    lock.lock();
+    try {
+      placeBlob(writer, blobPath, artifact.size());
+      try {
+        moveAtomically(recordTemp, recordPath);
+      } catch (IOException e) {
+        if (!blobs.containsKey(artifact.sha256())) {
+          Files.deleteIfExists(blobPath); // nobody refers to it
+        }
+        throw e;
+      }
+      StoredArtifact previous = index.put(keyId, artifact);
+      addRef(artifact);
+      if (previous != null) {
+        release(previous);
+      }
+      evict(keyId);
+    } finally {
+      lock.unlock();
+      Files.deleteIfExists(recordTemp);
+      writer.close();
+    }
+    return artifact;
+  }
+
+  @Override
+  public Optional<StoredArtifact> touch(ArtifactKey key, List<Header> headers, long fetchedAtMillis)
+      throws IOException {
+    String keyId = key.id();
+    StoredArtifact current;
+    lock.lock();
+    try {
+      current = index.get(keyId);
+    } finally {
+      lock.unlock();
+    }
+    if (current == null) {
+      return Optional.empty();
+    }
+    StoredArtifact touched =
+        new StoredArtifact(
+            keyId, current.key(), current.sha256(), current.size(), headers, fetchedAtMillis);
+    Path recordTemp = writeRecordTemp(touched);
+    lock.lock();
+    try {
+      // A concurrent commit or removal wins over this revalidation of older bytes.
+      if (!current.equals(index.get(keyId))) {
+        return Optional.empty();
+      }
+      moveAtomically(recordTemp, recordPath(keyId));
+      index.put(keyId, touched);
+      return Optional.of(touched);
+    } finally {
+      lock.unlock();
+      Files.deleteIfExists(recordTemp);
+    }
+  }
+
+  @Override
+  public ByteString readAll(StoredArtifact artifact) throws IOException {
+    Path path = blobPath(artifact.sha256());
+    Object fileKey;
+    try {
+      fileKey = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
+    } catch (NoSuchFileException e) {
+      purgeBlob(artifact.sha256(), null);
+      throw e;
+    }
+    byte[] bytes;
+    try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+      long size = ch.size();
+      if (size != artifact.size()) {
+        purgeBlob(artifact.sha256(), fileKey);
+        throw new IOException(
+            "blob " + artifact.sha256() + " has " + size + " bytes, expected " + artifact.size());
+      }
+      if (size > Integer.MAX_VALUE - 8) {
+        throw new IOException("blob too large to read into memory: " + size + " bytes");
+      }
+      bytes = new byte[(int) size];
+      ByteBuffer buf = ByteBuffer.wrap(bytes);
+      while (buf.hasRemaining()) {
+        if (ch.read(buf, buf.position()) < 0) {
+          purgeBlob(artifact.sha256(), fileKey);
+          throw new IOException("blob " + artifact.sha256() + " shrank while being read");
+        }
+      }
+    } catch (NoSuchFileException e) {
+      purgeBlob(artifact.sha256(), null);
+      throw e;
+    }
+    String actual = HexFormat.of().formatHex(sha256().digest(bytes));
+    if (!actual.equals(artifact.sha256())) {
+      log.warn("blob {} is corrupt (hashes to {}); deleting it and its keys",
+          artifact.sha256(), actual);
+      purgeBlob(artifact.sha256(), fileKey);
+      throw new IOException("blob " + artifact.sha256() + " is corrupt: hashes to " + actual);
+    }
+    return ByteString.fromArrayUnsafe(bytes); // the array is never touched again
+  }
+
+  @Override
+  public Source<ByteString, NotUsed> read(StoredArtifact artifact, long offset, long length) {
+    if (offset < 0 || length < 0) {
+      throw new IllegalArgumentException("offset " + offset + ", length " + length);
+    }
+    Path path = blobPath(artifact.sha256());
+    long end = offset + length;
+    // unfoldResource runs on the blocking-IO dispatcher and closes the channel however the
+    // stream ends; one 64 KiB buffer is in flight per pull, whatever the blob's size. The file
+    // is opened on the first pull: a failure there fails the stream quietly, where a failure in
+    // unfoldResource's create is also logged as an actor error.
+    return Source.unfoldResource(
+        () -> new Cursor(path, artifact.sha256(), offset, end), Cursor::next, Cursor::close);
+  }
+
+  @Override
+  public boolean remove(ArtifactKey key) throws IOException {
+    lock.lock();
+    try {
+      return dropKey(key.id());
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  @Override
+  public long totalSize() {
+    lock.lock();
+    try {
+      return totalSize;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  @Override
+  public int keyCount() {
+    lock.lock();
+    try {
+      return index.size();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** The configured maximum total blob size. */
+  public long maxSizeBytes() {
+    return maxSizeBytes;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Streaming reads
+
+  /** Positional reads of [pos, end) in chunks of at most 64 KiB. */
+  private static final class Cursor {
+    private final Path path;
+    private final String sha256;
+    private final long end;
+    private long pos;
+    private FileChannel ch;
+
+    Cursor(Path path, String sha256, long pos, long end) {
+      this.path = path;
+      this.sha256 = sha256;
+      this.pos = pos;
+      this.end = end;
+    }
+
+    Optional<ByteString> next() throws IOException {
+      if (ch == null) {
+        ch = FileChannel.open(path, StandardOpenOption.READ);
+        long size = ch.size();
+        if (size < end) {
+          throw new IOException("blob " + sha256 + " has " + size + " bytes, needed " + end);
+        }
+      }
+      if (pos >= end) {
+        return Optional.empty();
+      }
+      byte[] chunk = new byte[(int) Math.min(CHUNK, end - pos)];
+      ByteBuffer buf = ByteBuffer.wrap(chunk);
+      while (buf.hasRemaining()) {
+        if (ch.read(buf, pos + buf.position()) < 0) {
+          throw new IOException(
+              "blob " + sha256 + " ended at " + (pos + buf.position()) + ", expected " + end);
+        }
+      }
+      pos += chunk.length;
+      return Optional.of(ByteString.fromArrayUnsafe(chunk));
+    }
+
+    void close() throws IOException {
+      if (ch != null) {
+        ch.close();
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Under the lock
+
+  /** Moves the writer's file to blobs/, or drops it if an intact copy is already there. */
+  private void placeBlob(DiskBlobWriter writer, Path blobPath, long size) throws IOException {
+    long existing = sizeOrMinusOne(blobPath);
+    if (existing == size) {
+      // Same SHA-256 and size: same bytes (a same-size corruption is caught by readAll).
+      Files.deleteIfExists(writer.tempFile());
+    } else {
+      // Absent, or damaged behind our back: the fresh copy replaces it.
+      moveAtomically(writer.tempFile(), blobPath);
+    }
+    writer.markCommitted();
+  }
+
+  private void addRef(StoredArtifact artifact) {
+    BlobRefs refs = blobs.get(artifact.sha256());
+    if (refs == null) {
+      refs = new BlobRefs(artifact.size());
+      blobs.put(artifact.sha256(), refs);
+      totalSize += artifact.size();
+    }
+    refs.refs++;
+  }
+
+  /** One key less refers to the artifact's blob; deletes the blob when it was the last. */
+  private void release(StoredArtifact artifact) throws IOException {
+    BlobRefs refs = blobs.get(artifact.sha256());
+    if (refs == null) {
+      return;
+    }
+    if (--refs.refs <= 0) {
+      blobs.remove(artifact.sha256());
+      totalSize -= refs.size;
+      Files.deleteIfExists(blobPath(artifact.sha256()));
+    }
+  }
+
+  /** Removes a key from the index and disk. */
+  private boolean dropKey(String keyId) throws IOException {
+    StoredArtifact removed = index.remove(keyId);
+    if (removed == null) {
+      return false;
+    }
+    try {
+      Files.deleteIfExists(recordPath(keyId));
+    } finally {
+      release(removed);
+    }
+    return true;
+  }
+
+  /**
+   * Deletes a bad blob and every key that refers to it, unless a commit replaced the file since
+   * it was found bad.
+   *
+   * @param badFile the {@link BasicFileAttributes#fileKey()} of the bad file, or null if it was
+   *     missing
+   */
+  private void purgeBlob(String sha256, Object badFile) throws IOException {
+    lock.lock();
+    try {
+      Path path = blobPath(sha256);
+      Object current;
+      try {
+        current = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
+      } catch (NoSuchFileException e) {
+        current = null;
+      }
+      // A file system without file keys (null) gets no protection against this race.
+      if (current != null && !current.equals(badFile)) {
+        return; // replaced by a fresh copy in the meantime
+      }
+      List<String> keyIds = new ArrayList<>();
+      for (StoredArtifact a : index.values()) {
+        if (a.sha256().equals(sha256)) {
+          keyIds.add(a.keyId());
+        }
+      }
+      for (String keyId : keyIds) {
+        dropKey(keyId);
+      }
+      Files.deleteIfExists(path);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Evicts least recently used keys until the store fits, never {@code keep}. */
+  private void evict(String keep) throws IOException {
+    Iterator<Map.Entry<String, StoredArtifact>> it = index.entrySet().iterator();
+    while (totalSize > maxSizeBytes && it.hasNext()) {
+      Map.Entry<String, StoredArtifact> eldest = it.next();
+      if (eldest.getKey().equals(keep)) {
+        continue;
+      }
+      it.remove();
+      try {
+        Files.deleteIfExists(recordPath(eldest.getKey()));
+      } finally {
+        release(eldest.getValue());
+      }
+    }
+    if (totalSize > maxSizeBytes) {
+      log.warn("store holds {} bytes, over its maximum of {}: the key just committed ({}) alone"
+          + " is that large; kept", totalSize, maxSizeBytes, keep);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Start-up
+
+  private void rebuild() throws IOException {
+    int tmpDeleted = deleteChildren(tmpDir);
+    List<StoredArtifact> records = new ArrayList<>();
+    int dropped = 0;
+    for (Path record : filesTwoDeep(keysDir)) {
+      StoredArtifact a = readRecord(record);
+      if (a == null || !wellPlaced(record, a) || !blobIntact(a)) {
+        Files.deleteIfExists(record);
+        dropped++;
+        continue;
+      }
+      records.add(a);
+    }
+    // Recency is not persisted; the oldest fetch is taken as the least recently used.
+    records.sort(
+        Comparator.comparingLong(StoredArtifact::fetchedAtMillis)
+            .thenComparing(StoredArtifact::keyId));
+    for (StoredArtifact a : records) {
+      index.put(a.keyId(), a);
+      addRef(a);
+    }
+    int orphans = 0;
+    for (Path blob : filesTwoDeep(blobsDir)) {
+      if (!blobs.containsKey(blob.getFileName().toString())) {
+        Files.deleteIfExists(blob);
+        orphans++;
+      }
+    }
+    evict(null);
+    log.info("store opened: {} keys, {} bytes; dropped {} broken records, {} orphan blobs, {} temp"
+            + " files", index.size(), totalSize, dropped, orphans, tmpDeleted);
+  }
+
+  /** The record is where its key id says, and names a plausible blob. */
+  private static boolean wellPlaced(Path record, StoredArtifact a) {
+    return a.keyId() != null
+        && HEX64.matcher(a.keyId()).matches()
+        && a.key() != null
+        && a.sha256() != null
+        && HEX64.matcher(a.sha256()).matches()
+        && a.size() >= 0
+        && record.getFileName().toString().equals(a.keyId() + ".json")
+        && record.getParent().getFileName().toString().equals(fanOut(a.keyId()));
+  }
+
+  private StoredArtifact readRecord(Path record) {
+    try {
+      return json.readValue(record.toFile(), StoredArtifact.class);
+    } catch (IOException | RuntimeException e) {
+      log.warn("unreadable key record {}: {}", record, e.toString());
+      return null;
+    }
+  }
+
+  private static List<Path> filesTwoDeep(Path dir) throws IOException {
+    List<Path> files = new ArrayList<>();
+    try (DirectoryStream<Path> fans = Files.newDirectoryStream(dir)) {
+      for (Path fan : fans) {
+        if (!Files.isDirectory(fan)) {
+          Files.deleteIfExists(fan); // nothing belongs at this level
+          continue;
+        }
+        try (DirectoryStream<Path> children = Files.newDirectoryStream(fan)) {
+          for (Path child : children) {
+            if (Files.isRegularFile(child)) {
+              files.add(child);
+            }
+          }
+        }
+      }
+    }
+    return files;
+  }
+
+  private static int deleteChildren(Path dir) throws IOException {
+    int n = 0;
+    try (DirectoryStream<Path> children = Files.newDirectoryStream(dir)) {
+      for (Path child : children) {
+        if (Files.isRegularFile(child)) {
+          Files.deleteIfExists(child);
+          n++;
+        }
+      }
+    }
+    return n;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Files
+
+  private Path writeRecordTemp(StoredArtifact artifact) throws IOException {
+    Path temp = tmpDir.resolve(UUID.randomUUID() + ".json");
+    byte[] bytes = json.writeValueAsBytes(artifact);
+    try (FileChannel ch =
+        FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+      ByteBuffer buf = ByteBuffer.wrap(bytes);
+      while (buf.hasRemaining()) {
+        ch.write(buf);
+      }
+      ch.force(true);
+    } catch (IOException e) {
+      Files.deleteIfExists(temp);
+      throw e;
+    }
+    return temp;
+  }
+
+  private static void moveAtomically(Path from, Path to) throws IOException {
+    try {
+      Files.move(from, to, StandardCopyOption.ATOMIC_MOVE);
+    } catch (AtomicMoveNotSupportedException e) {
+      throw new IOException("the data directory must be on one file system", e);
+    }
+  }
+
+  private static long sizeOrMinusOne(Path path) {
+    try {
+      return Files.size(path);
+    } catch (IOException e) {
+      return -1;
+    }
+  }
+
+  private boolean blobIntact(StoredArtifact artifact) {
+    return sizeOrMinusOne(blobPath(artifact.sha256())) == artifact.size();
+  }
+
+  Path blobPath(String sha256) {
+    return blobsDir.resolve(fanOut(sha256)).resolve(sha256);
+  }
+
+  Path recordPath(String keyId) {
+    return keysDir.resolve(fanOut(keyId)).resolve(keyId + ".json");
+  }
+
+  Path tmpDir() {
+    return tmpDir;
+  }
+
+  private static String fanOut(String hex) {
+    return hex.substring(0, 2);
+  }
+
+  private static MessageDigest sha256() {
+    try {
+      return MessageDigest.getInstance("SHA-256");
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}
