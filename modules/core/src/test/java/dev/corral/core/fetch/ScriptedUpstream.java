@@ -1,0 +1,54 @@
+package dev.corral.core.fetch;
+
+import dev.corral.core.upstream.Header;
+import dev.corral.core.upstream.Upstream;
+import dev.corral.core.upstream.UpstreamRequest;
+import dev.corral.core.upstream.UpstreamResponse;
+import java.util.List;
+import java.util.OptionalLong;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+
+/**
+ * An in-process upstream for entity tests: counts requests per URL and answers each with
+ * whatever the test's script returns, so a test can hold a fetch open (an uncompleted future)
+ * for as long as it needs waiters to pile up.
+ */
+final class ScriptedUpstream implements Upstream {
+  final ConcurrentHashMap<String, AtomicInteger> counts = new ConcurrentHashMap<>();
+  final ConcurrentLinkedQueue<String> requested = new ConcurrentLinkedQueue<>();
+  volatile Function<UpstreamRequest, CompletionStage<UpstreamResponse>> script =
+      r -> CompletableFuture.completedFuture(ok(ByteString.fromString("body of " + r.url())));
+
+  @Override
+  public CompletionStage<UpstreamResponse> get(UpstreamRequest request) {
+    counts.computeIfAbsent(request.url(), u -> new AtomicInteger()).incrementAndGet();
+    requested.add(request.url());
+    return script.apply(request);
+  }
+
+  int count(String url) {
+    AtomicInteger c = counts.get(url);
+    return c == null ? 0 : c.get();
+  }
+
+  int total() {
+    return counts.values().stream().mapToInt(AtomicInteger::get).sum();
+  }
+
+  static UpstreamResponse ok(ByteString body) {
+    return new UpstreamResponse(200, List.of(new Header("Content-Type", "application/octet-stream")),
+        OptionalLong.of(body.size()), Source.single(body));
+  }
+
+  static UpstreamResponse of(int status, Source<ByteString, NotUsed> body, OptionalLong length) {
+    return new UpstreamResponse(status, List.of(), length, body);
+  }
+}

@@ -1,0 +1,172 @@
+package dev.corral.server;
+
+import com.github.benmanes.caffeine.cache.Ticker;
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import com.typesafe.config.ConfigValueFactory;
+import dev.corral.core.CancelRegistry;
+import dev.corral.core.Metrics;
+import dev.corral.core.fetch.FetchEntity;
+import dev.corral.core.fetch.FetchPolicy;
+import dev.corral.core.fetch.Node;
+import dev.corral.core.fetch.Waiters;
+import dev.corral.core.store.DiskStore;
+import dev.corral.http.FrontDoor;
+import dev.corral.http.repo.GenericRepository;
+import dev.corral.http.repo.Repository;
+import dev.corral.http.upstream.HttpUpstream;
+import dev.corral.http.upstream.RepoUpstream;
+import dev.corral.http.upstream.UpstreamSettings;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.CoordinatedShutdown;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.DispatcherSelector;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.apache.pekko.cluster.typed.Join;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.http.javadsl.ServerBinding;
+import org.apache.pekko.persistence.jdbc.testkit.javadsl.SchemaUtils;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One running Corral node: the actor system (a one-node cluster by default), the store, the
+ * upstream client, the fetch entities and the front door, wired from {@link CorralSettings}.
+ */
+public final class CorralServer implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(CorralServer.class);
+  /** How long an idle fetch entity lives before it passivates. */
+  static final Duration ENTITY_IDLE = Duration.ofSeconds(120);
+
+  private final ActorSystem<Void> system;
+  private final FrontDoor frontDoor;
+  private final ServerBinding binding;
+  private final Node node;
+
+  private CorralServer(ActorSystem<Void> system, FrontDoor frontDoor, ServerBinding binding, Node node) {
+    this.system = system;
+    this.frontDoor = frontDoor;
+    this.binding = binding;
+    this.node = node;
+  }
+
+  /** Starts a node and returns once it listens and is ready. */
+  public static CorralServer start(CorralSettings settings) throws Exception {
+    Files.createDirectories(settings.dataDir());
+    Path dataDir = settings.dataDir().toAbsolutePath().normalize();
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "corral", pekkoConfig(settings, dataDir));
+    try {
+      SchemaUtils.createIfNotExists("jdbc-durable-state-store", system).toCompletableFuture().get(60, TimeUnit.SECONDS);
+      Cluster cluster = Cluster.get(system);
+      cluster.manager().tell(Join.create(cluster.selfMember().address()));
+
+      Metrics metrics = new Metrics();
+      Executor io = system.dispatchers().lookup(DispatcherSelector.blocking());
+      DiskStore store = DiskStore.open(dataDir.resolve("store"), settings.maxSizeBytes(), Clock.systemUTC());
+      Map<String, RepoUpstream> upstreams = new HashMap<>();
+      Map<String, FetchPolicy> policies = new HashMap<>();
+      Map<String, Repository> repos = new LinkedHashMap<>();
+      for (RepoSettings r : settings.repos()) {
+        if (!r.type().equals("generic")) {
+          throw new SettingsException("--repo " + r.name() + ": type " + r.type()
+              + " is not served yet (only generic)");
+        }
+        upstreams.put(r.name(), new RepoUpstream(r.url(), upstreamSettings(r)));
+        policies.put(r.name(), policy(r));
+        repos.put(r.name(), new GenericRepository(r.name(), r.url()));
+      }
+      HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams);
+      Node node = new Node(store, upstream, metrics,
+          name -> policies.getOrDefault(name, FetchPolicy.defaults()), Ticker.systemTicker(), io);
+      FetchEntity.init(system, node, ENTITY_IDLE);
+      CancelRegistry cancels = new CancelRegistry(Ticker.systemTicker(), settings.tombstoneTtl(), 100_000);
+      Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node);
+      FrontDoor frontDoor = new FrontDoor(system, node, waiters, repos, settings.adminToken());
+      ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort())
+          .toCompletableFuture().get(30, TimeUnit.SECONDS);
+      CorralServer server = new CorralServer(system, frontDoor, binding, node);
+      server.drainOnShutdown(settings.drainTimeout());
+      frontDoor.ready(true);
+      InetSocketAddress a = binding.localAddress();
+      log.info("listening on http://{}:{}", a.getHostString(), a.getPort());
+      return server;
+    } catch (Exception | Error e) {
+      system.terminate();
+      throw e;
+    }
+  }
+
+  /**
+   * SEMANTICS L4: on SIGTERM (or {@link #close()}) stop taking requests, let in-flight fetches
+   * and responses finish up to the drain timeout, then let sharding hand its shards off.
+   */
+  private void drainOnShutdown(Duration drainTimeout) {
+    CoordinatedShutdown cs = CoordinatedShutdown.get(system);
+    cs.addTask(CoordinatedShutdown.PhaseServiceUnbind(), "corral-unbind", () -> {
+      frontDoor.ready(false);
+      return binding.unbind().thenApply(d -> Done.getInstance());
+    });
+    cs.addTask(CoordinatedShutdown.PhaseServiceRequestsDone(), "corral-drain", () ->
+        binding.terminate(drainTimeout).thenApply(t -> Done.getInstance()));
+  }
+
+  public InetSocketAddress address() {
+    return binding.localAddress();
+  }
+
+  public ActorSystem<Void> system() {
+    return system;
+  }
+
+  public Node node() {
+    return node;
+  }
+
+  @Override
+  public void close() throws Exception {
+    system.terminate();
+    system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+  }
+
+  static Config pekkoConfig(CorralSettings settings, Path dataDir) {
+    String h2 = "jdbc:h2:file:" + dataDir.resolve("db").resolve("corral") + ";DB_CLOSE_ON_EXIT=FALSE";
+    Config db = ConfigFactory.empty()
+        .withValue("jdbc-durable-state-store.slick.profile", ConfigValueFactory.fromAnyRef("slick.jdbc.H2Profile$"))
+        .withValue("jdbc-durable-state-store.slick.db.url", ConfigValueFactory.fromAnyRef(h2))
+        .withValue("jdbc-durable-state-store.slick.db.driver", ConfigValueFactory.fromAnyRef("org.h2.Driver"))
+        .withValue("jdbc-durable-state-store.slick.db.user", ConfigValueFactory.fromAnyRef("sa"))
+        .withValue("jdbc-durable-state-store.slick.db.password", ConfigValueFactory.fromAnyRef(""))
+        .withValue("jdbc-durable-state-store.slick.db.numThreads", ConfigValueFactory.fromAnyRef(4))
+        .withValue("jdbc-durable-state-store.slick.db.maxConnections", ConfigValueFactory.fromAnyRef(4))
+        .withValue("jdbc-durable-state-store.slick.db.minConnections", ConfigValueFactory.fromAnyRef(1));
+    return settings.raw()
+        .withFallback(db)
+        .withFallback(ConfigFactory.parseResources("corral-node.conf"))
+        .withFallback(ConfigFactory.load())
+        .resolve();
+  }
+
+  static UpstreamSettings upstreamSettings(RepoSettings r) {
+    return new UpstreamSettings(r.connectTimeout(), r.firstByteTimeout(), r.idleTimeout(), r.retries(),
+        r.retryBackoff(), r.maxRedirects(), r.maxConnections(),
+        UpstreamSettings.openRequestsFor(r.maxConnections()), r.credential());
+  }
+
+  static FetchPolicy policy(RepoSettings r) {
+    return new FetchPolicy(r.inlineLimitBytes(), r.negativeTtl(), r.waiterBudget(),
+        r.onBudgetExhausted() == RepoSettings.OnBudgetExhausted.BYPASS, r.maxWaiters(), r.maxOrphanFetches());
+  }
+}
