@@ -49,14 +49,14 @@ final class ArtifactResponses {
       return conditional.get();
     }
     ContentType type = contentType(headers);
-    ByteRange.Result range = ByteRange.parse(header(request, "Range"), header(request, "If-Range"),
+    ByteRange range = ByteRange.select(request.method().name(), header(request, "Range"), header(request, "If-Range"),
         value(headers, "etag"), value(headers, "last-modified"), body.size());
     if (range instanceof ByteRange.Partial p) {
       return base(via, headers, 206)
           .addHeader(RawHeader.create("Content-Range", p.contentRange(body.size())))
           .withEntity(HttpEntities.create(type, body.slice((int) p.offset(), (int) (p.offset() + p.length()))));
     }
-    if (range instanceof ByteRange.Unsatisfiable u) {
+    if (range instanceof ByteRange.Unsatisfiable) {
       return unsatisfiable(via, headers, body.size());
     }
     return base(via, headers, status).withEntity(HttpEntities.create(type, body));
@@ -84,7 +84,7 @@ final class ArtifactResponses {
       }, io);
     }
     ContentType type = contentType(headers);
-    ByteRange.Result range = ByteRange.parse(header(request, "Range"), header(request, "If-Range"),
+    ByteRange range = ByteRange.select(request.method().name(), header(request, "Range"), header(request, "If-Range"),
         value(headers, "etag"), value(headers, "last-modified"), size);
     HttpResponse response;
     if (range instanceof ByteRange.Partial p) {
@@ -105,7 +105,7 @@ final class ArtifactResponses {
   }
 
   private Optional<HttpResponse> conditional(HttpRequest request, Via via, List<Header> headers, long size) {
-    if (Conditional.notModified(value(headers, "etag"), value(headers, "last-modified"),
+    if (Conditional.notModified(request.method().name(), value(headers, "etag"), value(headers, "last-modified"),
         header(request, "If-None-Match"), header(request, "If-Modified-Since"))) {
       return Optional.of(base(via, headers, 304));
     }

@@ -120,7 +120,7 @@ public final class FrontDoor {
       return done(count("", "rejected", text(405, "only GET and HEAD are served")
           .addHeader(RawHeader.create("Allow", "GET, HEAD"))));
     }
-    RequestPath.Result parsed = RequestPath.parse(withoutQuery(raw), true);
+    RequestPath parsed = RequestPath.parse(withoutQuery(raw), true);
     if (parsed instanceof RequestPath.Rejected r) {
       return done(count("", "rejected", text(400, r.reason())));
     }
@@ -276,7 +276,7 @@ public final class FrontDoor {
     if (!MessageDigest.isEqual(given, adminToken.get().getBytes(StandardCharsets.UTF_8))) {
       return text(401, "a valid admin bearer token is required").addHeader(RawHeader.create("WWW-Authenticate", "Bearer"));
     }
-    RequestPath.Result parsed = RequestPath.parse(repoPath.contains("?") ? repoPath.substring(0, repoPath.indexOf('?')) : repoPath, true);
+    RequestPath parsed = RequestPath.parse(repoPath.contains("?") ? repoPath.substring(0, repoPath.indexOf('?')) : repoPath, true);
     if (parsed instanceof RequestPath.Rejected r) {
       return text(400, r.reason());
     }

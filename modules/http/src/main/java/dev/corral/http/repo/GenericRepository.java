@@ -28,7 +28,7 @@ public final class GenericRepository implements Repository {
 
   @Override
   public Optional<ArtifactKey> key(List<String> segments, String upstreamPath, Optional<String> rawQuery) {
-    String url = base + "/" + upstreamPath + rawQuery.filter(q -> !q.isEmpty()).map(q -> "?" + q).orElse("");
+    String url = base + upstreamPath + rawQuery.filter(q -> !q.isEmpty()).map(q -> "?" + q).orElse("");
     return Optional.of(ArtifactKey.of(name, url));
   }
 }

@@ -22,7 +22,7 @@ public interface Repository {
    * The key of a request.
    *
    * @param segments the decoded path segments after the repository name
-   * @param upstreamPath the same segments re-encoded for the upstream URL
+   * @param upstreamPath the same segments re-encoded for the upstream URL, starting with {@code /}
    * @param rawQuery the query string as the client sent it, if any
    * @return the key, or empty when this type has no artifact at that path
    */
