@@ -64,11 +64,19 @@ final class SettingsReader {
             .withFallback(BuiltInDefaults.CONFIG);
     try {
       // ${?VAR} in the file resolves against the env passed in, never the process's own.
-      Config lookup = merged.withFallback(ConfigValueFactory.fromMap(env).toConfig());
-      merged =
-          merged.resolveWith(
-              lookup,
-              ConfigResolveOptions.defaults().setUseSystemEnvironment(false).setAllowUnresolved(true));
+      // (resolveWith(other source) cannot handle self-references such as a = ${?VAR}, hence the
+      // environment as a root-level fallback that is removed again after resolving.)
+      ConfigObject resolved =
+          merged
+              .withFallback(ConfigValueFactory.fromMap(env))
+              .resolve(ConfigResolveOptions.defaults().setUseSystemEnvironment(false).setAllowUnresolved(true))
+              .root();
+      for (String name : env.keySet()) {
+        if (!merged.root().containsKey(name)) {
+          resolved = resolved.withoutKey(name);
+        }
+      }
+      merged = resolved.toConfig();
     } catch (ConfigException e) {
       throw new SettingsException(
           sources.configFileLabel == null ? "configuration" : sources.configFileLabel, e.getMessage());
