@@ -1,0 +1,423 @@
+package dev.corral.http.upstream;
+
+import dev.corral.core.Metrics;
+import dev.corral.core.upstream.Header;
+import dev.corral.core.upstream.Upstream;
+import dev.corral.core.upstream.UpstreamException;
+import dev.corral.core.upstream.UpstreamRequest;
+import dev.corral.core.upstream.UpstreamResponse;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
+import java.util.stream.Collectors;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.actor.Cancellable;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.event.LoggingAdapter;
+import org.apache.pekko.http.javadsl.Http;
+import org.apache.pekko.http.javadsl.HttpsConnectionContext;
+import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpEntity;
+import org.apache.pekko.http.javadsl.model.HttpHeader;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.settings.ClientConnectionSettings;
+import org.apache.pekko.http.javadsl.settings.ConnectionPoolSettings;
+import org.apache.pekko.http.scaladsl.coding.Coders;
+import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@link Upstream} on the Pekko HTTP client: one host connection pool per upstream host and
+ * repository settings, timeouts per repository, the fetch's bounded retries, redirects, gzip,
+ * Content-Length checks and per-repository credentials.
+ *
+ * <p>Pekko HTTP's pool defaults are replaced, never inherited from configuration: 4 connections
+ * and 32 open requests would make distinct keys wait on each other (SEMANTICS K2), and the
+ * pool's own 5 retries would multiply upstream requests behind the fetch's back (F1).
+ *
+ * <p>Only the URL given is requested; callers build it from the repository's configuration.
+ */
+public final class HttpUpstream implements Upstream {
+  static final String USER_AGENT = "corral/0.1";
+
+  private static final Logger log = LoggerFactory.getLogger(HttpUpstream.class);
+
+  /** Response headers that describe one connection or the encoded body, not the artifact. */
+  private static final Set<String> NOT_FORWARDED =
+      Set.of("connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+          "te", "trailer", "transfer-encoding", "upgrade", "content-length", "content-encoding", "content-type");
+
+  /** Request headers this client owns; a caller's value for them is dropped. */
+  private static final Set<String> OWN_REQUEST_HEADERS =
+      Set.of("authorization", "accept-encoding", "user-agent", "host", "connection", "content-length",
+          "transfer-encoding", "te", "upgrade");
+
+  private static final Set<Integer> REDIRECTS = Set.of(301, 302, 303, 307, 308);
+
+  private final ActorSystem<?> system;
+  private final Metrics metrics;
+  private final Http http;
+  private final HttpsConnectionContext https;
+  private final LoggingAdapter poolLog;
+  private final Map<String, Repo> repos;
+
+  private record Repo(String name, Origin origin, UpstreamSettings settings, ConnectionPoolSettings pool) {}
+
+  /** Scheme, host and port: where a repository's credential may be sent. */
+  record Origin(String scheme, String host, int port) {
+    static Origin of(URI uri) {
+      String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
+      String host = uri.getHost() == null ? "" : uri.getHost().toLowerCase(Locale.ROOT);
+      int port = uri.getPort() != -1 ? uri.getPort() : scheme.equals("https") ? 443 : 80;
+      return new Origin(scheme, host, port);
+    }
+  }
+
+  /**
+   * @param repos every repository's upstream by repository name; a request for another name fails
+   */
+  public HttpUpstream(ActorSystem<?> system, Metrics metrics, Map<String, RepoUpstream> repos) {
+    this.system = system;
+    this.metrics = metrics;
+    this.http = Http.get(system);
+    this.https = http.defaultClientHttpsContext();
+    this.poolLog = Adapter.toClassic(system).log();
+    this.repos =
+        repos.entrySet().stream()
+            .collect(Collectors.toUnmodifiableMap(Map.Entry::getKey, e -> repo(e.getKey(), e.getValue())));
+  }
+
+  private Repo repo(String name, RepoUpstream upstream) {
+    URI base = absolute(upstream.baseUrl());
+    return new Repo(name, Origin.of(base), upstream.settings(), poolSettings(system, upstream.settings()));
+  }
+
+  /** The pool settings for one repository, set from its settings rather than from configuration. */
+  static ConnectionPoolSettings poolSettings(ActorSystem<?> system, UpstreamSettings s) {
+    ConnectionPoolSettings defaults = ConnectionPoolSettings.create(Adapter.toClassic(system));
+    Duration longestWait = max(s.firstByteTimeout(), s.idleTimeout());
+    ClientConnectionSettings connection =
+        defaults.getConnectionSettings()
+            .withConnectingTimeout(s.connectTimeout())
+            // A backstop that frees connections nobody answers on. It must not fire before the
+            // first-byte or between-chunks timeouts, which give the failure its meaning.
+            .withIdleTimeout(longestWait.plusSeconds(5));
+    return defaults
+        .withMaxConnections(s.maxConnections())
+        .withMaxOpenRequests(s.maxOpenRequests())
+        .withMaxRetries(0)
+        // The pool fails an entity not subscribed to within this time; a waiter may take a moment.
+        .withResponseEntitySubscriptionTimeout(longestWait)
+        .withConnectionSettings(connection);
+    // The pool's own idle-timeout only stops a pool with no request or entity in flight, so it
+    // never cuts a download and keeps its default.
+  }
+
+  @Override
+  public CompletionStage<UpstreamResponse> get(UpstreamRequest request) {
+    Repo repo = repos.get(request.repo());
+    if (repo == null) {
+      return CompletableFuture.failedFuture(
+          new IllegalArgumentException("no upstream configured for repository " + request.repo()));
+    }
+    URI url;
+    try {
+      url = absolute(request.url());
+    } catch (IllegalArgumentException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return new Fetch(repo, extraHeaders(request.headers())).attempt(url, 0, 0);
+  }
+
+  private static List<HttpHeader> extraHeaders(List<Header> headers) {
+    List<HttpHeader> out = new ArrayList<>();
+    for (Header h : headers) {
+      if (!OWN_REQUEST_HEADERS.contains(h.name().toLowerCase(Locale.ROOT))) {
+        out.add(HttpHeader.parse(h.name(), h.value()));
+      }
+    }
+    out.add(HttpHeader.parse("User-Agent", USER_AGENT));
+    out.add(HttpHeader.parse("Accept-Encoding", "gzip"));
+    return List.copyOf(out);
+  }
+
+  /** One {@link #get}: attempts, redirects and retries for one URL. */
+  private final class Fetch {
+    private final Repo repo;
+    private final List<HttpHeader> headers;
+
+    Fetch(Repo repo, List<HttpHeader> headers) {
+      this.repo = repo;
+      this.headers = headers;
+    }
+
+    /**
+     * @param failures attempts of this fetch that failed so far (each may be retried)
+     * @param redirects redirects followed so far (they are not failures)
+     */
+    CompletionStage<UpstreamResponse> attempt(URI url, int failures, int redirects) {
+      return firstByte(url)
+          .handle(
+              (response, error) -> {
+                try {
+                  return error != null
+                      ? onFailure(url, failures, redirects, error)
+                      : onResponse(url, failures, redirects, response);
+                } catch (RuntimeException e) {
+                  return CompletableFuture.<UpstreamResponse>failedFuture(e);
+                }
+              })
+          .thenCompose(stage -> stage);
+    }
+
+    private CompletionStage<UpstreamResponse> onFailure(URI url, int failures, int redirects, Throwable error) {
+      Failure failure = Failure.of(error);
+      count(failure.label);
+      if (failures < repo.settings.retries()) {
+        log.debug("upstream {} attempt failed ({}), retrying: {}", repo.name, failure.label, url);
+        return retry(failures, () -> attempt(url, failures + 1, redirects));
+      }
+      return CompletableFuture.failedFuture(
+          new UpstreamException(failure.label, failure.describe(url, error), failure.timeout, unwrap(error)));
+    }
+
+    private CompletionStage<UpstreamResponse> onResponse(URI url, int failures, int redirects, HttpResponse response) {
+      int status = response.status().intValue();
+      count(Integer.toString(status));
+      Optional<String> location = response.getHeader("Location").map(HttpHeader::value);
+      if (REDIRECTS.contains(status) && location.isPresent()) {
+        response.discardEntityBytes(system);
+        if (redirects >= repo.settings.maxRedirects()) {
+          throw new UpstreamException(
+              "redirect", "more than " + repo.settings.maxRedirects() + " redirects from " + url, false, null);
+        }
+        return attempt(redirectTarget(url, location.get()), failures, redirects + 1);
+      }
+      if (status >= 500) {
+        response.discardEntityBytes(system);
+        if (failures < repo.settings.retries()) {
+          log.debug("upstream {} answered {}, retrying: {}", repo.name, status, url);
+          return retry(failures, () -> attempt(url, failures + 1, redirects));
+        }
+        throw new UpstreamException(Integer.toString(status), "upstream answered " + status + " for " + url, false, null);
+      }
+      return CompletableFuture.completedFuture(toUpstreamResponse(url, response));
+    }
+
+    /** The status and headers of one request, or a failure once the first-byte timeout passed. */
+    private CompletionStage<HttpResponse> firstByte(URI url) {
+      List<HttpHeader> requestHeaders = new ArrayList<>(headers);
+      if (Origin.of(url).equals(repo.origin)) {
+        repo.settings.credential().ifPresent(c -> requestHeaders.add(HttpHeader.parse("Authorization", c.authorization())));
+      }
+      HttpRequest request = HttpRequest.GET(url.toASCIIString()).addHeaders(requestHeaders);
+      CompletableFuture<HttpResponse> bounded = new CompletableFuture<>();
+      Duration timeout = repo.settings.firstByteTimeout();
+      Cancellable timer =
+          system.scheduler().scheduleOnce(
+              timeout,
+              () -> bounded.completeExceptionally(new FirstByteTimeout("no response headers within " + timeout)),
+              system.executionContext());
+      http.singleRequest(request, https, repo.pool, poolLog)
+          .whenComplete(
+              (response, error) -> {
+                timer.cancel();
+                if (error != null) {
+                  bounded.completeExceptionally(error);
+                } else if (!bounded.complete(response)) {
+                  response.discardEntityBytes(system); // too late: nobody will read it
+                }
+              });
+      return bounded;
+    }
+
+    private CompletionStage<UpstreamResponse> retry(int failures, Supplier<CompletionStage<UpstreamResponse>> next) {
+      Duration pause = repo.settings.retryBackoff().multipliedBy(1L << Math.min(failures, 10));
+      CompletableFuture<Void> paused = new CompletableFuture<>();
+      system.scheduler().scheduleOnce(pause, () -> paused.complete(null), system.executionContext());
+      return paused.thenCompose(ignored -> next.get());
+    }
+
+    private UpstreamResponse toUpstreamResponse(URI url, HttpResponse response) {
+      HttpEntity entity = response.entity();
+      String encoding =
+          response.getHeader("Content-Encoding").map(h -> h.value().trim().toLowerCase(Locale.ROOT)).orElse("identity");
+      Flow<ByteString, ByteString, NotUsed> decoder;
+      switch (encoding) {
+        case "identity":
+        case "":
+          decoder = null;
+          break;
+        case "gzip":
+        case "x-gzip":
+          decoder = Coders.Gzip().decoderFlow().asJava();
+          break;
+        case "deflate":
+          decoder = Coders.Deflate().decoderFlow().asJava();
+          break;
+        default:
+          response.discardEntityBytes(system);
+          throw new UpstreamException("encoding", "unsupported Content-Encoding " + encoding + " from " + url, false, null);
+      }
+
+      OptionalLong declared = entity.getContentLengthOption();
+      Source<ByteString, ?> bytes = entity.getDataBytes();
+      if (declared.isPresent()) {
+        bytes = bytes.via(new ExactLength(declared.getAsLong()));
+      }
+      Duration idle = repo.settings.idleTimeout();
+      bytes = bytes.idleTimeout(idle);
+      if (decoder != null) {
+        bytes = bytes.via(decoder);
+      }
+      Source<ByteString, NotUsed> body =
+          bytes
+              .mapError(Throwable.class, e -> bodyFailure(url, idle, e))
+              .mapMaterializedValue(ignored -> NotUsed.getInstance());
+
+      return new UpstreamResponse(
+          response.status().intValue(),
+          forwardedHeaders(response),
+          decoder == null ? declared : OptionalLong.empty(),
+          body);
+    }
+
+    private void count(String label) {
+      metrics.upstreamRequests.labelValues(repo.name, label).inc();
+    }
+  }
+
+  private static Throwable bodyFailure(URI url, Duration idle, Throwable e) {
+    if (e instanceof UpstreamException) return e;
+    if (e instanceof TimeoutException) {
+      return new UpstreamException("timeout", "upstream body stalled for " + idle + ": " + url, true, e);
+    }
+    return new UpstreamException("reset", "upstream body broke off (" + e.getMessage() + "): " + url, false, e);
+  }
+
+  /** Response headers worth keeping with the artifact; Content-Type comes back from the entity. */
+  static List<Header> forwardedHeaders(HttpResponse response) {
+    Set<String> connectionScoped = new HashSet<>();
+    response.getHeader("Connection").ifPresent(h -> {
+      for (String token : h.value().split(",")) connectionScoped.add(token.trim().toLowerCase(Locale.ROOT));
+    });
+    List<Header> out = new ArrayList<>();
+    var contentType = response.entity().getContentType();
+    if (!contentType.equals(ContentTypes.NO_CONTENT_TYPE)) {
+      out.add(new Header("Content-Type", contentType.toString()));
+    }
+    for (HttpHeader h : response.getHeaders()) {
+      String name = h.lowercaseName();
+      if (!NOT_FORWARDED.contains(name) && !connectionScoped.contains(name)) {
+        out.add(new Header(h.name(), h.value()));
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Where a redirect from {@code from} to {@code location} leads; fails with reason {@code
+   * redirect} for a target that is not http(s) or that leaves https for http.
+   */
+  static URI redirectTarget(URI from, String location) {
+    URI to;
+    try {
+      to = from.resolve(new URI(location.trim()));
+    } catch (URISyntaxException | IllegalArgumentException e) {
+      throw new UpstreamException("redirect", "unusable redirect Location from " + from, false, e);
+    }
+    String scheme = to.getScheme() == null ? "" : to.getScheme().toLowerCase(Locale.ROOT);
+    if (!(scheme.equals("http") || scheme.equals("https")) || to.getHost() == null) {
+      throw new UpstreamException("redirect", "redirect from " + from + " to a non-http URL", false, null);
+    }
+    if (from.getScheme().equalsIgnoreCase("https") && scheme.equals("http")) {
+      throw new UpstreamException("redirect", "refused redirect from https to http: " + from + " -> " + to, false, null);
+    }
+    return to;
+  }
+
+  private static URI absolute(String url) {
+    URI uri;
+    try {
+      uri = new URI(url);
+    } catch (URISyntaxException e) {
+      throw new IllegalArgumentException("not a valid upstream URL: " + url, e);
+    }
+    String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
+    if (!(scheme.equals("http") || scheme.equals("https")) || uri.getHost() == null) {
+      throw new IllegalArgumentException("not an absolute http(s) URL: " + url);
+    }
+    return uri;
+  }
+
+  private static Duration max(Duration a, Duration b) {
+    return a.compareTo(b) >= 0 ? a : b;
+  }
+
+  private static Throwable unwrap(Throwable e) {
+    while (e instanceof CompletionException && e.getCause() != null) e = e.getCause();
+    return e;
+  }
+
+  private static final class FirstByteTimeout extends TimeoutException {
+    FirstByteTimeout(String message) {
+      super(message);
+    }
+  }
+
+  /** What an attempt that got no response counts as, in the metric and the final exception. */
+  private enum Failure {
+    TIMEOUT("timeout", true),
+    CONNECT_ERROR("connect-error", false),
+    RESET("reset", false);
+
+    final String label;
+    final boolean timeout;
+
+    Failure(String label, boolean timeout) {
+      this.label = label;
+      this.timeout = timeout;
+    }
+
+    static Failure of(Throwable error) {
+      Throwable e = unwrap(error);
+      if (e instanceof TimeoutException) return TIMEOUT;
+      boolean connecting = false;
+      for (Throwable t = e; t != null; t = t.getCause()) {
+        String message = String.valueOf(t.getMessage());
+        // Pekko reports a failed TCP connect as a StreamTcpException naming the Connect command;
+        // a connect that timed out says so in the message.
+        if (message.contains("Connect timeout")) return TIMEOUT;
+        if (t instanceof ConnectException || t instanceof UnknownHostException
+            || message.contains("Tcp command [Connect(")) {
+          connecting = true;
+        }
+      }
+      return connecting ? CONNECT_ERROR : RESET;
+    }
+
+    String describe(URI url, Throwable error) {
+      return "upstream " + label + " for " + url + ": " + unwrap(error).getMessage();
+    }
+  }
+}

@@ -1,0 +1,164 @@
+package dev.corral.http.upstream;
+
+import com.typesafe.config.Config;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.function.Function;
+
+/**
+ * How one repository talks to its upstream.
+ *
+ * @param connectTimeout how long establishing a TCP (and TLS) connection may take
+ * @param firstByteTimeout how long an attempt may wait for the status and headers, counted from
+ *     the moment it is handed to the connection pool
+ * @param idleTimeout how long the body may go without a chunk; a large download is never cut for
+ *     being large, only for stalling
+ * @param retries how many more attempts one fetch makes after a connect error, a timeout, a reset
+ *     before the headers, or a 5xx (never after a 4xx)
+ * @param retryBackoff the pause before the first retry, doubled before each further one
+ * @param maxRedirects how many redirects one fetch follows
+ * @param maxConnections the connection pool's limit per upstream host; distinct keys run in
+ *     parallel up to this many
+ * @param maxOpenRequests the pool's queue (a power of two, at least {@code maxConnections})
+ * @param credential sent only to the repository's own origin, never to a redirect target elsewhere
+ */
+public record UpstreamSettings(
+    Duration connectTimeout,
+    Duration firstByteTimeout,
+    Duration idleTimeout,
+    int retries,
+    Duration retryBackoff,
+    int maxRedirects,
+    int maxConnections,
+    int maxOpenRequests,
+    Optional<Credential> credential) {
+
+  public static final UpstreamSettings DEFAULTS =
+      new UpstreamSettings(
+          Duration.ofSeconds(5),
+          Duration.ofSeconds(30),
+          Duration.ofSeconds(30),
+          1,
+          Duration.ofSeconds(1),
+          5,
+          64,
+          openRequestsFor(64),
+          Optional.empty());
+
+  public UpstreamSettings {
+    positive(connectTimeout, "connect-timeout");
+    positive(firstByteTimeout, "first-byte-timeout");
+    positive(idleTimeout, "idle-timeout");
+    Objects.requireNonNull(retryBackoff, "retry-backoff");
+    if (retryBackoff.isNegative()) {
+      throw new IllegalArgumentException("retry-backoff must not be negative: " + retryBackoff);
+    }
+    if (retries < 0) throw new IllegalArgumentException("retries must be >= 0: " + retries);
+    if (maxRedirects < 0) throw new IllegalArgumentException("max-redirects must be >= 0: " + maxRedirects);
+    if (maxConnections < 1) throw new IllegalArgumentException("max-connections must be >= 1: " + maxConnections);
+    if (maxOpenRequests < maxConnections || Integer.bitCount(maxOpenRequests) != 1) {
+      throw new IllegalArgumentException(
+          "max-open-requests must be a power of two >= max-connections (" + maxConnections + "): " + maxOpenRequests);
+    }
+    credential = credential == null ? Optional.empty() : credential;
+  }
+
+  /** The pool queue that goes with {@code maxConnections}: the power of two >= 4 times it. */
+  public static int openRequestsFor(int maxConnections) {
+    int wanted = Math.max(1, maxConnections) * 4;
+    return Integer.highestOneBit(wanted - 1) << 1;
+  }
+
+  public UpstreamSettings withConnectTimeout(Duration d) {
+    return new UpstreamSettings(d, firstByteTimeout, idleTimeout, retries, retryBackoff, maxRedirects, maxConnections, maxOpenRequests, credential);
+  }
+
+  public UpstreamSettings withFirstByteTimeout(Duration d) {
+    return new UpstreamSettings(connectTimeout, d, idleTimeout, retries, retryBackoff, maxRedirects, maxConnections, maxOpenRequests, credential);
+  }
+
+  public UpstreamSettings withIdleTimeout(Duration d) {
+    return new UpstreamSettings(connectTimeout, firstByteTimeout, d, retries, retryBackoff, maxRedirects, maxConnections, maxOpenRequests, credential);
+  }
+
+  public UpstreamSettings withRetries(int n, Duration backoff) {
+    return new UpstreamSettings(connectTimeout, firstByteTimeout, idleTimeout, n, backoff, maxRedirects, maxConnections, maxOpenRequests, credential);
+  }
+
+  public UpstreamSettings withMaxRedirects(int n) {
+    return new UpstreamSettings(connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff, n, maxConnections, maxOpenRequests, credential);
+  }
+
+  /** Sets the pool size and its queue ({@link #openRequestsFor}). */
+  public UpstreamSettings withMaxConnections(int n) {
+    return new UpstreamSettings(connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff, maxRedirects, n, openRequestsFor(n), credential);
+  }
+
+  public UpstreamSettings withCredential(Credential c) {
+    return new UpstreamSettings(connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff, maxRedirects, maxConnections, maxOpenRequests, Optional.of(c));
+  }
+
+  /**
+   * Reads the settings of one repository; every key is optional and falls back to {@code
+   * defaults}. Keys: {@code connect-timeout, first-byte-timeout, idle-timeout, retries,
+   * retry-backoff, max-redirects, max-connections, max-open-requests} and {@code credential {
+   * type = basic|bearer, user, password-env|password-file, token-env|token-file }}.
+   */
+  public static UpstreamSettings fromConfig(Config c, UpstreamSettings defaults) {
+    return fromConfig(c, defaults, System::getenv);
+  }
+
+  static UpstreamSettings fromConfig(Config c, UpstreamSettings defaults, Function<String, String> env) {
+    int maxConnections = c.hasPath("max-connections") ? c.getInt("max-connections") : defaults.maxConnections();
+    int maxOpen =
+        c.hasPath("max-open-requests")
+            ? c.getInt("max-open-requests")
+            : c.hasPath("max-connections") ? openRequestsFor(maxConnections) : defaults.maxOpenRequests();
+    return new UpstreamSettings(
+        c.hasPath("connect-timeout") ? c.getDuration("connect-timeout") : defaults.connectTimeout(),
+        c.hasPath("first-byte-timeout") ? c.getDuration("first-byte-timeout") : defaults.firstByteTimeout(),
+        c.hasPath("idle-timeout") ? c.getDuration("idle-timeout") : defaults.idleTimeout(),
+        c.hasPath("retries") ? c.getInt("retries") : defaults.retries(),
+        c.hasPath("retry-backoff") ? c.getDuration("retry-backoff") : defaults.retryBackoff(),
+        c.hasPath("max-redirects") ? c.getInt("max-redirects") : defaults.maxRedirects(),
+        maxConnections,
+        maxOpen,
+        c.hasPath("credential") ? Optional.of(credentialFrom(c.getConfig("credential"), env)) : defaults.credential());
+  }
+
+  private static Credential credentialFrom(Config c, Function<String, String> env) {
+    String type = c.hasPath("type") ? c.getString("type") : "";
+    switch (type) {
+      case "basic":
+        if (!c.hasPath("user")) throw new IllegalArgumentException("upstream credential: basic needs credential.user");
+        return new Credential.Basic(c.getString("user"), secret(c, "password", env));
+      case "bearer":
+        return new Credential.Bearer(secret(c, "token", env));
+      default:
+        throw new IllegalArgumentException("upstream credential: credential.type must be basic or bearer, not '" + type + "'");
+    }
+  }
+
+  /** A secret comes from {@code <name>-env} or {@code <name>-file}, never from the config itself. */
+  private static String secret(Config c, String name, Function<String, String> env) {
+    if (c.hasPath(name + "-env")) return Credential.secretFromEnv(c.getString(name + "-env"), env);
+    if (c.hasPath(name + "-file")) return Credential.secretFromFile(Path.of(c.getString(name + "-file")));
+    throw new IllegalArgumentException(
+        "upstream credential: set credential." + name + "-env or credential." + name + "-file");
+  }
+
+  private static void positive(Duration d, String name) {
+    Objects.requireNonNull(d, name);
+    if (d.isZero() || d.isNegative()) throw new IllegalArgumentException(name + " must be positive: " + d);
+  }
+
+  @Override
+  public String toString() {
+    return "UpstreamSettings[connect=" + connectTimeout + ", firstByte=" + firstByteTimeout + ", idle=" + idleTimeout
+        + ", retries=" + retries + " after " + retryBackoff + ", maxRedirects=" + maxRedirects
+        + ", maxConnections=" + maxConnections + ", maxOpenRequests=" + maxOpenRequests
+        + ", credential=" + credential.map(Object::toString).orElse("none") + "]";
+  }
+}

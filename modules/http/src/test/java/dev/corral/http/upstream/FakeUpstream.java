@@ -1,0 +1,82 @@
+package dev.corral.http.upstream;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** An upstream on 127.0.0.1 that counts every request it receives and records its headers. */
+final class FakeUpstream implements AutoCloseable {
+  interface Handler {
+    void handle(HttpExchange exchange, int nthRequestForPath) throws Exception;
+  }
+
+  /** One request as the upstream saw it. */
+  record Seen(String path, Map<String, List<String>> headers) {
+    String header(String name) {
+      return headers.entrySet().stream()
+          .filter(e -> e.getKey().equalsIgnoreCase(name))
+          .map(e -> e.getValue().get(0))
+          .findFirst()
+          .orElse(null);
+    }
+  }
+
+  private final HttpServer server;
+  private final ExecutorService executor = Executors.newCachedThreadPool();
+  private final Map<String, AtomicInteger> countByPath = new ConcurrentHashMap<>();
+  final List<Seen> seen = new CopyOnWriteArrayList<>();
+
+  FakeUpstream(Handler handler) {
+    try {
+      server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 64);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    server.setExecutor(executor);
+    server.createContext("/", exchange -> {
+      String path = exchange.getRequestURI().getPath();
+      seen.add(new Seen(path, Map.copyOf(exchange.getRequestHeaders())));
+      int n = countByPath.computeIfAbsent(path, p -> new AtomicInteger()).incrementAndGet();
+      try {
+        handler.handle(exchange, n);
+      } catch (Exception e) {
+        exchange.sendResponseHeaders(599, -1);
+      } finally {
+        exchange.close();
+      }
+    });
+    server.start();
+  }
+
+  String url(String path) {
+    return "http://127.0.0.1:" + server.getAddress().getPort() + path;
+  }
+
+  int requests() {
+    return seen.size();
+  }
+
+  Seen last() {
+    return seen.get(seen.size() - 1);
+  }
+
+  static void send(HttpExchange exchange, int status, byte[] body) throws IOException {
+    exchange.sendResponseHeaders(status, body.length == 0 ? -1 : body.length);
+    exchange.getResponseBody().write(body);
+  }
+
+  @Override
+  public void close() {
+    server.stop(0);
+    executor.shutdownNow();
+  }
+}

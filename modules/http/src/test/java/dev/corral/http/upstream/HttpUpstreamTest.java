@@ -1,0 +1,466 @@
+package dev.corral.http.upstream;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.corral.core.Metrics;
+import dev.corral.core.upstream.Header;
+import dev.corral.core.upstream.UpstreamException;
+import dev.corral.core.upstream.UpstreamRequest;
+import dev.corral.core.upstream.UpstreamResponse;
+import java.io.ByteArrayOutputStream;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.zip.GZIPOutputStream;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.http.javadsl.settings.ConnectionPoolSettings;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class HttpUpstreamTest {
+  private static final String REPO = "repo";
+
+  private final ActorTestKit testKit = ActorTestKit.create("HttpUpstreamTest");
+  private final ActorSystem<Void> system = testKit.system();
+  private final List<AutoCloseable> fakes = new ArrayList<>();
+  /** Fakes that hold a response wait on this; each test gets a fresh one, released after it. */
+  private CountDownLatch releaseHeldResponses;
+  private Metrics metrics;
+
+  /** Settings for tests: no one waits a whole second for a retry. */
+  private static final UpstreamSettings FAST =
+      UpstreamSettings.DEFAULTS.withRetries(1, Duration.ofMillis(20));
+
+  @BeforeEach
+  void holdResponses() {
+    releaseHeldResponses = new CountDownLatch(1);
+  }
+
+  @AfterEach
+  void closeFakes() throws Exception {
+    releaseHeldResponses.countDown();
+    for (AutoCloseable f : fakes) f.close();
+    fakes.clear();
+  }
+
+  @AfterAll
+  void stop() {
+    testKit.shutdownTestKit();
+  }
+
+  private FakeUpstream fake(FakeUpstream.Handler handler) {
+    FakeUpstream f = new FakeUpstream(handler);
+    fakes.add(f);
+    return f;
+  }
+
+  private RawUpstream raw(RawUpstream.Script script) {
+    RawUpstream r = new RawUpstream(script);
+    fakes.add(r);
+    return r;
+  }
+
+  private HttpUpstream upstream(String baseUrl, UpstreamSettings settings) {
+    metrics = new Metrics();
+    return new HttpUpstream(system, metrics, Map.of(REPO, new RepoUpstream(baseUrl, settings)));
+  }
+
+  private double attempts(String label) {
+    return metrics.upstreamRequests.labelValues(REPO, label).get();
+  }
+
+  private static UpstreamResponse await(HttpUpstream upstream, String url) throws Exception {
+    return upstream.get(UpstreamRequest.get(REPO, url)).toCompletableFuture().get(20, SECONDS);
+  }
+
+  private static UpstreamException failure(HttpUpstream upstream, String url) {
+    ExecutionException e =
+        assertThrows(ExecutionException.class,
+            () -> upstream.get(UpstreamRequest.get(REPO, url)).toCompletableFuture().get(20, SECONDS));
+    return assertInstanceOf(UpstreamException.class, e.getCause());
+  }
+
+  private byte[] body(UpstreamResponse response) throws Exception {
+    return response.body()
+        .runWith(Sink.fold(ByteString.emptyByteString(), ByteString::concat), system)
+        .toCompletableFuture()
+        .get(20, SECONDS)
+        .toArray();
+  }
+
+  /** The body's failure; the test fails if the body completes instead. */
+  private UpstreamException bodyFailure(UpstreamResponse response) {
+    ExecutionException e = assertThrows(ExecutionException.class, () -> body(response));
+    return assertInstanceOf(UpstreamException.class, e.getCause());
+  }
+
+  private static byte[] randomBytes(int n) {
+    byte[] b = new byte[n];
+    new Random(n).nextBytes(b);
+    return b;
+  }
+
+  @Test
+  void returnsExactBytesWithLengthAndArtifactHeaders() throws Exception {
+    byte[] content = randomBytes(300_000);
+    FakeUpstream up = fake((ex, n) -> {
+      ex.getResponseHeaders().add("Content-Type", "application/java-archive");
+      ex.getResponseHeaders().add("ETag", "\"v1\"");
+      ex.getResponseHeaders().add("Keep-Alive", "timeout=5");
+      FakeUpstream.send(ex, 200, content);
+    });
+    HttpUpstream upstream = upstream(up.url("/"), FAST);
+
+    UpstreamResponse response = upstream.get(
+            new UpstreamRequest(REPO, up.url("/a.jar"), List.of(new Header("If-None-Match", "\"v0\""))))
+        .toCompletableFuture().get(20, SECONDS);
+
+    assertEquals(200, response.status());
+    assertEquals(OptionalLong.of(content.length), response.contentLength());
+    assertArrayEquals(content, body(response));
+    assertEquals("application/java-archive", response.header("Content-Type").orElseThrow());
+    assertEquals("\"v1\"", response.header("ETag").orElseThrow());
+    assertTrue(response.header("Content-Length").isEmpty());
+    assertTrue(response.header("Keep-Alive").isEmpty());
+    assertEquals(1, up.requests());
+    assertEquals("corral/0.1", up.last().header("User-Agent"));
+    assertEquals("gzip", up.last().header("Accept-Encoding"));
+    assertEquals("\"v0\"", up.last().header("If-None-Match"));
+    assertNull(up.last().header("Authorization"));
+    assertEquals(1.0, attempts("200"));
+  }
+
+  @Test
+  void retriesA5xxOnceThenSucceeds() throws Exception {
+    FakeUpstream up = fake((ex, n) -> FakeUpstream.send(ex, n == 1 ? 503 : 200, "ok".getBytes(UTF_8)));
+    HttpUpstream upstream = upstream(up.url("/"), FAST);
+
+    UpstreamResponse response = await(upstream, up.url("/x"));
+
+    assertEquals(200, response.status());
+    assertEquals("ok", new String(body(response), UTF_8));
+    assertEquals(2, up.requests());
+    assertEquals(1.0, attempts("503"));
+    assertEquals(1.0, attempts("200"));
+  }
+
+  @Test
+  void gives5xxUpAfterTheConfiguredRetries() {
+    FakeUpstream up = fake((ex, n) -> FakeUpstream.send(ex, 503, "busy".getBytes(UTF_8)));
+    HttpUpstream upstream = upstream(up.url("/"), FAST);
+
+    UpstreamException e = failure(upstream, up.url("/x"));
+
+    assertEquals("503", e.reason());
+    assertFalse(e.isTimeout());
+    assertEquals(2, up.requests());
+    assertEquals(2.0, attempts("503"));
+  }
+
+  @Test
+  void retriesAsManyTimesAsConfigured() {
+    FakeUpstream up = fake((ex, n) -> FakeUpstream.send(ex, 502, new byte[0]));
+    HttpUpstream upstream = upstream(up.url("/"), UpstreamSettings.DEFAULTS.withRetries(3, Duration.ofMillis(5)));
+
+    assertEquals("502", failure(upstream, up.url("/x")).reason());
+    assertEquals(4, up.requests());
+  }
+
+  @Test
+  void returns404AsItIsWithoutRetrying() throws Exception {
+    FakeUpstream up = fake((ex, n) -> FakeUpstream.send(ex, 404, "nope".getBytes(UTF_8)));
+    HttpUpstream upstream = upstream(up.url("/"), FAST);
+
+    UpstreamResponse response = await(upstream, up.url("/missing"));
+
+    assertEquals(404, response.status());
+    assertEquals("nope", new String(body(response), UTF_8));
+    assertEquals(1, up.requests());
+    assertEquals(1.0, attempts("404"));
+  }
+
+  @Test
+  void refusedConnectionIsAConnectErrorAfterRetry() throws Exception {
+    int closedPort;
+    try (ServerSocket s = new ServerSocket(0)) {
+      closedPort = s.getLocalPort();
+    }
+    String url = "http://127.0.0.1:" + closedPort + "/x";
+    HttpUpstream upstream = upstream(url, FAST);
+
+    UpstreamException e = failure(upstream, url);
+
+    assertEquals("connect-error", e.reason());
+    assertFalse(e.isTimeout());
+    assertEquals(2.0, attempts("connect-error"));
+  }
+
+  @Test
+  void headersLaterThanTheFirstByteTimeoutAreATimeoutAfterRetry() {
+    FakeUpstream up = fake((ex, n) -> {
+      releaseHeldResponses.await();
+      FakeUpstream.send(ex, 200, "late".getBytes(UTF_8));
+    });
+    HttpUpstream upstream = upstream(up.url("/"), FAST.withFirstByteTimeout(Duration.ofMillis(300)));
+
+    UpstreamException e = failure(upstream, up.url("/slow"));
+
+    assertEquals("timeout", e.reason());
+    assertTrue(e.isTimeout());
+    assertEquals(2, up.requests());
+    assertEquals(2.0, attempts("timeout"));
+  }
+
+  @Test
+  void bodyThatStallsFailsAfterTheIdleTimeout() throws Exception {
+    byte[] content = randomBytes(64 * 1024);
+    FakeUpstream up = fake((ex, n) -> {
+      ex.sendResponseHeaders(200, content.length);
+      ex.getResponseBody().write(content, 0, content.length / 2);
+      ex.getResponseBody().flush();
+      releaseHeldResponses.await();
+    });
+    HttpUpstream upstream = upstream(up.url("/"), FAST.withIdleTimeout(Duration.ofMillis(300)));
+
+    UpstreamResponse response = await(upstream, up.url("/stall"));
+
+    assertEquals(200, response.status());
+    UpstreamException e = bodyFailure(response);
+    assertEquals("timeout", e.reason());
+    assertTrue(e.isTimeout());
+  }
+
+  @Test
+  void bodyShortOfItsContentLengthFailsAndNeverCompletes() throws Exception {
+    RawUpstream up = raw((socket, out) -> {
+      out.write(("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+          + "Content-Length: 1048576\r\n\r\n").getBytes(UTF_8));
+      out.write(new byte[512 * 1024]);
+      out.flush();
+    });
+    HttpUpstream upstream = upstream(up.url("/"), FAST);
+
+    UpstreamResponse response = await(upstream, up.url("/short"));
+
+    assertEquals(OptionalLong.of(1048576), response.contentLength());
+    assertEquals("reset", bodyFailure(response).reason());
+  }
+
+  @Test
+  void bodyCutByAResetFails() throws Exception {
+    RawUpstream up = raw((socket, out) -> {
+      out.write("HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n".getBytes(UTF_8));
+      out.write(new byte[256 * 1024]);
+      out.flush();
+      socket.setSoLinger(true, 0); // close with RST
+    });
+    HttpUpstream upstream = upstream(up.url("/"), FAST);
+
+    UpstreamResponse response = await(upstream, up.url("/reset"));
+
+    assertEquals("reset", bodyFailure(response).reason());
+  }
+
+  @Test
+  void chunkedBodyCutBeforeItsLastChunkFails() throws Exception {
+    RawUpstream up = raw((socket, out) -> {
+      out.write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".getBytes(UTF_8));
+      out.write("400\r\n".getBytes(UTF_8));
+      out.write(new byte[0x400]);
+      out.write("\r\n".getBytes(UTF_8));
+      out.flush();
+    });
+    HttpUpstream upstream = upstream(up.url("/"), FAST);
+
+    UpstreamResponse response = await(upstream, up.url("/chunked"));
+
+    assertEquals(OptionalLong.empty(), response.contentLength());
+    assertEquals("reset", bodyFailure(response).reason());
+  }
+
+  @Test
+  void gzipEncodedBodyIsDecoded() throws Exception {
+    byte[] content = "a packument, many times. ".repeat(2000).getBytes(UTF_8);
+    ByteArrayOutputStream gz = new ByteArrayOutputStream();
+    try (GZIPOutputStream out = new GZIPOutputStream(gz)) {
+      out.write(content);
+    }
+    FakeUpstream up = fake((ex, n) -> {
+      ex.getResponseHeaders().add("Content-Encoding", "gzip");
+      ex.getResponseHeaders().add("Content-Type", "application/json");
+      FakeUpstream.send(ex, 200, gz.toByteArray());
+    });
+    HttpUpstream upstream = upstream(up.url("/"), FAST);
+
+    UpstreamResponse response = await(upstream, up.url("/pkg"));
+
+    assertArrayEquals(content, body(response));
+    assertEquals(OptionalLong.empty(), response.contentLength());
+    assertTrue(response.header("Content-Encoding").isEmpty());
+    assertEquals("application/json", response.header("Content-Type").orElseThrow());
+  }
+
+  @Test
+  void followsARedirectButSendsTheCredentialOnlyToTheUpstreamsOwnHost() throws Exception {
+    FakeUpstream elsewhere = fake((ex, n) -> FakeUpstream.send(ex, 200, "moved here".getBytes(UTF_8)));
+    FakeUpstream up = fake((ex, n) -> {
+      if (ex.getRequestURI().getPath().equals("/first")) {
+        ex.getResponseHeaders().add("Location", "/second"); // relative, same host
+        FakeUpstream.send(ex, 301, new byte[0]);
+      } else {
+        ex.getResponseHeaders().add("Location", elsewhere.url("/blob"));
+        FakeUpstream.send(ex, 302, new byte[0]);
+      }
+    });
+    HttpUpstream upstream = upstream(up.url("/"), FAST.withCredential(new Credential.Bearer("s3cret")));
+
+    UpstreamResponse response = await(upstream, up.url("/first"));
+
+    assertEquals(200, response.status());
+    assertEquals("moved here", new String(body(response), UTF_8));
+    assertEquals(2, up.requests());
+    assertEquals("Bearer s3cret", up.seen.get(0).header("Authorization"));
+    assertEquals("Bearer s3cret", up.seen.get(1).header("Authorization"));
+    assertEquals(1, elsewhere.requests());
+    assertNull(elsewhere.last().header("Authorization"));
+    assertEquals(1.0, attempts("301"));
+    assertEquals(1.0, attempts("302"));
+  }
+
+  @Test
+  void givesUpAfterMaxRedirects() {
+    FakeUpstream up = fake((ex, n) -> {
+      ex.getResponseHeaders().add("Location", "/loop");
+      FakeUpstream.send(ex, 307, new byte[0]);
+    });
+    HttpUpstream upstream = upstream(up.url("/"), FAST.withMaxRedirects(2));
+
+    assertEquals("redirect", failure(upstream, up.url("/loop")).reason());
+    assertEquals(3, up.requests());
+  }
+
+  @Test
+  void redirectPolicyRefusesHttpsToHttp() {
+    URI https = URI.create("https://upstream.example/a/b.jar");
+    assertEquals(
+        "redirect",
+        assertThrows(UpstreamException.class, () -> HttpUpstream.redirectTarget(https, "http://upstream.example/c"))
+            .reason());
+    assertThrows(UpstreamException.class, () -> HttpUpstream.redirectTarget(https, "ftp://upstream.example/c"));
+    assertEquals(URI.create("https://cdn.upstream.example/c"),
+        HttpUpstream.redirectTarget(https, "https://cdn.upstream.example/c"));
+    assertEquals(URI.create("https://upstream.example/a/c.jar"), HttpUpstream.redirectTarget(https, "c.jar"));
+    assertEquals(URI.create("https://other.example/x"), HttpUpstream.redirectTarget(https, "//other.example/x"));
+    assertEquals(URI.create("https://upstream.example/y"),
+        HttpUpstream.redirectTarget(URI.create("http://upstream.example/a"), "https://upstream.example/y"));
+  }
+
+  @Test
+  void sendsBasicCredentialToTheUpstream() throws Exception {
+    FakeUpstream up = fake((ex, n) -> FakeUpstream.send(ex, 200, new byte[] {1}));
+    HttpUpstream upstream = upstream(up.url("/repo/"), FAST.withCredential(new Credential.Basic("alice", "pa:ss")));
+
+    body(await(upstream, up.url("/repo/a")));
+
+    String expected = "Basic " + Base64.getEncoder().encodeToString("alice:pa:ss".getBytes(UTF_8));
+    assertEquals(expected, up.last().header("Authorization"));
+  }
+
+  @Test
+  void callersAuthorizationHeaderIsNeverForwarded() throws Exception {
+    FakeUpstream up = fake((ex, n) -> FakeUpstream.send(ex, 200, new byte[] {1}));
+    HttpUpstream upstream = upstream(up.url("/"), FAST);
+
+    body(upstream.get(new UpstreamRequest(REPO, up.url("/a"), List.of(new Header("Authorization", "Bearer client"))))
+        .toCompletableFuture().get(20, SECONDS));
+
+    assertNull(up.last().header("Authorization"));
+  }
+
+  @Test
+  void distinctUrlsRunInParallelNotSerialisedByThePool() throws Exception {
+    int n = 8;
+    CountDownLatch allArrived = new CountDownLatch(n);
+    FakeUpstream up = fake((ex, i) -> {
+      allArrived.countDown();
+      // Answers only once every request is in; a pool that serialises them gets 500s.
+      boolean together = allArrived.await(10, SECONDS);
+      FakeUpstream.send(ex, together ? 200 : 500, new byte[] {7});
+    });
+    HttpUpstream upstream = upstream(up.url("/"), UpstreamSettings.DEFAULTS.withRetries(0, Duration.ZERO));
+
+    List<CompletableFuture<UpstreamResponse>> responses = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      responses.add(upstream.get(UpstreamRequest.get(REPO, up.url("/k" + i))).toCompletableFuture());
+    }
+    for (CompletableFuture<UpstreamResponse> r : responses) {
+      UpstreamResponse response = r.get(20, SECONDS);
+      assertEquals(200, response.status());
+      assertArrayEquals(new byte[] {7}, body(response));
+    }
+    assertEquals(n, up.requests());
+  }
+
+  @Test
+  void unknownRepositoryIsRefusedWithoutARequest() {
+    FakeUpstream up = fake((ex, n) -> FakeUpstream.send(ex, 200, new byte[] {1}));
+    HttpUpstream upstream = upstream(up.url("/"), FAST);
+
+    ExecutionException e = assertThrows(ExecutionException.class,
+        () -> upstream.get(UpstreamRequest.get("other", up.url("/a"))).toCompletableFuture().get(5, SECONDS));
+    assertInstanceOf(IllegalArgumentException.class, e.getCause());
+    assertEquals(0, up.requests());
+  }
+
+  @Test
+  void poolSettingsComeFromTheRepositorySettingsNotPekkoDefaults() {
+    ConnectionPoolSettings pool = HttpUpstream.poolSettings(system, UpstreamSettings.DEFAULTS);
+
+    assertEquals(64, pool.getMaxConnections());
+    assertEquals(256, pool.getMaxOpenRequests());
+    assertEquals(0, pool.getMaxRetries());
+    assertEquals(Duration.ofSeconds(5),
+        Duration.ofNanos(pool.getConnectionSettings().getConnectingTimeout().toNanos()));
+    assertTrue(pool.getResponseEntitySubscriptionTimeout().toMillis() >= 30_000);
+    // The connection's idle timeout is a backstop behind the first-byte and between-chunks timeouts.
+    assertTrue(pool.getConnectionSettings().getIdleTimeout().toMillis() > 30_000);
+  }
+
+  @Test
+  void exactLengthFailsShortAndLongBodiesAndPassesExactOnes() throws Exception {
+    Source<ByteString, ?> tenBytes = Source.from(List.of(ByteString.fromArray(new byte[4]), ByteString.fromArray(new byte[6])));
+    Sink<ByteString, java.util.concurrent.CompletionStage<Integer>> size = Sink.fold(0, (acc, b) -> acc + b.size());
+
+    assertEquals(10, tenBytes.via(new ExactLength(10)).runWith(size, system).toCompletableFuture().get(5, SECONDS));
+    for (long wrong : new long[] {20, 5}) {
+      ExecutionException e = assertThrows(ExecutionException.class,
+          () -> tenBytes.via(new ExactLength(wrong)).runWith(size, system).toCompletableFuture().get(5, SECONDS));
+      assertEquals("reset", assertInstanceOf(UpstreamException.class, e.getCause()).reason());
+    }
+  }
+}

@@ -1,0 +1,114 @@
+package dev.corral.server;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The command line as {@code Main} sees it: a subcommand and its options, parsed into a
+ * {@link Command}. Nothing is printed and nothing exits here; {@code Main} does:
+ *
+ * <pre>{@code
+ * Cli.Command command = Cli.parse(args, System.getenv());
+ * if (command instanceof Cli.Serve serve) { ...start with serve.settings()... }
+ * else if (command instanceof Cli.Help help) { System.out.print(help.text()); }
+ * else if (command instanceof Cli.Invalid invalid) {
+ *   System.err.println(invalid.message());
+ *   System.exit(invalid.exitCode());   // 2
+ * }
+ * }</pre>
+ */
+public final class Cli {
+  /** The exit code for bad input (usage errors and bad settings). */
+  public static final int BAD_INPUT = 2;
+
+  private static final List<String> COMMANDS = List.of("serve", "help");
+
+  private Cli() {}
+
+  /** What the command line asks for. */
+  public sealed interface Command permits Serve, Help, Invalid {
+    /** The process's exit code once the command has been carried out (for Serve: a clean stop). */
+    default int exitCode() {
+      return 0;
+    }
+  }
+
+  /** {@code corral serve [options]}: run a node with these settings. */
+  public record Serve(CorralSettings settings) implements Command {}
+
+  /** {@code corral help}, {@code --help}, {@code -h}: print {@code text} to stdout, exit 0. */
+  public record Help(String text) implements Command {}
+
+  /** Bad input: print {@code message} to stderr and exit with {@link #BAD_INPUT}. */
+  public record Invalid(String message) implements Command {
+    @Override
+    public int exitCode() {
+      return BAD_INPUT;
+    }
+  }
+
+  /**
+   * Parses the whole command line.
+   *
+   * @param env the environment (for the {@code CORRAL_...} settings)
+   */
+  public static Command parse(String[] args, Map<String, String> env) {
+    if (args.length == 0) {
+      return new Invalid("missing command (" + String.join(", ", COMMANDS) + ")\n" + usageLine());
+    }
+    String command = args[0];
+    String[] options = Arrays.copyOfRange(args, 1, args.length);
+    switch (command) {
+      case "help", "--help", "-h":
+        return new Help(helpText());
+      case "serve":
+        if (Arrays.asList(options).contains("--help") || Arrays.asList(options).contains("-h")) {
+          return new Help(helpText());
+        }
+        try {
+          return new Serve(CorralSettings.load(options, env));
+        } catch (SettingsException e) {
+          return new Invalid(e.getMessage());
+        }
+      default:
+        return new Invalid(
+            "unknown command " + SettingValues.quoted(command)
+                + " (known: " + String.join(", ", COMMANDS) + ")\n" + usageLine());
+    }
+  }
+
+  private static String usageLine() {
+    return "usage: corral serve [options] | corral help";
+  }
+
+  /** The {@code --help} text, generated from {@link Setting} and {@link RepoSetting}. */
+  public static String helpText() {
+    StringBuilder out = new StringBuilder();
+    out.append("Corral: a clustered pull-through cache for package registries.\n\n");
+    out.append("Usage:\n");
+    out.append("  corral serve [options]   run a node\n");
+    out.append("  corral help              show this text\n\n");
+    out.append("Options of serve (each also as environment variable and HOCON setting;\n");
+    out.append("precedence: command line > environment > --config file > built-in default):\n\n");
+    for (Setting s : Setting.values()) {
+      out.append("  ").append(s.flag()).append(' ').append(s.valueName()).append('\n');
+      out.append("      ").append(s.description()).append('\n');
+      out.append("      env ").append(s.env());
+      s.path().ifPresent(p -> out.append(", HOCON ").append(p));
+      s.defaultValue().ifPresent(d -> out.append(", default ").append(d));
+      out.append('\n');
+    }
+    out.append("\nPer repository, in HOCON only: corral.repos.NAME.KEY, defaults from\n");
+    out.append("corral.repo-defaults.KEY:\n\n");
+    for (RepoSetting r : RepoSetting.values()) {
+      out.append("  ").append(r.key());
+      r.defaultText().ifPresent(d -> out.append(" (default ").append(d).append(')'));
+      out.append("\n      ").append(r.description()).append('\n');
+    }
+    out.append("\nDurations need a unit (500ms, 5s, 2m); sizes are bytes or KiB, MiB, GiB, TiB.\n");
+    out.append("Repository names match ").append(SettingValues.REPO_NAME.pattern())
+        .append("; a --repo URL is everything after the ':' that ends TYPE.\n");
+    return out.toString();
+  }
+}

@@ -1,0 +1,83 @@
+package dev.corral.server;
+
+import com.typesafe.config.Config;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * A node's validated, immutable settings, merged from (highest precedence first) the command
+ * line, the environment ({@code CORRAL_...}), the {@code --config} HOCON file and the built-in
+ * {@code corral-defaults.conf}. The flags, paths and variables are listed in {@link Setting}
+ * and {@link RepoSetting}.
+ *
+ * @param maxSizeBytes the most the store may hold
+ * @param adminToken the admin token file's contents, trimmed; never shown by {@link #toString()}
+ * @param publicBaseUrl how clients reach this node, when set
+ * @param repos sorted by name; may be empty (then {@link #warnings()} says so)
+ * @param raw the merged HOCON (corral section plus anything else the file holds, such as
+ *     {@code pekko}), with substitutions resolved where they could be. Put it in front of the
+ *     Pekko reference configuration: {@code raw.withFallback(ConfigFactory.load())}.
+ * @param warnings problems that do not stop the start, for the caller to log
+ */
+public record CorralSettings(
+    String httpHost,
+    int httpPort,
+    Path dataDir,
+    long maxSizeBytes,
+    Optional<String> adminToken,
+    Optional<URI> publicBaseUrl,
+    Duration drainTimeout,
+    Duration tombstoneTtl,
+    List<RepoSettings> repos,
+    Config raw,
+    List<String> warnings) {
+
+  public CorralSettings {
+    Objects.requireNonNull(httpHost, "httpHost");
+    Objects.requireNonNull(dataDir, "dataDir");
+    Objects.requireNonNull(adminToken, "adminToken");
+    Objects.requireNonNull(publicBaseUrl, "publicBaseUrl");
+    Objects.requireNonNull(drainTimeout, "drainTimeout");
+    Objects.requireNonNull(tombstoneTtl, "tombstoneTtl");
+    Objects.requireNonNull(raw, "raw");
+    repos = List.copyOf(repos);
+    warnings = List.copyOf(warnings);
+  }
+
+  /**
+   * Reads and validates the settings.
+   *
+   * @param args the options of {@code corral serve}, without the subcommand
+   * @param env the environment, passed in so that loading is a pure function of its inputs
+   *     (also used for {@code ${?VAR}} substitutions in the file and for credentials)
+   * @throws SettingsException naming the first bad setting as the user wrote it
+   */
+  public static CorralSettings load(String[] args, Map<String, String> env) {
+    return SettingsReader.read(SettingSources.read(args, env), env);
+  }
+
+  /** The repository called {@code name}, if configured. */
+  public Optional<RepoSettings> repo(String name) {
+    return repos.stream().filter(r -> r.name().equals(name)).findFirst();
+  }
+
+  /** Without the admin token and without the raw configuration. */
+  @Override
+  public String toString() {
+    return "CorralSettings[httpHost=" + httpHost
+        + ", httpPort=" + httpPort
+        + ", dataDir=" + dataDir
+        + ", maxSizeBytes=" + maxSizeBytes
+        + ", adminToken=" + (adminToken.isPresent() ? "***" : "none")
+        + ", publicBaseUrl=" + publicBaseUrl.map(URI::toString).orElse("none")
+        + ", drainTimeout=" + drainTimeout
+        + ", tombstoneTtl=" + tombstoneTtl
+        + ", repos=" + repos
+        + "]";
+  }
+}

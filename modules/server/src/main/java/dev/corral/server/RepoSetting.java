@@ -1,0 +1,73 @@
+package dev.corral.server;
+
+import java.util.Arrays;
+import java.util.Optional;
+
+/**
+ * The keys allowed under {@code corral.repos.NAME}. All but {@code type}, {@code url} and
+ * {@code credentials} may also be set once for every repository under
+ * {@code corral.repo-defaults}, whose built-in values are in {@code corral-defaults.conf}.
+ * Any other key is an error, so that a typo is not silently ignored.
+ */
+public enum RepoSetting {
+  TYPE("type", false, null, "generic (npm, maven, pypi, go later)"),
+  URL("url", false, null, "Upstream base URL: absolute http or https, with a host"),
+  CONNECT_TIMEOUT("connect-timeout", true, null, "Time allowed to open a connection upstream"),
+  FIRST_BYTE_TIMEOUT("first-byte-timeout", true, null,
+      "Time allowed from sending the request to the response's status and headers"),
+  IDLE_TIMEOUT("idle-timeout", true, null, "Longest pause allowed while a body streams in"),
+  RETRIES("retries", true, null, "Further attempts after a failed one, inside the one fetch"),
+  RETRY_BACKOFF("retry-backoff", true, null, "Pause before each retry"),
+  MAX_REDIRECTS("max-redirects", true, null, "Redirects followed upstream"),
+  MAX_CONNECTIONS("max-connections", true, null, "Open connections to the upstream, at most"),
+  NEGATIVE_TTL("negative-ttl", true, null, "How long an upstream not-found is remembered"),
+  WAITER_BUDGET("waiter-budget", true, "2 x first-byte-timeout + 3s",
+      "How long a waiter waits for a fetch's outcome to begin"),
+  ON_BUDGET_EXHAUSTED("on-budget-exhausted", true, null,
+      "\"504\": answer 504; \"bypass\": fetch directly, uncached (X-Cache: BYPASS)"),
+  MAX_WAITERS("max-waiters", true, null, "Waiters on one node for this repository, at most"),
+  MAX_ORPHAN_FETCHES("max-orphan-fetches", true, null,
+      "Fetches kept running after their last waiter left, at most"),
+  INLINE_LIMIT("inline-limit", true, null,
+      "Bodies up to this size are answered only once complete and verified"),
+  CREDENTIALS("credentials", false, null,
+      "{ type = basic, username, password-env | password-file } or"
+          + " { type = bearer, token-env | token-file }");
+
+  private final String key;
+  private final boolean inRepoDefaults;
+  private final String computedDefault;
+  private final String description;
+
+  RepoSetting(String key, boolean inRepoDefaults, String computedDefault, String description) {
+    this.key = key;
+    this.inRepoDefaults = inRepoDefaults;
+    this.computedDefault = computedDefault;
+    this.description = description;
+  }
+
+  public String key() {
+    return key;
+  }
+
+  /** Whether the key may appear under {@code corral.repo-defaults}. */
+  public boolean inRepoDefaults() {
+    return inRepoDefaults;
+  }
+
+  public String description() {
+    return description;
+  }
+
+  /** The built-in default, from {@code corral-defaults.conf} or, if computed, how. */
+  public Optional<String> defaultText() {
+    if (!inRepoDefaults) {
+      return Optional.empty();
+    }
+    return BuiltInDefaults.text("corral.repo-defaults." + key).or(() -> Optional.ofNullable(computedDefault));
+  }
+
+  static Optional<RepoSetting> byKey(String key) {
+    return Arrays.stream(values()).filter(r -> r.key.equals(key)).findFirst();
+  }
+}

@@ -1,0 +1,88 @@
+package dev.corral.server;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * One repository's validated settings ({@code corral.repos.NAME}, falling back to
+ * {@code corral.repo-defaults}). Sizes are in bytes. {@link #toString()} never shows the
+ * credential's secret.
+ *
+ * @param name [a-z0-9][a-z0-9._-]*
+ * @param type one of {@link #KNOWN_TYPES}; which ones are served is the server's decision
+ * @param url absolute http or https URL with a host and no user info
+ * @param waiterBudget as configured, or 2 x firstByteTimeout + 3 s
+ * @param maxOrphanFetches fetches that keep running with no waiter left, at most
+ * @param inlineLimitBytes bodies up to this size are answered only once complete
+ */
+public record RepoSettings(
+    String name,
+    String type,
+    String url,
+    Duration connectTimeout,
+    Duration firstByteTimeout,
+    Duration idleTimeout,
+    int retries,
+    Duration retryBackoff,
+    int maxRedirects,
+    int maxConnections,
+    Duration negativeTtl,
+    Duration waiterBudget,
+    OnBudgetExhausted onBudgetExhausted,
+    int maxWaiters,
+    int maxOrphanFetches,
+    long inlineLimitBytes,
+    Optional<Credential> credential) {
+
+  /** Repository types the parser accepts. */
+  public static final java.util.List<String> KNOWN_TYPES =
+      java.util.List.of("generic", "npm", "maven", "pypi", "go");
+
+  /** What a waiter gets when its budget runs out before the fetch's outcome begins. */
+  public enum OnBudgetExhausted {
+    /** Answer 504 Gateway Timeout. */
+    GATEWAY_TIMEOUT("504"),
+    /** Make the waiter's own direct, uncached fetch ({@code X-Cache: BYPASS}). */
+    BYPASS("bypass");
+
+    private final String configValue;
+
+    OnBudgetExhausted(String configValue) {
+      this.configValue = configValue;
+    }
+
+    /** As written in the configuration: {@code "504"} or {@code "bypass"}. */
+    public String configValue() {
+      return configValue;
+    }
+
+    static Optional<OnBudgetExhausted> parse(String text) {
+      for (OnBudgetExhausted v : values()) {
+        if (v.configValue.equalsIgnoreCase(text.trim())) {
+          return Optional.of(v);
+        }
+      }
+      return Optional.empty();
+    }
+  }
+
+  /** The waiter budget when none is configured: twice the first-byte timeout plus 3 s. */
+  public static Duration defaultWaiterBudget(Duration firstByteTimeout) {
+    return firstByteTimeout.multipliedBy(2).plusSeconds(3);
+  }
+
+  public RepoSettings {
+    Objects.requireNonNull(name, "name");
+    Objects.requireNonNull(type, "type");
+    Objects.requireNonNull(url, "url");
+    Objects.requireNonNull(connectTimeout, "connectTimeout");
+    Objects.requireNonNull(firstByteTimeout, "firstByteTimeout");
+    Objects.requireNonNull(idleTimeout, "idleTimeout");
+    Objects.requireNonNull(retryBackoff, "retryBackoff");
+    Objects.requireNonNull(negativeTtl, "negativeTtl");
+    Objects.requireNonNull(waiterBudget, "waiterBudget");
+    Objects.requireNonNull(onBudgetExhausted, "onBudgetExhausted");
+    Objects.requireNonNull(credential, "credential");
+  }
+}

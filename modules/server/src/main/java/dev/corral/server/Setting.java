@@ -1,0 +1,114 @@
+package dev.corral.server;
+
+import java.util.Arrays;
+import java.util.Optional;
+
+/**
+ * The node-wide settings: the one table that drives the command-line parser, the environment
+ * mapping, the {@code --help} text and the README table. Each setting has a flag, an
+ * environment variable and (except {@link #CONFIG}) a HOCON path; defaults live in
+ * {@code corral-defaults.conf} and are read from there, so they are written down exactly once.
+ * Per-repository settings are in {@link RepoSetting}.
+ *
+ * <p>Precedence: command line, then environment, then the {@code --config} file, then the
+ * built-in defaults.
+ */
+public enum Setting {
+  CONFIG("--config", null, "CORRAL_CONFIG", "FILE",
+      "HOCON file with a corral { ... } section (Pekko settings may sit beside it)"),
+  HTTP_HOST("--http-host", "corral.http.host", "CORRAL_HTTP_HOST", "HOST",
+      "Address the HTTP server binds to"),
+  HTTP_PORT("--http-port", "corral.http.port", "CORRAL_HTTP_PORT", "PORT",
+      "TCP port of the HTTP server (0 picks a free port)"),
+  DATA_DIR("--data-dir", "corral.data-dir", "CORRAL_DATA_DIR", "DIR",
+      "Directory holding the cached artifacts"),
+  MAX_SIZE("--max-size", "corral.max-size", "CORRAL_MAX_SIZE", "SIZE",
+      "Most the store may hold: bytes, or with KiB, MiB, GiB, TiB"),
+  REPO("--repo", "corral.repos", "CORRAL_REPOS", "NAME=TYPE:URL",
+      "A repository to cache; repeat the flag for more. TYPE: generic (npm, maven, pypi, go"
+          + " later). In the environment a comma- or space-separated list. In HOCON"
+          + " corral.repos.NAME { type, url, ... }"),
+  ADMIN_TOKEN_FILE("--admin-token-file", "corral.admin-token-file", "CORRAL_ADMIN_TOKEN_FILE",
+      "FILE", "File holding the admin API token (read at start-up, trimmed)"),
+  PUBLIC_BASE_URL("--public-base-url", "corral.public-base-url", "CORRAL_PUBLIC_BASE_URL", "URL",
+      "URL clients use to reach this node, when it differs from the bind address"),
+  DRAIN_TIMEOUT("--drain-timeout", "corral.drain-timeout", "CORRAL_DRAIN_TIMEOUT", "DURATION",
+      "How long a graceful stop lets in-flight fetches finish"),
+  TOMBSTONE_TTL("--tombstone-ttl", "corral.tombstone-ttl", "CORRAL_TOMBSTONE_TTL", "DURATION",
+      "How long a cancel that arrived before its registration is remembered");
+
+  private final String flag;
+  private final String path;
+  private final String env;
+  private final String valueName;
+  private final String description;
+
+  Setting(String flag, String path, String env, String valueName, String description) {
+    this.flag = flag;
+    this.path = path;
+    this.env = env;
+    this.valueName = valueName;
+    this.description = description;
+  }
+
+  /** The command-line flag, e.g. {@code --http-port}. */
+  public String flag() {
+    return flag;
+  }
+
+  /** The HOCON path, e.g. {@code corral.http.port}; empty for {@link #CONFIG}. */
+  public Optional<String> path() {
+    return Optional.ofNullable(path);
+  }
+
+  /** The environment variable, e.g. {@code CORRAL_HTTP_PORT}. */
+  public String env() {
+    return env;
+  }
+
+  /** What the value is, for the usage text, e.g. {@code PORT}. */
+  public String valueName() {
+    return valueName;
+  }
+
+  public String description() {
+    return description;
+  }
+
+  /** The built-in default as written in {@code corral-defaults.conf}; empty when there is none. */
+  public Optional<String> defaultValue() {
+    return BuiltInDefaults.text(path);
+  }
+
+  /** Whether the flag may be given several times, each adding one value. */
+  public boolean repeatable() {
+    return this == REPO;
+  }
+
+  static Optional<Setting> byFlag(String flag) {
+    return Arrays.stream(values()).filter(s -> s.flag.equals(flag)).findFirst();
+  }
+
+  /** The settings table in Markdown, for the README. */
+  public static String markdownTable() {
+    StringBuilder out = new StringBuilder();
+    out.append("| Flag | HOCON | Environment | Default | Description |\n");
+    out.append("|---|---|---|---|---|\n");
+    for (Setting s : values()) {
+      out.append("| `").append(s.flag).append(' ').append(s.valueName).append("` | ")
+          .append(s.path == null ? "" : "`" + s.path + "`").append(" | `")
+          .append(s.env).append("` | ")
+          .append(s.defaultValue().map(d -> "`" + d + "`").orElse(""))
+          .append(" | ").append(s.description).append(" |\n");
+    }
+    out.append('\n');
+    out.append("Per repository, under `corral.repos.NAME` (defaults from `corral.repo-defaults`):\n\n");
+    out.append("| Key | Default | Description |\n|---|---|---|\n");
+    for (RepoSetting r : RepoSetting.values()) {
+      out.append("| `").append(r.key()).append("` | ")
+          .append(r.defaultText().map(d -> "`" + d + "`").orElse(""))
+          .append(" | ").append(r.description()).append(" |\n");
+    }
+    return out.toString();
+  }
+}

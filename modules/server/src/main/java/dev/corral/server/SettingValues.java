@@ -1,0 +1,103 @@
+package dev.corral.server;
+
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.util.Locale;
+import java.util.OptionalLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/** Parsing and checking of single values, shared by the command line, environment and HOCON. */
+final class SettingValues {
+  static final Pattern REPO_NAME = Pattern.compile("[a-z0-9][a-z0-9._-]*");
+
+  private static final Pattern SIZE =
+      Pattern.compile("\\s*(\\d+)\\s*(B|KiB|MiB|GiB|TiB)?\\s*", Pattern.CASE_INSENSITIVE);
+  private static final Pattern BARE_NUMBER = Pattern.compile("\\s*-?\\d+(\\.\\d+)?\\s*");
+
+  static final String SIZE_PROBLEM = " is not a size (use KiB, MiB, GiB)";
+  static final String DURATION_EXAMPLES = "e.g. 500ms, 5s, 2m";
+
+  private SettingValues() {}
+
+  static String quoted(String raw) {
+    return '"' + raw + '"';
+  }
+
+  /** Bytes, or a number with KiB, MiB, GiB or TiB (binary multiples); empty if not a size. */
+  static OptionalLong size(String text) {
+    Matcher m = SIZE.matcher(text);
+    if (!m.matches()) {
+      return OptionalLong.empty();
+    }
+    int shift =
+        m.group(2) == null
+            ? 0
+            : switch (m.group(2).toLowerCase(Locale.ROOT)) {
+              case "kib" -> 10;
+              case "mib" -> 20;
+              case "gib" -> 30;
+              case "tib" -> 40;
+              default -> 0;
+            };
+    try {
+      long n = Long.parseLong(m.group(1));
+      if (n > (Long.MAX_VALUE >> shift)) {
+        return OptionalLong.empty();
+      }
+      return OptionalLong.of(n << shift);
+    } catch (NumberFormatException tooLong) {
+      return OptionalLong.empty();
+    }
+  }
+
+  /** Whether a duration was written without a unit (HOCON would read it as milliseconds). */
+  static boolean isBareNumber(String text) {
+    return BARE_NUMBER.matcher(text).matches();
+  }
+
+  /** The port 0-65535, or -1. */
+  static int port(String text) {
+    try {
+      int port = Integer.parseInt(text.trim());
+      return port >= 0 && port <= 65535 ? port : -1;
+    } catch (NumberFormatException e) {
+      return -1;
+    }
+  }
+
+  /** Why {@code url} cannot be an upstream or public URL, or null if it can. */
+  static String urlProblem(String url) {
+    String problem = quoted(url) + " is not an absolute http or https URL with a host";
+    URI uri;
+    try {
+      uri = new URI(url);
+    } catch (URISyntaxException e) {
+      return problem;
+    }
+    String scheme = uri.getScheme();
+    if (scheme == null
+        || !(scheme.equalsIgnoreCase("http") || scheme.equalsIgnoreCase("https"))
+        || uri.getHost() == null
+        || uri.getHost().isEmpty()) {
+      return problem;
+    }
+    if (uri.getRawUserInfo() != null) {
+      // A password in the URL would end up in logs; credentials have their own setting.
+      return "the URL must not contain user info (use credentials { ... })";
+    }
+    return null;
+  }
+
+  /** Why {@code name} cannot be a repository name, or null if it can. */
+  static String repoNameProblem(String name) {
+    return REPO_NAME.matcher(name).matches() ? null : "name must match " + REPO_NAME.pattern();
+  }
+
+  /** Why {@code type} is not a repository type, or null if it is. */
+  static String repoTypeProblem(String type) {
+    return RepoSettings.KNOWN_TYPES.contains(type)
+        ? null
+        : "unknown type " + quoted(type) + " (known: " + String.join(", ", RepoSettings.KNOWN_TYPES) + ")";
+  }
+}

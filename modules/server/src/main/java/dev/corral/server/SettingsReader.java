@@ -1,0 +1,472 @@
+package dev.corral.server;
+
+import static dev.corral.server.SettingValues.quoted;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigException;
+import com.typesafe.config.ConfigFactory;
+import com.typesafe.config.ConfigObject;
+import com.typesafe.config.ConfigOrigin;
+import com.typesafe.config.ConfigParseOptions;
+import com.typesafe.config.ConfigResolveOptions;
+import com.typesafe.config.ConfigSyntax;
+import com.typesafe.config.ConfigUtil;
+import com.typesafe.config.ConfigValue;
+import com.typesafe.config.ConfigValueFactory;
+import com.typesafe.config.ConfigValueType;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.Supplier;
+import java.util.stream.Collectors;
+
+/**
+ * Merges the sources and turns the merged HOCON into {@link CorralSettings}, checking every
+ * value and naming a bad one as the user wrote it: the flag or variable if it came from there,
+ * otherwise its HOCON path (plus file and line when it came from a file).
+ */
+final class SettingsReader {
+  private static final Set<String> CREDENTIAL_KEYS =
+      Set.of("type", "username", "password-env", "password-file", "token-env", "token-file");
+
+  private final Config config;
+  private final Map<String, String> labels;
+  private final Map<String, String> env;
+
+  private SettingsReader(Config config, Map<String, String> labels, Map<String, String> env) {
+    this.config = config;
+    this.labels = labels;
+    this.env = env;
+  }
+
+  static CorralSettings read(SettingSources sources, Map<String, String> env) {
+    Config file =
+        sources.configFile
+            .map(p -> parseFile(p, sources.configFileLabel))
+            .orElse(ConfigFactory.empty());
+    Config merged =
+        sources.commandLine
+            .withFallback(sources.environment)
+            .withFallback(file)
+            .withFallback(BuiltInDefaults.CONFIG);
+    try {
+      // ${?VAR} in the file resolves against the env passed in, never the process's own.
+      // (resolveWith(other source) cannot handle self-references such as a = ${?VAR}, hence the
+      // environment as a root-level fallback that is removed again after resolving.)
+      ConfigObject resolved =
+          merged
+              .withFallback(ConfigValueFactory.fromMap(env))
+              .resolve(ConfigResolveOptions.defaults().setUseSystemEnvironment(false).setAllowUnresolved(true))
+              .root();
+      for (String name : env.keySet()) {
+        if (!merged.root().containsKey(name)) {
+          resolved = resolved.withoutKey(name);
+        }
+      }
+      merged = resolved.toConfig();
+    } catch (ConfigException e) {
+      throw new SettingsException(
+          sources.configFileLabel == null ? "configuration" : sources.configFileLabel, e.getMessage());
+    }
+    return new SettingsReader(merged, sources.labels, env).settings(sources.warnings);
+  }
+
+  private static Config parseFile(Path file, String label) {
+    if (!Files.isRegularFile(file)) {
+      throw new SettingsException(label, "no such file: " + file);
+    }
+    String name = file.getFileName().toString().toLowerCase(Locale.ROOT);
+    ConfigSyntax syntax =
+        name.endsWith(".json")
+            ? ConfigSyntax.JSON
+            : name.endsWith(".properties") ? ConfigSyntax.PROPERTIES : ConfigSyntax.CONF;
+    try {
+      return ConfigFactory.parseFile(
+          file.toFile(), ConfigParseOptions.defaults().setAllowMissing(false).setSyntax(syntax));
+    } catch (ConfigException e) {
+      throw new SettingsException(label, e.getMessage());
+    }
+  }
+
+  private CorralSettings settings(List<String> sourceWarnings) {
+    return hocon("corral", () -> {
+      if (!config.hasPath("corral") || config.getValue("corral").valueType() != ConfigValueType.OBJECT) {
+        throw new SettingsException("corral", "expected an object { ... }");
+      }
+      rejectUnknownNodeKeys(config.getObject("corral"), "corral");
+      rejectUnknownRepoDefaults();
+
+      String host = host(path(Setting.HTTP_HOST));
+      int port = port(path(Setting.HTTP_PORT));
+      String dataDirPath = path(Setting.DATA_DIR);
+      Path dataDir = SettingSources.path(text(dataDirPath), label(dataDirPath));
+      long maxSize = size(path(Setting.MAX_SIZE), 1);
+      String tokenPath = path(Setting.ADMIN_TOKEN_FILE);
+      Optional<String> adminToken =
+          optionalText(tokenPath)
+              .map(f -> readSecretFile(SettingSources.path(f, label(tokenPath)), label(tokenPath)));
+      String basePath = path(Setting.PUBLIC_BASE_URL);
+      Optional<URI> publicBaseUrl = optionalText(basePath).map(u -> url(basePath, u));
+      Duration drainTimeout = duration(path(Setting.DRAIN_TIMEOUT), false);
+      Duration tombstoneTtl = duration(path(Setting.TOMBSTONE_TTL), true);
+      List<RepoSettings> repos = repos();
+
+      List<String> warnings = new ArrayList<>(sourceWarnings);
+      if (repos.isEmpty()) {
+        warnings.add("no repositories configured (--repo NAME=TYPE:URL): every request will get 404");
+      }
+      return new CorralSettings(
+          host, port, dataDir, maxSize, adminToken, publicBaseUrl, drainTimeout, tombstoneTtl,
+          repos, config, warnings);
+    });
+  }
+
+  // ---- unknown keys
+
+  private static final Set<String> NODE_PATHS =
+      Arrays.stream(Setting.values())
+          .flatMap(s -> s.path().stream())
+          .collect(Collectors.toUnmodifiableSet());
+
+  /** Every key under corral must be a setting of the table; repos are checked on their own. */
+  private void rejectUnknownNodeKeys(ConfigObject object, String prefix) {
+    for (String key : object.keySet()) {
+      String path = prefix + "." + ConfigUtil.joinPath(key);
+      if (path.equals("corral.repos") || path.equals("corral.repo-defaults") || NODE_PATHS.contains(path)) {
+        continue;
+      }
+      ConfigValue value = object.get(key);
+      boolean isGroup = NODE_PATHS.stream().anyMatch(p -> p.startsWith(path + "."));
+      if (isGroup && value.valueType() == ConfigValueType.OBJECT) {
+        rejectUnknownNodeKeys((ConfigObject) value, path);
+      } else {
+        throw new SettingsException(path, "unknown setting (see corral help)" + where(value.origin()));
+      }
+    }
+  }
+
+  private void rejectUnknownRepoDefaults() {
+    ConfigObject defaults = object("corral.repo-defaults");
+    for (String key : defaults.keySet()) {
+      Optional<RepoSetting> setting = RepoSetting.byKey(key);
+      String path = ConfigUtil.joinPath("corral", "repo-defaults", key);
+      if (setting.isEmpty()) {
+        throw error(path, "unknown setting (known: " + knownRepoKeys(true) + ")");
+      }
+      if (!setting.get().inRepoDefaults()) {
+        throw error(path, "can only be set per repository, under corral.repos.NAME");
+      }
+    }
+  }
+
+  private static String knownRepoKeys(boolean inDefaults) {
+    return Arrays.stream(RepoSetting.values())
+        .filter(r -> !inDefaults || r.inRepoDefaults())
+        .map(RepoSetting::key)
+        .collect(Collectors.joining(", "));
+  }
+
+  // ---- repositories
+
+  private List<RepoSettings> repos() {
+    ConfigObject repos = object("corral.repos");
+    List<RepoSettings> result = new ArrayList<>();
+    for (String name : new TreeSet<>(repos.keySet())) {
+      String base = ConfigUtil.joinPath("corral", "repos", name);
+      String nameProblem = SettingValues.repoNameProblem(name);
+      if (nameProblem != null) {
+        throw error(base, nameProblem);
+      }
+      ConfigValue value = repos.get(name);
+      if (value.valueType() != ConfigValueType.OBJECT) {
+        throw error(base, "expected an object { type, url, ... }");
+      }
+      for (String key : ((ConfigObject) value).keySet()) {
+        if (RepoSetting.byKey(key).isEmpty()) {
+          throw error(ConfigUtil.joinPath("corral", "repos", name, key),
+              "unknown setting (known: " + knownRepoKeys(false) + ")");
+        }
+      }
+      result.add(repo(name));
+    }
+    return result;
+  }
+
+  private RepoSettings repo(String name) {
+    String typePath = ConfigUtil.joinPath("corral", "repos", name, "type");
+    String type = text(typePath).trim();
+    String typeProblem = SettingValues.repoTypeProblem(type);
+    if (typeProblem != null) {
+      throw error(typePath, typeProblem);
+    }
+    String urlPath = ConfigUtil.joinPath("corral", "repos", name, "url");
+    String url = text(urlPath).trim();
+    url(urlPath, url);
+
+    Duration firstByteTimeout = duration(field(name, RepoSetting.FIRST_BYTE_TIMEOUT), true);
+    String budgetPath = field(name, RepoSetting.WAITER_BUDGET);
+    Duration waiterBudget =
+        has(budgetPath)
+            ? duration(budgetPath, true)
+            : RepoSettings.defaultWaiterBudget(firstByteTimeout);
+    String onExhaustedPath = field(name, RepoSetting.ON_BUDGET_EXHAUSTED);
+    String onExhausted = text(onExhaustedPath);
+    RepoSettings.OnBudgetExhausted onBudgetExhausted =
+        RepoSettings.OnBudgetExhausted.parse(onExhausted)
+            .orElseThrow(() -> error(onExhaustedPath, quoted(onExhausted) + " is not \"504\" or \"bypass\""));
+
+    return new RepoSettings(
+        name,
+        type,
+        url,
+        duration(field(name, RepoSetting.CONNECT_TIMEOUT), true),
+        firstByteTimeout,
+        duration(field(name, RepoSetting.IDLE_TIMEOUT), true),
+        whole(field(name, RepoSetting.RETRIES), 0),
+        duration(field(name, RepoSetting.RETRY_BACKOFF), false),
+        whole(field(name, RepoSetting.MAX_REDIRECTS), 0),
+        whole(field(name, RepoSetting.MAX_CONNECTIONS), 1),
+        duration(field(name, RepoSetting.NEGATIVE_TTL), false),
+        waiterBudget,
+        onBudgetExhausted,
+        whole(field(name, RepoSetting.MAX_WAITERS), 1),
+        whole(field(name, RepoSetting.MAX_ORPHAN_FETCHES), 0),
+        size(field(name, RepoSetting.INLINE_LIMIT), 0),
+        credential(name));
+  }
+
+  /** The repository's own path for the key if set there, else the repo-defaults path. */
+  private String field(String name, RepoSetting setting) {
+    String own = ConfigUtil.joinPath("corral", "repos", name, setting.key());
+    return has(own) ? own : ConfigUtil.joinPath("corral", "repo-defaults", setting.key());
+  }
+
+  private Optional<Credential> credential(String name) {
+    String base = ConfigUtil.joinPath("corral", "repos", name, "credentials");
+    if (!has(base)) {
+      return Optional.empty();
+    }
+    if (config.getValue(base).valueType() != ConfigValueType.OBJECT) {
+      throw error(base, "expected an object { type, ... }");
+    }
+    for (String key : config.getObject(base).keySet()) {
+      if (!CREDENTIAL_KEYS.contains(key)) {
+        String hint = key.equals("password") || key.equals("token")
+            ? "secrets are not written in the configuration: use " + key + "-env or " + key + "-file"
+            : "unknown setting (known: " + String.join(", ", new TreeSet<>(CREDENTIAL_KEYS)) + ")";
+        throw error(ConfigUtil.joinPath("corral", "repos", name, "credentials", key), hint);
+      }
+    }
+    String typePath = base + ".type";
+    String type = text(typePath).trim().toLowerCase(Locale.ROOT);
+    switch (type) {
+      case "basic" -> {
+        forbid(base, "basic", "token-env", "token-file");
+        String username = text(base + ".username");
+        if (username.isEmpty()) {
+          throw error(base + ".username", "must not be empty");
+        }
+        return Optional.of(new Credential.Basic(username, secret(base, "password")));
+      }
+      case "bearer" -> {
+        forbid(base, "bearer", "username", "password-env", "password-file");
+        return Optional.of(new Credential.Bearer(secret(base, "token")));
+      }
+      default -> throw error(typePath, "unknown credentials type " + quoted(type) + " (known: basic, bearer)");
+    }
+  }
+
+  private void forbid(String base, String type, String... keys) {
+    for (String key : keys) {
+      if (has(base + "." + key)) {
+        throw error(base + "." + key, "does not belong to type = " + type);
+      }
+    }
+  }
+
+  /** The secret named by {@code <what>-env} or {@code <what>-file} (exactly one of them). */
+  private String secret(String base, String what) {
+    String envPath = base + "." + what + "-env";
+    String filePath = base + "." + what + "-file";
+    boolean fromEnv = has(envPath);
+    boolean fromFile = has(filePath);
+    if (fromEnv == fromFile) {
+      throw error(base, fromEnv
+          ? "set " + what + "-env or " + what + "-file, not both"
+          : "missing " + what + "-env or " + what + "-file");
+    }
+    if (fromEnv) {
+      String variable = text(envPath).trim();
+      String value = env.get(variable);
+      if (value == null || value.isEmpty()) {
+        throw error(envPath, "environment variable " + variable + " is not set or empty");
+      }
+      return value;
+    }
+    String label = label(filePath);
+    return readSecretFile(SettingSources.path(text(filePath), label), label);
+  }
+
+  /** The file's contents, trimmed; an unreadable or empty file is an error. */
+  private static String readSecretFile(Path file, String label) {
+    String contents;
+    try {
+      contents = Files.readString(file).trim();
+    } catch (NoSuchFileException e) {
+      throw new SettingsException(label, "cannot read " + file + ": no such file");
+    } catch (AccessDeniedException e) {
+      throw new SettingsException(label, "cannot read " + file + ": permission denied");
+    } catch (IOException e) {
+      throw new SettingsException(label, "cannot read " + file + ": " + e.getClass().getSimpleName());
+    }
+    if (contents.isEmpty()) {
+      throw new SettingsException(label, file + " is empty");
+    }
+    return contents;
+  }
+
+  // ---- typed values
+
+  private static String path(Setting setting) {
+    return setting.path().orElseThrow();
+  }
+
+  private String label(String path) {
+    return labels.getOrDefault(path, path);
+  }
+
+  private SettingsException error(String path, String problem) {
+    String location = "";
+    if (!labels.containsKey(path)) {
+      try {
+        location = where(config.getValue(path).origin());
+      } catch (ConfigException e) {
+        // no value there (a missing key): no location to add
+      }
+    }
+    return new SettingsException(label(path), problem + location);
+  }
+
+  private static String where(ConfigOrigin origin) {
+    return origin.filename() == null ? "" : " (" + origin.filename() + " line " + origin.lineNumber() + ")";
+  }
+
+  private boolean has(String path) {
+    return hocon(path, () -> config.hasPath(path));
+  }
+
+  private ConfigObject object(String path) {
+    if (!has(path) || config.getValue(path).valueType() != ConfigValueType.OBJECT) {
+      throw error(path, "expected an object { ... }");
+    }
+    return config.getObject(path);
+  }
+
+  private String text(String path) {
+    if (!has(path)) {
+      throw error(path, "missing");
+    }
+    ConfigValue value = hocon(path, () -> config.getValue(path));
+    if (value.valueType() == ConfigValueType.OBJECT || value.valueType() == ConfigValueType.LIST) {
+      throw error(path, "expected a single value, not " + (value.valueType() == ConfigValueType.OBJECT ? "an object" : "a list"));
+    }
+    return String.valueOf(value.unwrapped());
+  }
+
+  private Optional<String> optionalText(String path) {
+    return has(path) ? Optional.of(text(path)) : Optional.empty();
+  }
+
+  private String host(String path) {
+    String host = text(path).trim();
+    if (host.isEmpty() || host.chars().anyMatch(Character::isWhitespace)) {
+      throw error(path, quoted(host) + " is not a host name or address");
+    }
+    return host;
+  }
+
+  private int port(String path) {
+    String text = text(path);
+    int port = SettingValues.port(text);
+    if (port < 0) {
+      throw error(path, quoted(text) + " is not a port (0-65535)");
+    }
+    return port;
+  }
+
+  private long size(String path, long min) {
+    String text = text(path);
+    OptionalLong size = SettingValues.size(text);
+    if (size.isEmpty()) {
+      throw error(path, quoted(text) + SettingValues.SIZE_PROBLEM);
+    }
+    if (size.getAsLong() < min) {
+      throw error(path, "must be at least " + min + " bytes");
+    }
+    return size.getAsLong();
+  }
+
+  private int whole(String path, int min) {
+    String text = text(path);
+    int n;
+    try {
+      n = Integer.parseInt(text.trim());
+    } catch (NumberFormatException e) {
+      throw error(path, quoted(text) + " is not a whole number");
+    }
+    if (n < min) {
+      throw error(path, "must be at least " + min);
+    }
+    return n;
+  }
+
+  private Duration duration(String path, boolean positive) {
+    String text = text(path);
+    if (SettingValues.isBareNumber(text)) {
+      throw error(path, quoted(text) + " is not a duration (add a unit, " + SettingValues.DURATION_EXAMPLES + ")");
+    }
+    Duration d;
+    try {
+      d = config.getDuration(path);
+    } catch (ConfigException e) {
+      throw error(path, quoted(text) + " is not a duration (" + SettingValues.DURATION_EXAMPLES + ")");
+    }
+    if (d.isNegative()) {
+      throw error(path, "must not be negative");
+    }
+    if (positive && d.isZero()) {
+      throw error(path, "must be more than 0");
+    }
+    return d;
+  }
+
+  private URI url(String path, String text) {
+    String problem = SettingValues.urlProblem(text);
+    if (problem != null) {
+      throw error(path, problem);
+    }
+    return URI.create(text);
+  }
+
+  /** Runs a read, turning the library's own exceptions (such as unresolved substitutions) into ours. */
+  private static <T> T hocon(String path, Supplier<T> read) {
+    try {
+      return read.get();
+    } catch (ConfigException e) {
+      throw new SettingsException(path, e.getMessage());
+    }
+  }
+}

@@ -1,0 +1,552 @@
+package dev.corral.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class CorralSettingsTest {
+  private static final long GiB = 1L << 30;
+
+  @TempDir Path dir;
+
+  private static CorralSettings load(Map<String, String> env, String... args) {
+    return CorralSettings.load(args, env);
+  }
+
+  private static CorralSettings load(String... args) {
+    return load(Map.of(), args);
+  }
+
+  private static SettingsException fails(Map<String, String> env, String... args) {
+    return assertThrows(SettingsException.class, () -> CorralSettings.load(args, env));
+  }
+
+  private static SettingsException fails(String... args) {
+    return fails(Map.of(), args);
+  }
+
+  private Path file(String name, String contents) throws IOException {
+    Path file = dir.resolve(name);
+    Files.writeString(file, contents);
+    return file;
+  }
+
+  private static RepoSettings only(CorralSettings settings) {
+    assertEquals(1, settings.repos().size(), settings.repos().toString());
+    return settings.repos().get(0);
+  }
+
+  // ---- defaults
+
+  @Test
+  void defaults() {
+    CorralSettings s = load();
+    assertEquals("127.0.0.1", s.httpHost());
+    assertEquals(8080, s.httpPort());
+    assertEquals(Path.of("./data"), s.dataDir());
+    assertEquals(10 * GiB, s.maxSizeBytes());
+    assertEquals(Optional.empty(), s.adminToken());
+    assertEquals(Optional.empty(), s.publicBaseUrl());
+    assertEquals(Duration.ofSeconds(30), s.drainTimeout());
+    assertEquals(Duration.ofSeconds(120), s.tombstoneTtl());
+    assertEquals(List.of(), s.repos());
+    assertTrue(s.warnings().stream().anyMatch(w -> w.contains("no repositories")), s.warnings().toString());
+    assertEquals(8080, s.raw().getInt("corral.http.port"));
+  }
+
+  @Test
+  void repoDefaults() {
+    RepoSettings r = only(load("--repo", "files=generic:http://127.0.0.1:9/a"));
+    assertEquals("files", r.name());
+    assertEquals("generic", r.type());
+    assertEquals(Duration.ofSeconds(5), r.connectTimeout());
+    assertEquals(Duration.ofSeconds(30), r.firstByteTimeout());
+    assertEquals(Duration.ofSeconds(30), r.idleTimeout());
+    assertEquals(1, r.retries());
+    assertEquals(Duration.ofSeconds(1), r.retryBackoff());
+    assertEquals(5, r.maxRedirects());
+    assertEquals(64, r.maxConnections());
+    assertEquals(Duration.ofSeconds(30), r.negativeTtl());
+    assertEquals(Duration.ofSeconds(63), r.waiterBudget());
+    assertEquals(RepoSettings.OnBudgetExhausted.GATEWAY_TIMEOUT, r.onBudgetExhausted());
+    assertEquals(10000, r.maxWaiters());
+    assertEquals(16, r.maxOrphanFetches());
+    assertEquals(8L << 20, r.inlineLimitBytes());
+    assertEquals(Optional.empty(), r.credential());
+    assertTrue(load("--repo", "files=generic:http://127.0.0.1:9/a").warnings().isEmpty());
+  }
+
+  // ---- each flag
+
+  @Test
+  void everyFlagIsParsed() throws IOException {
+    Path token = file("token", "  s3cret-token\n");
+    CorralSettings s = load(
+        "--http-host", "0.0.0.0",
+        "--http-port", "9090",
+        "--data-dir", "/var/cache/corral",
+        "--max-size", "3MiB",
+        "--repo", "a=generic:http://127.0.0.1:1/x",
+        "--repo", "b=npm:https://127.0.0.1:2/",
+        "--admin-token-file", token.toString(),
+        "--public-base-url", "https://cache.example/corral",
+        "--drain-timeout", "5s",
+        "--tombstone-ttl", "2m");
+    assertEquals("0.0.0.0", s.httpHost());
+    assertEquals(9090, s.httpPort());
+    assertEquals(Path.of("/var/cache/corral"), s.dataDir());
+    assertEquals(3L << 20, s.maxSizeBytes());
+    assertEquals(List.of("a", "b"), s.repos().stream().map(RepoSettings::name).toList());
+    assertEquals("npm", s.repo("b").orElseThrow().type());
+    assertEquals(Optional.of("s3cret-token"), s.adminToken());
+    assertEquals(Optional.of(URI.create("https://cache.example/corral")), s.publicBaseUrl());
+    assertEquals(Duration.ofSeconds(5), s.drainTimeout());
+    assertEquals(Duration.ofMinutes(2), s.tombstoneTtl());
+  }
+
+  @Test
+  void flagsTakeEqualsForm() {
+    CorralSettings s = load("--http-port=1234", "--repo=x=generic:http://127.0.0.1:9/a");
+    assertEquals(1234, s.httpPort());
+    assertEquals("http://127.0.0.1:9/a", only(s).url());
+  }
+
+  @Test
+  void configFileFlag() throws IOException {
+    Path conf = file("corral.conf", "corral { http.port = 7000, data-dir = \"/srv/c\" }\npekko.loglevel = DEBUG\n");
+    CorralSettings s = load("--config", conf.toString());
+    assertEquals(7000, s.httpPort());
+    assertEquals(Path.of("/srv/c"), s.dataDir());
+    assertEquals("DEBUG", s.raw().getString("pekko.loglevel"), "non-corral sections reach raw");
+  }
+
+  @Test
+  void everyEnvironmentVariableIsRead() throws IOException {
+    Path token = file("token", "t");
+    Path conf = file("c.conf", "corral.drain-timeout = 7s");
+    CorralSettings s = load(Map.of(
+        "CORRAL_HTTP_HOST", "::1",
+        "CORRAL_HTTP_PORT", "8181",
+        "CORRAL_DATA_DIR", "/d",
+        "CORRAL_MAX_SIZE", "1GiB",
+        "CORRAL_ADMIN_TOKEN_FILE", token.toString(),
+        "CORRAL_REPOS", "a=generic:http://127.0.0.1:1/x, b=generic:http://127.0.0.1:2/y\tc=pypi:https://h.example/",
+        "CORRAL_CONFIG", conf.toString(),
+        "CORRAL_TOMBSTONE_TTL", "10s"));
+    assertEquals("::1", s.httpHost());
+    assertEquals(8181, s.httpPort());
+    assertEquals(Path.of("/d"), s.dataDir());
+    assertEquals(GiB, s.maxSizeBytes());
+    assertEquals(Optional.of("t"), s.adminToken());
+    assertEquals(List.of("a", "b", "c"), s.repos().stream().map(RepoSettings::name).toList());
+    assertEquals(Duration.ofSeconds(7), s.drainTimeout());
+    assertEquals(Duration.ofSeconds(10), s.tombstoneTtl());
+  }
+
+  @Test
+  void emptyEnvironmentVariableCountsAsUnset() {
+    assertEquals(8080, load(Map.of("CORRAL_HTTP_PORT", "")).httpPort());
+  }
+
+  @Test
+  void unknownCorralVariableIsOnlyAWarning() {
+    CorralSettings s = load(Map.of("CORRAL_HTTP_PROT", "1"), "--repo", "x=generic:http://127.0.0.1:9/");
+    assertEquals(List.of("CORRAL_HTTP_PROT is set but is not a Corral setting (see corral help)"), s.warnings());
+  }
+
+  // ---- precedence
+
+  @Test
+  void precedenceCommandLineOverEnvironmentOverFileOverDefault() throws IOException {
+    Path conf = file("p.conf", "corral { http.port = 3000, data-dir = \"/from-file\" }");
+    String[] withFile = {"--config", conf.toString()};
+    Map<String, String> env = Map.of("CORRAL_HTTP_PORT", "4000", "CORRAL_DATA_DIR", "/from-env");
+
+    assertEquals(8080, load().httpPort());
+    assertEquals(Path.of("./data"), load().dataDir());
+
+    assertEquals(3000, load(withFile).httpPort());
+    assertEquals(Path.of("/from-file"), load(withFile).dataDir());
+
+    assertEquals(4000, load(env, withFile).httpPort());
+    assertEquals(Path.of("/from-env"), load(env, withFile).dataDir());
+
+    CorralSettings all = load(env, "--config", conf.toString(), "--http-port", "5000", "--data-dir", "/from-cli");
+    assertEquals(5000, all.httpPort());
+    assertEquals(Path.of("/from-cli"), all.dataDir());
+    assertEquals(5000, all.raw().getInt("corral.http.port"), "raw is the merged configuration");
+  }
+
+  @Test
+  void configFlagOverridesConfigVariable() throws IOException {
+    Path a = file("a.conf", "corral.http.port = 1");
+    Path b = file("b.conf", "corral.http.port = 2");
+    assertEquals(2, load(Map.of("CORRAL_CONFIG", a.toString()), "--config", b.toString()).httpPort());
+  }
+
+  @Test
+  void lastFlagWins() {
+    assertEquals(2, load("--http-port", "1", "--http-port", "2").httpPort());
+  }
+
+  @Test
+  void commandLineRepoOverridesTypeAndUrlButKeepsFileSettings() throws IOException {
+    Path conf = file("r.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:1/file\", retries = 4 }");
+    RepoSettings r = only(load(Map.of("CORRAL_REPOS", "x=generic:http://127.0.0.1:2/env"),
+        "--config", conf.toString(), "--repo", "x=generic:http://127.0.0.1:3/cli"));
+    assertEquals("http://127.0.0.1:3/cli", r.url());
+    assertEquals(4, r.retries());
+  }
+
+  // ---- repositories
+
+  @Test
+  void repoUrlIsEverythingAfterTheTypesColon() {
+    RepoSettings r = only(load("--repo", "x=generic:http://127.0.0.1:9/a"));
+    assertEquals("x", r.name());
+    assertEquals("generic", r.type());
+    assertEquals("http://127.0.0.1:9/a", r.url());
+
+    RepoSettings q = only(load("--repo", "my.repo_1-b=maven:https://[::1]:8443/m2/x:y?a=b:c"));
+    assertEquals("my.repo_1-b", q.name());
+    assertEquals("maven", q.type());
+    assertEquals("https://[::1]:8443/m2/x:y?a=b:c", q.url());
+  }
+
+  @Test
+  void repoNameWithDotsRoundTripsThroughHocon() throws IOException {
+    Path conf = file("d.conf", "corral.repos.\"npm.internal\".retries = 3");
+    RepoSettings r = only(load("--config", conf.toString(), "--repo", "npm.internal=npm:http://127.0.0.1:9/"));
+    assertEquals("npm.internal", r.name());
+    assertEquals(3, r.retries());
+  }
+
+  @Test
+  void duplicateRepoNamesOnTheCommandLine() {
+    SettingsException e = fails("--repo", "x=generic:http://127.0.0.1:1/", "--repo", "x=generic:http://127.0.0.1:2/");
+    assertEquals("--repo \"x=generic:http://127.0.0.1:2/\": repository \"x\" is given twice", e.getMessage());
+  }
+
+  @Test
+  void duplicateRepoNamesInTheEnvironment() {
+    SettingsException e = fails(Map.of("CORRAL_REPOS", "x=generic:http://127.0.0.1:1/,x=generic:http://127.0.0.1:2/"));
+    assertTrue(e.getMessage().startsWith("CORRAL_REPOS \"x=generic:http://127.0.0.1:2/\": repository \"x\" is given twice"), e.getMessage());
+  }
+
+  @Test
+  void reposFromAFileOnly() throws IOException {
+    Path conf = file("f.conf", """
+        corral.repos {
+          b { type = generic, url = "https://127.0.0.1:2/" }
+          a { type = go, url = "http://127.0.0.1:1/", on-budget-exhausted = bypass }
+        }
+        """);
+    CorralSettings s = load("--config", conf.toString());
+    assertEquals(List.of("a", "b"), s.repos().stream().map(RepoSettings::name).toList(), "sorted by name");
+    assertEquals(RepoSettings.OnBudgetExhausted.BYPASS, s.repo("a").orElseThrow().onBudgetExhausted());
+  }
+
+  @Test
+  void perRepoOverridesAndRepoDefaultsInAConfigFile() throws IOException {
+    Path conf = file("o.conf", """
+        corral {
+          repo-defaults { retries = 3, max-connections = 8 }
+          repos {
+            slow {
+              type = generic
+              url = "http://127.0.0.1:9/slow"
+              connect-timeout = 2s
+              first-byte-timeout = 2m
+              max-connections = 2
+              inline-limit = 1KiB
+            }
+            fast { type = generic, url = "http://127.0.0.1:9/fast", waiter-budget = 500ms }
+          }
+        }
+        """);
+    CorralSettings s = load("--config", conf.toString());
+    RepoSettings slow = s.repo("slow").orElseThrow();
+    assertEquals(Duration.ofSeconds(2), slow.connectTimeout());
+    assertEquals(Duration.ofMinutes(2), slow.firstByteTimeout());
+    assertEquals(2, slow.maxConnections());
+    assertEquals(3, slow.retries());
+    assertEquals(1024, slow.inlineLimitBytes());
+    assertEquals(Duration.ofSeconds(243), slow.waiterBudget(), "2 x 2m + 3s");
+
+    RepoSettings fast = s.repo("fast").orElseThrow();
+    assertEquals(8, fast.maxConnections());
+    assertEquals(Duration.ofSeconds(5), fast.connectTimeout());
+    assertEquals(Duration.ofMillis(500), fast.waiterBudget());
+  }
+
+  @Test
+  void waiterBudgetDerivedFromFirstByteTimeout() throws IOException {
+    Path conf = file("w.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\", first-byte-timeout = 10s }");
+    assertEquals(Duration.ofSeconds(23), only(load("--config", conf.toString())).waiterBudget());
+    assertEquals(Duration.ofSeconds(29), RepoSettings.defaultWaiterBudget(Duration.ofSeconds(13)));
+  }
+
+  @Test
+  void waiterBudgetInRepoDefaultsAppliesToAll() throws IOException {
+    Path conf = file("w.conf", "corral.repo-defaults.waiter-budget = 9s");
+    assertEquals(Duration.ofSeconds(9), only(load("--config", conf.toString(), "--repo", "x=generic:http://127.0.0.1:9/")).waiterBudget());
+  }
+
+  @Test
+  void unknownPerRepoKeyIsRejected() throws IOException {
+    Path conf = file("typo.conf", "corral.repos.foo {\n  type = generic\n  url = \"http://127.0.0.1:9/\"\n  conect-timeout = 2s\n}\n");
+    SettingsException e = fails("--config", conf.toString());
+    assertEquals("corral.repos.foo.conect-timeout", e.setting());
+    assertTrue(e.getMessage().contains("unknown setting"), e.getMessage());
+    assertTrue(e.getMessage().contains("typo.conf line 4"), e.getMessage());
+  }
+
+  @Test
+  void unknownRepoDefaultsKeyIsRejected() throws IOException {
+    Path conf = file("typo.conf", "corral.repo-defaults.retry = 2");
+    assertEquals("corral.repo-defaults.retry", fails("--config", conf.toString()).setting());
+  }
+
+  @Test
+  void unknownNodeKeyIsRejected() throws IOException {
+    Path conf = file("typo.conf", "corral.http.prot = 2");
+    assertEquals("corral.http.prot", fails("--config", conf.toString()).setting());
+    Path conf2 = file("typo2.conf", "corral.datadir = x");
+    assertEquals("corral.datadir", fails("--config", conf2.toString()).setting());
+  }
+
+  @Test
+  void repoWithoutUrlInAFile() throws IOException {
+    Path conf = file("nourl.conf", "corral.repos.foo.type = generic");
+    assertEquals("corral.repos.foo.url: missing", fails("--config", conf.toString()).getMessage());
+  }
+
+  // ---- errors naming the setting
+
+  @Test
+  void badPortNamesTheFlag() {
+    assertEquals("--http-port: \"abc\" is not a port (0-65535)", fails("--http-port", "abc").getMessage());
+    assertEquals("--http-port: \"65536\" is not a port (0-65535)", fails("--http-port", "65536").getMessage());
+  }
+
+  @Test
+  void badPortNamesTheVariableOrPath() throws IOException {
+    assertEquals("CORRAL_HTTP_PORT: \"-1\" is not a port (0-65535)", fails(Map.of("CORRAL_HTTP_PORT", "-1")).getMessage());
+    Path conf = file("port.conf", "corral.http.port = eighty");
+    SettingsException e = fails("--config", conf.toString());
+    assertTrue(e.getMessage().startsWith("corral.http.port: \"eighty\" is not a port (0-65535)"), e.getMessage());
+  }
+
+  @Test
+  void badSizeNamesTheSetting() {
+    assertEquals("CORRAL_MAX_SIZE: \"10XB\" is not a size (use KiB, MiB, GiB)", fails(Map.of("CORRAL_MAX_SIZE", "10XB")).getMessage());
+    assertEquals("--max-size", fails("--max-size", "10GB").setting());
+    assertEquals("--max-size", fails("--max-size", "0").setting());
+  }
+
+  @ParameterizedTest
+  @CsvSource({"1024, 1024", "1KiB, 1024", "3 MiB, 3145728", "10GiB, 10737418240", "2gib, 2147483648", "1TiB, 1099511627776", "5B, 5"})
+  void sizes(String text, long bytes) {
+    assertEquals(bytes, load("--max-size", text).maxSizeBytes());
+  }
+
+  @Test
+  void badDurationNamesTheSetting() throws IOException {
+    assertEquals("--drain-timeout: \"soon\" is not a duration (e.g. 500ms, 5s, 2m)", fails("--drain-timeout", "soon").getMessage());
+    assertEquals("--tombstone-ttl: \"30\" is not a duration (add a unit, e.g. 500ms, 5s, 2m)", fails("--tombstone-ttl", "30").getMessage());
+    Path conf = file("dur.conf", "corral.repos.foo { type = generic, url = \"http://127.0.0.1:9/\", connect-timeout = fast }");
+    SettingsException e = fails("--config", conf.toString());
+    assertEquals("corral.repos.foo.connect-timeout", e.setting());
+    assertTrue(e.getMessage().contains("\"fast\" is not a duration"), e.getMessage());
+    Path zero = file("zero.conf", "corral.repo-defaults.first-byte-timeout = 0s");
+    assertEquals("corral.repo-defaults.first-byte-timeout: must be more than 0 (zero.conf line 1)",
+        fails("--config", zero.toString(), "--repo", "x=generic:http://127.0.0.1:9/").getMessage().replace(dir + "/", ""));
+  }
+
+  @Test
+  void badRepoNameNamesTheFlagValue() {
+    assertEquals("--repo \"Bad=generic:http://x\": name must match [a-z0-9][a-z0-9._-]*",
+        fails("--repo", "Bad=generic:http://x").getMessage());
+    assertEquals("--repo \"-a=generic:http://x\"", fails("--repo", "-a=generic:http://x").setting());
+  }
+
+  @Test
+  void badRepoNameInAFile() throws IOException {
+    Path conf = file("n.conf", "corral.repos.Foo { type = generic, url = \"http://127.0.0.1:9/\" }");
+    assertEquals("corral.repos.Foo", fails("--config", conf.toString()).setting());
+  }
+
+  @Test
+  void badRepoType() throws IOException {
+    assertEquals("--repo \"x=ftp:http://127.0.0.1/\": unknown type \"ftp\" (known: generic, npm, maven, pypi, go); expected NAME=TYPE:URL",
+        fails("--repo", "x=ftp:http://127.0.0.1/").getMessage());
+    Path conf = file("t.conf", "corral.repos.x { type = rubygems, url = \"http://127.0.0.1:9/\" }");
+    assertEquals("corral.repos.x.type", fails("--config", conf.toString()).setting());
+  }
+
+  @Test
+  void badRepoUrl() throws IOException {
+    assertEquals("--repo \"x=generic:ftp://127.0.0.1/\": \"ftp://127.0.0.1/\" is not an absolute http or https URL with a host",
+        fails("--repo", "x=generic:ftp://127.0.0.1/").getMessage());
+    assertEquals("--repo \"x=generic:/relative\"", fails("--repo", "x=generic:/relative").setting());
+    assertEquals("--repo \"x=generic:http:///nohost\"", fails("--repo", "x=generic:http:///nohost").setting());
+    assertTrue(fails("--repo", "x=generic:http://u:pw@127.0.0.1/").getMessage().contains("user info"));
+    assertEquals("CORRAL_REPOS \"x=generic:nope\"", fails(Map.of("CORRAL_REPOS", "x=generic:nope")).setting());
+    Path conf = file("u.conf", "corral.repos.x { type = generic, url = \"127.0.0.1:9\" }");
+    assertEquals("corral.repos.x.url", fails("--config", conf.toString()).setting());
+  }
+
+  @Test
+  void repoSpecWithoutTypeOrEquals() {
+    assertEquals("--repo \"x\": expected NAME=TYPE:URL", fails("--repo", "x").getMessage());
+    assertEquals("--repo \"x=generic\": expected NAME=TYPE:URL", fails("--repo", "x=generic").getMessage());
+  }
+
+  @Test
+  void unknownFlagMissingValueAndStrayArgument() {
+    assertEquals("--http-prot: unknown option (see corral help)", fails("--http-prot", "1").getMessage());
+    assertEquals("--http-port: missing value (PORT)", fails("--http-port").getMessage());
+    assertEquals("--data-dir: missing value (DIR)", fails("--data-dir", "--http-port", "1").getMessage());
+    assertEquals("\"extra\"", fails("extra").setting());
+  }
+
+  @Test
+  void badBudgetPolicy() throws IOException {
+    Path conf = file("b.conf", "corral.repo-defaults.on-budget-exhausted = retry");
+    assertEquals("corral.repo-defaults.on-budget-exhausted", fails("--config", conf.toString(), "--repo", "x=generic:http://127.0.0.1:9/").setting());
+  }
+
+  @Test
+  void badWholeNumber() throws IOException {
+    Path conf = file("n.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\", max-connections = 0 }");
+    assertEquals("corral.repos.x.max-connections: must be at least 1 (n.conf line 1)",
+        fails("--config", conf.toString()).getMessage().replace(dir + "/", ""));
+    Path conf2 = file("n2.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\", retries = lots }");
+    assertTrue(fails("--config", conf2.toString()).getMessage().startsWith("corral.repos.x.retries: \"lots\" is not a whole number"));
+  }
+
+  @Test
+  void missingOrBrokenConfigFile() throws IOException {
+    assertEquals("--config", fails("--config", dir.resolve("absent.conf").toString()).setting());
+    assertEquals("CORRAL_CONFIG", fails(Map.of("CORRAL_CONFIG", dir.resolve("absent.conf").toString())).setting());
+    Path broken = file("broken.conf", "corral { http.port = ");
+    assertEquals("--config", fails("--config", broken.toString()).setting());
+  }
+
+  @Test
+  void badPublicBaseUrl() {
+    assertEquals("CORRAL_PUBLIC_BASE_URL", fails(Map.of("CORRAL_PUBLIC_BASE_URL", "cache.example")).setting());
+  }
+
+  // ---- admin token
+
+  @Test
+  void adminTokenFileUnreadableOrEmpty() throws IOException {
+    SettingsException missing = fails("--admin-token-file", dir.resolve("nope").toString());
+    assertEquals("--admin-token-file", missing.setting());
+    assertTrue(missing.getMessage().contains("no such file"), missing.getMessage());
+    Path empty = file("empty", " \n");
+    assertTrue(fails("--admin-token-file", empty.toString()).getMessage().endsWith("is empty"));
+    assertEquals("CORRAL_ADMIN_TOKEN_FILE", fails(Map.of("CORRAL_ADMIN_TOKEN_FILE", dir.toString())).setting());
+  }
+
+  @Test
+  void adminTokenNeverInToString() throws IOException {
+    Path token = file("token", "very-secret-admin-token");
+    CorralSettings s = load("--admin-token-file", token.toString());
+    assertEquals(Optional.of("very-secret-admin-token"), s.adminToken());
+    assertFalse(s.toString().contains("very-secret"), s.toString());
+  }
+
+  // ---- credentials
+
+  @Test
+  void basicCredentialFromAnEnvironmentVariable() throws IOException {
+    Path conf = file("c.conf", """
+        corral.repos.priv {
+          type = generic
+          url = "https://127.0.0.1:9/"
+          credentials { type = basic, username = "corral", password-env = "PRIV_PASSWORD" }
+        }
+        """);
+    RepoSettings r = only(load(Map.of("PRIV_PASSWORD", "hunter2"), "--config", conf.toString()));
+    assertEquals(Optional.of(new Credential.Basic("corral", "hunter2")), r.credential());
+    assertFalse(r.toString().contains("hunter2"), r.toString());
+
+    SettingsException unset = fails("--config", conf.toString());
+    assertEquals("corral.repos.priv.credentials.password-env", unset.setting());
+    assertTrue(unset.getMessage().contains("PRIV_PASSWORD is not set"), unset.getMessage());
+  }
+
+  @Test
+  void bearerCredentialFromAFile() throws IOException {
+    Path secret = file("token", "tok-123\n");
+    Path conf = file("c.conf", "corral.repos.priv { type = npm, url = \"https://127.0.0.1:9/\", "
+        + "credentials { type = bearer, token-file = \"" + secret + "\" } }");
+    RepoSettings r = only(load("--config", conf.toString()));
+    assertEquals(Optional.of(new Credential.Bearer("tok-123")), r.credential());
+  }
+
+  @Test
+  void basicCredentialPasswordFromAFile() throws IOException {
+    Path secret = file("pw", "pw-from-file");
+    Path conf = file("c.conf", "corral.repos.priv { type = generic, url = \"https://127.0.0.1:9/\", "
+        + "credentials { type = basic, username = u, password-file = \"" + secret + "\" } }");
+    assertEquals(Optional.of(new Credential.Basic("u", "pw-from-file")), only(load("--config", conf.toString())).credential());
+  }
+
+  @Test
+  void credentialToStringHidesTheSecret() {
+    Credential basic = new Credential.Basic("alice", "p4ssw0rd");
+    Credential bearer = new Credential.Bearer("t0ken");
+    assertFalse(basic.toString().contains("p4ssw0rd"), basic.toString());
+    assertTrue(basic.toString().contains("alice"), basic.toString());
+    assertFalse(bearer.toString().contains("t0ken"), bearer.toString());
+  }
+
+  @Test
+  void badCredentials() throws IOException {
+    String repo = "corral.repos.p { type = generic, url = \"https://127.0.0.1:9/\", credentials ";
+    Path inline = file("i.conf", repo + "{ type = basic, username = u, password = \"leaked\" } }");
+    SettingsException e = fails("--config", inline.toString());
+    assertEquals("corral.repos.p.credentials.password", e.setting());
+    assertFalse(e.getMessage().contains("leaked"), e.getMessage());
+
+    Path both = file("b.conf", repo + "{ type = bearer, token-env = A, token-file = \"/x\" } }");
+    assertEquals("corral.repos.p.credentials", fails(Map.of("A", "a"), "--config", both.toString()).setting());
+
+    Path neither = file("n.conf", repo + "{ type = bearer } }");
+    assertTrue(fails("--config", neither.toString()).getMessage().contains("missing token-env or token-file"));
+
+    Path wrongType = file("w.conf", repo + "{ type = digest, token-env = A } }");
+    assertEquals("corral.repos.p.credentials.type", fails(Map.of("A", "a"), "--config", wrongType.toString()).setting());
+
+    Path mixed = file("m.conf", repo + "{ type = bearer, token-env = A, username = u } }");
+    assertEquals("corral.repos.p.credentials.username", fails(Map.of("A", "a"), "--config", mixed.toString()).setting());
+
+    Path emptyFile = file("empty", "");
+    Path emptySecret = file("e.conf", repo + "{ type = bearer, token-file = \"" + emptyFile + "\" } }");
+    assertEquals("corral.repos.p.credentials.token-file", fails("--config", emptySecret.toString()).setting());
+  }
+
+  @Test
+  void substitutionsResolveAgainstThePassedEnvironment() throws IOException {
+    Path conf = file("s.conf", "corral.http.port = 1\ncorral.http.port = ${?PORT_FROM_ENV}");
+    assertEquals(4242, load(Map.of("PORT_FROM_ENV", "4242"), "--config", conf.toString()).httpPort());
+    assertEquals(1, load(Map.of(), "--config", conf.toString()).httpPort());
+  }
+}
