@@ -78,6 +78,23 @@ public final class Cli {
     }
   }
 
+  /** {@code text} in lines of at most about 80 columns, each starting with {@code indent}. */
+  private static String wrap(String text, String indent) {
+    StringBuilder out = new StringBuilder();
+    StringBuilder line = new StringBuilder(indent);
+    for (String word : text.split(" ")) {
+      if (line.length() > indent.length() && line.length() + 1 + word.length() > 80) {
+        out.append(line).append('\n');
+        line = new StringBuilder(indent);
+      }
+      if (line.length() > indent.length()) {
+        line.append(' ');
+      }
+      line.append(word);
+    }
+    return out.append(line).append('\n').toString();
+  }
+
   private static String usageLine() {
     return "usage: corral serve [options] | corral help";
   }
@@ -93,7 +110,7 @@ public final class Cli {
     out.append("precedence: command line > environment > --config file > built-in default):\n\n");
     for (Setting s : Setting.values()) {
       out.append("  ").append(s.flag()).append(' ').append(s.valueName()).append('\n');
-      out.append("      ").append(s.description()).append('\n');
+      out.append(wrap(s.description(), "      "));
       out.append("      env ").append(s.env());
       s.path().ifPresent(p -> out.append(", HOCON ").append(p));
       s.defaultValue().ifPresent(d -> out.append(", default ").append(d));
@@ -104,7 +121,7 @@ public final class Cli {
     for (RepoSetting r : RepoSetting.values()) {
       out.append("  ").append(r.key());
       r.defaultText().ifPresent(d -> out.append(" (default ").append(d).append(')'));
-      out.append("\n      ").append(r.description()).append('\n');
+      out.append('\n').append(wrap(r.description(), "      "));
     }
     out.append("\nDurations need a unit (500ms, 5s, 2m); sizes are bytes or KiB, MiB, GiB, TiB.\n");
     out.append("Repository names match ").append(SettingValues.REPO_NAME.pattern())

@@ -99,7 +99,7 @@ public enum Setting {
           .append(s.path == null ? "" : "`" + s.path + "`").append(" | `")
           .append(s.env).append("` | ")
           .append(s.defaultValue().map(d -> "`" + d + "`").orElse(""))
-          .append(" | ").append(s.description).append(" |\n");
+          .append(" | ").append(cell(s.description)).append(" |\n");
     }
     out.append('\n');
     out.append("Per repository, under `corral.repos.NAME` (defaults from `corral.repo-defaults`):\n\n");
@@ -107,8 +107,12 @@ public enum Setting {
     for (RepoSetting r : RepoSetting.values()) {
       out.append("| `").append(r.key()).append("` | ")
           .append(r.defaultText().map(d -> "`" + d + "`").orElse(""))
-          .append(" | ").append(r.description()).append(" |\n");
+          .append(" | ").append(cell(r.description())).append(" |\n");
     }
     return out.toString();
+  }
+
+  private static String cell(String text) {
+    return text.replace("|", "\\|");
   }
 }

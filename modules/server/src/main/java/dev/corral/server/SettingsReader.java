@@ -152,6 +152,8 @@ final class SettingsReader {
       boolean isGroup = NODE_PATHS.stream().anyMatch(p -> p.startsWith(path + "."));
       if (isGroup && value.valueType() == ConfigValueType.OBJECT) {
         rejectUnknownNodeKeys((ConfigObject) value, path);
+      } else if (isGroup) {
+        throw new SettingsException(path, "expected an object { ... }" + where(value.origin()));
       } else {
         throw new SettingsException(path, "unknown setting (see corral help)" + where(value.origin()));
       }

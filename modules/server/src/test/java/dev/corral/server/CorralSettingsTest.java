@@ -327,6 +327,8 @@ class CorralSettingsTest {
     assertEquals("corral.http.prot", fails("--config", conf.toString()).setting());
     Path conf2 = file("typo2.conf", "corral.datadir = x");
     assertEquals("corral.datadir", fails("--config", conf2.toString()).setting());
+    Path conf3 = file("typo3.conf", "corral.http = 8080");
+    assertTrue(fails("--config", conf3.toString()).getMessage().startsWith("corral.http: expected an object"));
   }
 
   @Test

@@ -1,0 +1,96 @@
+package dev.corral.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class CliTest {
+  private static Cli.Command parse(String... args) {
+    return Cli.parse(args, Map.of());
+  }
+
+  @Test
+  void serveReturnsTheSettings() {
+    Cli.Serve serve = assertInstanceOf(Cli.Serve.class,
+        parse("serve", "--http-port", "0", "--repo", "x=generic:http://127.0.0.1:9/a"));
+    assertEquals(0, serve.settings().httpPort());
+    assertEquals("http://127.0.0.1:9/a", serve.settings().repo("x").orElseThrow().url());
+    assertEquals(0, serve.exitCode());
+  }
+
+  @Test
+  void serveReadsTheEnvironmentPassedIn() {
+    Cli.Serve serve = assertInstanceOf(Cli.Serve.class,
+        Cli.parse(new String[] {"serve"}, Map.of("CORRAL_HTTP_PORT", "9999")));
+    assertEquals(9999, serve.settings().httpPort());
+  }
+
+  @Test
+  void badInputIsExitCodeTwoWithTheMessage() {
+    Cli.Invalid bad = assertInstanceOf(Cli.Invalid.class, parse("serve", "--http-port", "abc"));
+    assertEquals(2, bad.exitCode());
+    assertEquals("--http-port: \"abc\" is not a port (0-65535)", bad.message());
+
+    Cli.Invalid badRepo = assertInstanceOf(Cli.Invalid.class, parse("serve", "--repo", "Bad=generic:http://x"));
+    assertEquals("--repo \"Bad=generic:http://x\": name must match [a-z0-9][a-z0-9._-]*", badRepo.message());
+    assertEquals(Cli.BAD_INPUT, badRepo.exitCode());
+  }
+
+  @Test
+  void unknownOrMissingCommand() {
+    Cli.Invalid unknown = assertInstanceOf(Cli.Invalid.class, parse("srve"));
+    assertTrue(unknown.message().startsWith("unknown command \"srve\""), unknown.message());
+    assertEquals(2, unknown.exitCode());
+    assertEquals(2, assertInstanceOf(Cli.Invalid.class, parse()).exitCode());
+  }
+
+  @Test
+  void helpInEveryForm() {
+    for (String[] args : new String[][] {{"help"}, {"--help"}, {"-h"}, {"serve", "--help"}, {"serve", "--http-port", "abc", "-h"}}) {
+      Cli.Help help = assertInstanceOf(Cli.Help.class, parse(args), String.join(" ", args));
+      assertEquals(0, help.exitCode());
+      assertEquals(Cli.helpText(), help.text());
+    }
+  }
+
+  @Test
+  void helpListsEveryFlagVariableAndPath() {
+    String help = Cli.helpText();
+    for (String flag : new String[] {"--config", "--http-host", "--http-port", "--data-dir", "--max-size", "--repo", "--admin-token-file"}) {
+      assertTrue(help.contains("  " + flag + " "), flag + " missing from\n" + help);
+    }
+    for (Setting s : Setting.values()) {
+      assertTrue(help.contains("  " + s.flag() + " " + s.valueName() + "\n"), s.flag());
+      assertTrue(help.contains("env " + s.env()), s.env());
+      s.path().ifPresent(p -> assertTrue(help.contains("HOCON " + p), p));
+    }
+    for (RepoSetting r : RepoSetting.values()) {
+      assertTrue(help.contains("  " + r.key()), r.key());
+    }
+  }
+
+  @Test
+  void helpDefaultsComeFromTheDefaultsFile() {
+    String help = Cli.helpText();
+    assertTrue(help.contains("HOCON corral.http.port, default 8080"), help);
+    assertTrue(help.contains("HOCON corral.max-size, default 10GiB"), help);
+    assertTrue(help.contains("connect-timeout (default 5s)"), help);
+    assertTrue(help.contains("waiter-budget (default 2 x first-byte-timeout + 3s)"), help);
+  }
+
+  @Test
+  void tableMatchesTheLoader() {
+    // Every defaultable repo key has a built-in default or a computed one, and the table's
+    // environment variables are exactly the ones the loader reads.
+    for (RepoSetting r : RepoSetting.values()) {
+      assertEquals(r.inRepoDefaults(), r.defaultText().isPresent(), r.key());
+    }
+    String markdown = Setting.markdownTable();
+    for (Setting s : Setting.values()) {
+      assertTrue(markdown.contains("`" + s.env() + "`"), s.env());
+    }
+  }
+}
