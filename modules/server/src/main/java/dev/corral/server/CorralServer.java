@@ -69,7 +69,7 @@ public final class CorralServer implements AutoCloseable {
     Path dataDir = settings.dataDir().toAbsolutePath().normalize();
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "corral", pekkoConfig(settings, dataDir));
     try {
-      SchemaUtils.createIfNotExists("jdbc-durable-state-store", system).toCompletableFuture().get(60, TimeUnit.SECONDS);
+      SchemaUtils.createIfNotExists(system).toCompletableFuture().get(60, TimeUnit.SECONDS);
       Cluster cluster = Cluster.get(system);
       cluster.manager().tell(Join.create(cluster.selfMember().address()));
 
@@ -81,8 +81,8 @@ public final class CorralServer implements AutoCloseable {
       Map<String, Repository> repos = new LinkedHashMap<>();
       for (RepoSettings r : settings.repos()) {
         if (!r.type().equals("generic")) {
-          throw new SettingsException("--repo " + r.name() + ": type " + r.type()
-              + " is not served yet (only generic)");
+          throw new SettingsException("corral.repos." + r.name() + ".type",
+              r.type() + " is not served yet (only generic)");
         }
         upstreams.put(r.name(), new RepoUpstream(r.url(), upstreamSettings(r)));
         policies.put(r.name(), policy(r));
@@ -142,16 +142,19 @@ public final class CorralServer implements AutoCloseable {
   }
 
   static Config pekkoConfig(CorralSettings settings, Path dataDir) {
-    String h2 = "jdbc:h2:file:" + dataDir.resolve("db").resolve("corral") + ";DB_CLOSE_ON_EXIT=FALSE";
+    String h2 = "jdbc:h2:file:" + dataDir.resolve("db").resolve("corral") + ";DB_CLOSE_ON_EXIT=FALSE;DATABASE_TO_UPPER=false";
+    Config slick = ConfigFactory.parseString("""
+        profile = "slick.jdbc.H2Profile$"
+        db { driver = "org.h2.Driver", user = "sa", password = "", numThreads = 4, maxConnections = 4, minConnections = 1 }
+        """).withValue("db.url", ConfigValueFactory.fromAnyRef(h2));
+    // One database for the key records (durable state). The journal's settings point at it too
+    // because the schema tool reads them; Corral writes no events.
     Config db = ConfigFactory.empty()
-        .withValue("jdbc-durable-state-store.slick.profile", ConfigValueFactory.fromAnyRef("slick.jdbc.H2Profile$"))
-        .withValue("jdbc-durable-state-store.slick.db.url", ConfigValueFactory.fromAnyRef(h2))
-        .withValue("jdbc-durable-state-store.slick.db.driver", ConfigValueFactory.fromAnyRef("org.h2.Driver"))
-        .withValue("jdbc-durable-state-store.slick.db.user", ConfigValueFactory.fromAnyRef("sa"))
-        .withValue("jdbc-durable-state-store.slick.db.password", ConfigValueFactory.fromAnyRef(""))
-        .withValue("jdbc-durable-state-store.slick.db.numThreads", ConfigValueFactory.fromAnyRef(4))
-        .withValue("jdbc-durable-state-store.slick.db.maxConnections", ConfigValueFactory.fromAnyRef(4))
-        .withValue("jdbc-durable-state-store.slick.db.minConnections", ConfigValueFactory.fromAnyRef(1));
+        .withValue("jdbc-durable-state-store.slick", slick.root())
+        .withValue("pekko-persistence-jdbc.shared-databases.slick", slick.root())
+        .withValue("jdbc-journal.use-shared-db", ConfigValueFactory.fromAnyRef("slick"))
+        .withValue("jdbc-snapshot-store.use-shared-db", ConfigValueFactory.fromAnyRef("slick"))
+        .withValue("jdbc-read-journal.use-shared-db", ConfigValueFactory.fromAnyRef("slick"));
     return settings.raw()
         .withFallback(db)
         .withFallback(ConfigFactory.parseResources("corral-node.conf"))
@@ -162,7 +165,14 @@ public final class CorralServer implements AutoCloseable {
   static UpstreamSettings upstreamSettings(RepoSettings r) {
     return new UpstreamSettings(r.connectTimeout(), r.firstByteTimeout(), r.idleTimeout(), r.retries(),
         r.retryBackoff(), r.maxRedirects(), r.maxConnections(),
-        UpstreamSettings.openRequestsFor(r.maxConnections()), r.credential());
+        UpstreamSettings.openRequestsFor(r.maxConnections()), r.credential().map(CorralServer::credential));
+  }
+
+  static dev.corral.http.upstream.Credential credential(Credential c) {
+    if (c instanceof Credential.Basic b) {
+      return new dev.corral.http.upstream.Credential.Basic(b.username(), b.password());
+    }
+    return new dev.corral.http.upstream.Credential.Bearer(((Credential.Bearer) c).token());
   }
 
   static FetchPolicy policy(RepoSettings r) {

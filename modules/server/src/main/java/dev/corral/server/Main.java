@@ -17,9 +17,7 @@ public final class Main {
     CorralSettings settings = ((Cli.Serve) command).settings();
     settings.warnings().forEach(w -> System.err.println("corral: warning: " + w));
     try {
-      CorralServer server = CorralServer.start(settings);
-      System.out.println("listening on http://" + server.address().getHostString() + ":" + server.address().getPort());
-      System.out.flush();
+      CorralServer.start(settings); // logs "listening on http://HOST:PORT"
     } catch (SettingsException e) {
       System.err.println("corral: " + e.getMessage());
       System.exit(2);

@@ -260,11 +260,13 @@ public final class FetchEntity
     } else if (outcome instanceof Outcome.Stored s) {
       committed = s.artifact();
     }
+    // Waiters are answered first: the bytes are already committed to this node's store (F3), so
+    // a failing database write (which stops the entity) can never strand them (W4).
+    answer(done, outcome);
     if (committed == null) {
-      answer(done, outcome);
       return Effect().noReply();
     }
-    return Effect().persist(new Record(committed)).thenRun(() -> answer(done, outcome)).thenNoReply();
+    return Effect().persist(new Record(committed)).thenNoReply();
   }
 
   private void answer(Flight done, Outcome outcome) {
