@@ -276,6 +276,7 @@ class HttpUpstreamTest {
     UpstreamResponse response = await(upstream, up.url("/x"));
 
     assertEquals(200, response.status());
+    assertEquals(4 * 1024 * 1024, body(response).length);
     assertEquals(2, up.requests());
   }
 
