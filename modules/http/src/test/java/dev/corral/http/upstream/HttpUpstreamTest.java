@@ -221,6 +221,18 @@ class HttpUpstreamTest {
   }
 
   @Test
+  void connectionClosedBeforeTheHeadersIsAResetAfterRetry() {
+    RawUpstream up = raw((socket, out) -> socket.setSoLinger(true, 0));
+    HttpUpstream upstream = upstream(up.url("/"), FAST);
+
+    UpstreamException e = failure(upstream, up.url("/x"));
+
+    assertEquals("reset", e.reason());
+    assertEquals(2, up.requests.get());
+    assertEquals(2.0, attempts("reset"));
+  }
+
+  @Test
   void headersLaterThanTheFirstByteTimeoutAreATimeoutAfterRetry() {
     FakeUpstream up = fake((ex, n) -> {
       releaseHeldResponses.await();
@@ -234,6 +246,38 @@ class HttpUpstreamTest {
     assertTrue(e.isTimeout());
     assertEquals(2, up.requests());
     assertEquals(2.0, attempts("timeout"));
+  }
+
+  @Test
+  void lateResponseIsDiscardedSoItsConnectionServesTheNextRequest() throws Exception {
+    FakeUpstream up = fake((ex, n) -> {
+      if (ex.getRequestURI().getPath().equals("/slow")) releaseHeldResponses.await();
+      // Larger than one socket read, so the client streams it instead of reading it strictly.
+      FakeUpstream.send(ex, 200, randomBytes(4 * 1024 * 1024));
+    });
+    // One connection: the next request gets it only once the late response was drained.
+    UpstreamSettings oneConnection = UpstreamSettings.DEFAULTS.withRetries(0, Duration.ZERO)
+        .withMaxConnections(1).withFirstByteTimeout(Duration.ofSeconds(1));
+    HttpUpstream upstream = upstream(up.url("/"), oneConnection);
+
+    assertEquals("timeout", failure(upstream, up.url("/slow")).reason());
+    releaseHeldResponses.countDown();
+
+    UpstreamResponse next = await(upstream, up.url("/fast"));
+    assertEquals(4 * 1024 * 1024, body(next).length);
+  }
+
+  @Test
+  void retriedErrorResponseIsDiscardedSoItsConnectionServesTheRetry() throws Exception {
+    FakeUpstream up = fake((ex, n) -> FakeUpstream.send(ex, n == 1 ? 503 : 200, randomBytes(4 * 1024 * 1024)));
+    UpstreamSettings oneConnection = FAST.withMaxConnections(1).withFirstByteTimeout(Duration.ofSeconds(1));
+    HttpUpstream upstream = upstream(up.url("/"), oneConnection);
+
+    UpstreamResponse response = await(upstream, up.url("/x"));
+
+    assertEquals(200, response.status());
+    assertEquals(4 * 1024 * 1024, body(response).length);
+    assertEquals(2, up.requests());
   }
 
   @Test
