@@ -14,14 +14,14 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** An upstream on 127.0.0.1 that counts every request it receives and records its headers. */
-final class FakeUpstream implements AutoCloseable {
-  interface Handler {
+public final class FakeUpstream implements AutoCloseable {
+  public interface Handler {
     void handle(HttpExchange exchange, int nthRequestForPath) throws Exception;
   }
 
   /** One request as the upstream saw it. */
-  record Seen(String path, Map<String, List<String>> headers) {
-    String header(String name) {
+  public record Seen(String path, Map<String, List<String>> headers) {
+    public String header(String name) {
       return headers.entrySet().stream()
           .filter(e -> e.getKey().equalsIgnoreCase(name))
           .map(e -> e.getValue().get(0))
@@ -33,9 +33,9 @@ final class FakeUpstream implements AutoCloseable {
   private final HttpServer server;
   private final ExecutorService executor = Executors.newCachedThreadPool();
   private final Map<String, AtomicInteger> countByPath = new ConcurrentHashMap<>();
-  final List<Seen> seen = new CopyOnWriteArrayList<>();
+  public final List<Seen> seen = new CopyOnWriteArrayList<>();
 
-  FakeUpstream(Handler handler) {
+  public FakeUpstream(Handler handler) {
     try {
       server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 64);
     } catch (IOException e) {
@@ -57,19 +57,19 @@ final class FakeUpstream implements AutoCloseable {
     server.start();
   }
 
-  String url(String path) {
+  public String url(String path) {
     return "http://127.0.0.1:" + server.getAddress().getPort() + path;
   }
 
-  int requests() {
+  public int requests() {
     return seen.size();
   }
 
-  Seen last() {
+  public Seen last() {
     return seen.get(seen.size() - 1);
   }
 
-  static void send(HttpExchange exchange, int status, byte[] body) throws IOException {
+  public static void send(HttpExchange exchange, int status, byte[] body) throws IOException {
     exchange.sendResponseHeaders(status, body.length == 0 ? -1 : body.length);
     exchange.getResponseBody().write(body);
   }

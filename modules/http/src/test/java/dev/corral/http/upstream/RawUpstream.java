@@ -11,16 +11,16 @@ import java.net.Socket;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** A raw socket upstream on 127.0.0.1 for misbehaviour HttpServer refuses: short bodies, resets. */
-final class RawUpstream implements AutoCloseable {
-  interface Script {
+public final class RawUpstream implements AutoCloseable {
+  public interface Script {
     void answer(Socket socket, OutputStream out) throws Exception;
   }
 
   private final ServerSocket server;
   private final Thread acceptor;
-  final AtomicInteger requests = new AtomicInteger();
+  public final AtomicInteger requests = new AtomicInteger();
 
-  RawUpstream(Script script) {
+  public RawUpstream(Script script) {
     try {
       server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
     } catch (IOException e) {
@@ -64,7 +64,7 @@ final class RawUpstream implements AutoCloseable {
     }
   }
 
-  String url(String path) {
+  public String url(String path) {
     return "http://127.0.0.1:" + server.getLocalPort() + path;
   }
 
