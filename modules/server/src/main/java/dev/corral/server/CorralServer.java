@@ -165,14 +165,7 @@ public final class CorralServer implements AutoCloseable {
   static UpstreamSettings upstreamSettings(RepoSettings r) {
     return new UpstreamSettings(r.connectTimeout(), r.firstByteTimeout(), r.idleTimeout(), r.retries(),
         r.retryBackoff(), r.maxRedirects(), r.maxConnections(),
-        UpstreamSettings.openRequestsFor(r.maxConnections()), r.credential().map(CorralServer::credential));
-  }
-
-  static dev.corral.http.upstream.Credential credential(Credential c) {
-    if (c instanceof Credential.Basic b) {
-      return new dev.corral.http.upstream.Credential.Basic(b.username(), b.password());
-    }
-    return new dev.corral.http.upstream.Credential.Bearer(((Credential.Bearer) c).token());
+        UpstreamSettings.openRequestsFor(r.maxConnections()), r.credential());
   }
 
   static FetchPolicy policy(RepoSettings r) {

@@ -25,7 +25,7 @@ public enum RepoSetting {
       "How long a waiter waits for a fetch's outcome to begin"),
   ON_BUDGET_EXHAUSTED("on-budget-exhausted", true, null,
       "\"504\": answer 504; \"bypass\": fetch directly, uncached (X-Cache: BYPASS)"),
-  MAX_WAITERS("max-waiters", true, null, "Waiters on one node for this repository, at most"),
+  MAX_WAITERS("max-waiters", true, null, "Waiters on one artifact key, at most (more get 503)"),
   MAX_ORPHAN_FETCHES("max-orphan-fetches", true, null,
       "Fetches kept running after their last waiter left, at most"),
   INLINE_LIMIT("inline-limit", true, null,

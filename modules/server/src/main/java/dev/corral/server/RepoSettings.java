@@ -1,5 +1,6 @@
 package dev.corral.server;
 
+import dev.corral.http.upstream.Credential;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;

@@ -14,6 +14,7 @@ import com.typesafe.config.ConfigUtil;
 import com.typesafe.config.ConfigValue;
 import com.typesafe.config.ConfigValueFactory;
 import com.typesafe.config.ConfigValueType;
+import dev.corral.http.upstream.Credential;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.AccessDeniedException;

@@ -1,11 +1,8 @@
 package dev.corral.http.upstream;
 
-import com.typesafe.config.Config;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.function.Function;
 
 /**
  * How one repository talks to its upstream.
@@ -98,55 +95,6 @@ public record UpstreamSettings(
 
   public UpstreamSettings withCredential(Credential c) {
     return new UpstreamSettings(connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff, maxRedirects, maxConnections, maxOpenRequests, Optional.of(c));
-  }
-
-  /**
-   * Reads the settings of one repository; every key is optional and falls back to {@code
-   * defaults}. Keys: {@code connect-timeout, first-byte-timeout, idle-timeout, retries,
-   * retry-backoff, max-redirects, max-connections, max-open-requests} and {@code credential {
-   * type = basic|bearer, user, password-env|password-file, token-env|token-file }}.
-   */
-  public static UpstreamSettings fromConfig(Config c, UpstreamSettings defaults) {
-    return fromConfig(c, defaults, System::getenv);
-  }
-
-  static UpstreamSettings fromConfig(Config c, UpstreamSettings defaults, Function<String, String> env) {
-    int maxConnections = c.hasPath("max-connections") ? c.getInt("max-connections") : defaults.maxConnections();
-    int maxOpen =
-        c.hasPath("max-open-requests")
-            ? c.getInt("max-open-requests")
-            : c.hasPath("max-connections") ? openRequestsFor(maxConnections) : defaults.maxOpenRequests();
-    return new UpstreamSettings(
-        c.hasPath("connect-timeout") ? c.getDuration("connect-timeout") : defaults.connectTimeout(),
-        c.hasPath("first-byte-timeout") ? c.getDuration("first-byte-timeout") : defaults.firstByteTimeout(),
-        c.hasPath("idle-timeout") ? c.getDuration("idle-timeout") : defaults.idleTimeout(),
-        c.hasPath("retries") ? c.getInt("retries") : defaults.retries(),
-        c.hasPath("retry-backoff") ? c.getDuration("retry-backoff") : defaults.retryBackoff(),
-        c.hasPath("max-redirects") ? c.getInt("max-redirects") : defaults.maxRedirects(),
-        maxConnections,
-        maxOpen,
-        c.hasPath("credential") ? Optional.of(credentialFrom(c.getConfig("credential"), env)) : defaults.credential());
-  }
-
-  private static Credential credentialFrom(Config c, Function<String, String> env) {
-    String type = c.hasPath("type") ? c.getString("type") : "";
-    switch (type) {
-      case "basic":
-        if (!c.hasPath("user")) throw new IllegalArgumentException("upstream credential: basic needs credential.user");
-        return new Credential.Basic(c.getString("user"), secret(c, "password", env));
-      case "bearer":
-        return new Credential.Bearer(secret(c, "token", env));
-      default:
-        throw new IllegalArgumentException("upstream credential: credential.type must be basic or bearer, not '" + type + "'");
-    }
-  }
-
-  /** A secret comes from {@code <name>-env} or {@code <name>-file}, never from the config itself. */
-  private static String secret(Config c, String name, Function<String, String> env) {
-    if (c.hasPath(name + "-env")) return Credential.secretFromEnv(c.getString(name + "-env"), env);
-    if (c.hasPath(name + "-file")) return Credential.secretFromFile(Path.of(c.getString(name + "-file")));
-    throw new IllegalArgumentException(
-        "upstream credential: set credential." + name + "-env or credential." + name + "-file");
   }
 
   private static void positive(Duration d, String name) {
