@@ -17,8 +17,10 @@ import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.stream.ActorAttributes;
 import org.apache.pekko.stream.KillSwitches;
 import org.apache.pekko.stream.SharedKillSwitch;
+import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.util.ByteString;
 import org.apache.pekko.util.ByteStringBuilder;
@@ -117,10 +119,11 @@ final class Fetch {
     // so that every waiter shares one immutable ByteString.
     final ByteStringBuilder memory = stream == null ? ByteString.createBuilder() : null;
     final long[] seen = {0};
+    // The writes are blocking file I/O: the whole stream runs on the blocking-io dispatcher.
     CompletionStage<Done> written =
         response.body()
             .via(kill.flow())
-            .runWith(
+            .toMat(
                 Sink.foreach(bytes -> {
                   writer.write(bytes);
                   seen[0] += bytes.size();
@@ -130,7 +133,9 @@ final class Fetch {
                     memory.append(bytes);
                   }
                 }),
-                system);
+                Keep.right())
+            .withAttributes(ActorAttributes.dispatcher("pekko.actor.default-blocking-io-dispatcher"))
+            .run(system);
     return written
         .thenApplyAsync(done -> commit(writer, length, headers, stream, memory, seen[0] <= inlineLimit), node.io())
         .whenComplete((outcome, error) -> {
