@@ -63,18 +63,25 @@ final class ArtifactResponses {
   }
 
   /**
+   * Stored artifacts up to this size are read whole and their SHA-256 verified on every hit (a
+   * few microseconds); larger ones stream from disk in bounded memory, checked by size only, so
+   * that a warm hit of a large artifact costs no hashing.
+   */
+  static final long VERIFIED_READ_LIMIT = 64 * 1024;
+
+  /**
    * Bytes from this node's store. Small artifacts are read whole and verified; large ones stream
    * in bounded memory. Completes with empty when the stored bytes turned out missing or corrupt
    * (the store has then forgotten the key, and the caller fetches it again).
    */
-  CompletionStage<Optional<HttpResponse>> stored(HttpRequest request, Via via, StoredArtifact artifact, long inlineLimit) {
+  CompletionStage<Optional<HttpResponse>> stored(HttpRequest request, Via via, StoredArtifact artifact) {
     List<Header> headers = artifact.headers();
     long size = artifact.size();
     Optional<HttpResponse> conditional = conditional(request, via, headers, size);
     if (conditional.isPresent()) {
       return CompletableFuture.completedFuture(conditional);
     }
-    if (size <= inlineLimit) {
+    if (size <= VERIFIED_READ_LIMIT) {
       return CompletableFuture.supplyAsync(() -> {
         try {
           return Optional.of(bytes(request, via, 200, headers, store.readAll(artifact)));

@@ -143,7 +143,7 @@ public final class FrontDoor {
     FetchPolicy policy = node.policy(key.repo());
     Optional<StoredArtifact> hit = node.store().lookup(key);
     if (hit.isPresent()) {
-      return responses.stored(request, Via.HIT, hit.get(), policy.inlineLimit())
+      return responses.stored(request, Via.HIT, hit.get())
           .thenCompose(r -> r.isPresent() ? done(count(key.repo(), Via.HIT, r.get())) : miss(request, key));
     }
     return miss(request, key);
@@ -178,9 +178,9 @@ public final class FrontDoor {
       return done(count(repo, b.via(), responses.bytes(request, b.via(), b.status(), b.headers(), b.bytes())));
     }
     if (reply instanceof FetchEntity.Stored s) {
-      return responses.stored(request, s.via(), s.artifact(), policy.inlineLimit())
-          .thenApply(r -> count(repo, s.via(),
-              r.orElseGet(() -> text(502, "stored bytes of this artifact are missing or corrupt"))));
+      return responses.stored(request, s.via(), s.artifact())
+          .thenApply(r -> r.isPresent() ? count(repo, s.via(), r.get())
+              : count(repo, "error", text(502, "stored bytes of this artifact are missing or corrupt")));
     }
     if (reply instanceof FetchEntity.Streaming s) {
       var growing = node.downloads().find(s.downloadId());
@@ -190,8 +190,9 @@ public final class FrontDoor {
       // The download ended between the reply and now: serve what it committed, if anything.
       Optional<StoredArtifact> stored = node.store().lookup(key);
       if (stored.isPresent()) {
-        return responses.stored(request, s.via(), stored.get(), policy.inlineLimit())
-            .thenApply(r -> count(repo, s.via(), r.orElseGet(() -> text(502, "upstream transfer failed"))));
+        return responses.stored(request, s.via(), stored.get())
+            .thenApply(r -> r.isPresent() ? count(repo, s.via(), r.get())
+                : count(repo, "error", text(502, "upstream transfer failed")));
       }
       return done(count(repo, "error", text(502, "upstream transfer failed")));
     }
