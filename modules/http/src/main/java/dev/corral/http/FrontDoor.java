@@ -140,7 +140,6 @@ public final class FrontDoor {
   }
 
   private CompletionStage<HttpResponse> serve(HttpRequest request, ArtifactKey key) {
-    FetchPolicy policy = node.policy(key.repo());
     Optional<StoredArtifact> hit = node.store().lookup(key);
     if (hit.isPresent()) {
       return responses.stored(request, Via.HIT, hit.get())
