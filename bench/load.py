@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Concurrent GET load released together (Python standard library only).
+
+    load.py --clients 50 --url http://127.0.0.1:PORT/blob/k?size=1024&delay_ms=100 [--url ...]
+
+Starts --clients threads per URL, each with its own connection, opened before the
+start. A barrier releases every thread at once; each then sends one GET and
+records its time to first byte (status line and headers received), its total
+time (body read), status, body length and cache status. Prints JSON.
+
+Cache status: the X-Cache header when present (nginx here, Corral), otherwise
+derived from Varnish's X-Varnish header (two transaction ids = HIT, one = MISS).
+
+Leader of a URL: the only response with cache status MISS, else the request that
+completed first. Waiters: every other request for that URL. For each waiter
+`delta = waiter TTFB - leader TTFB` (both measured from the request's own send).
+"""
+import argparse
+import http.client
+import json
+import math
+import sys
+import threading
+import time
+from urllib.parse import urlsplit
+
+
+def percentile(values, p):
+    """Nearest-rank percentile; None for no values."""
+    if not values:
+        return None
+    s = sorted(values)
+    k = max(1, math.ceil(p / 100.0 * len(s)))
+    return s[k - 1]
+
+
+def ms(x):
+    return None if x is None else round(x * 1000.0, 2)
+
+
+def cache_status(headers):
+    xc = headers.get("X-Cache")
+    if xc:
+        return xc.strip().upper()
+    xv = headers.get("X-Varnish")
+    if xv:
+        return "HIT" if len(xv.split()) >= 2 else "MISS"
+    return None
+
+
+class Probe(threading.Thread):
+    def __init__(self, index, url, barrier, timeout):
+        super().__init__(daemon=True)
+        self.index = index
+        self.url = url
+        self.barrier = barrier
+        self.timeout = timeout
+        self.rec = {"i": index, "url": url}
+
+    def run(self):
+        u = urlsplit(self.url)
+        path = u.path + ("?" + u.query if u.query else "")
+        conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=self.timeout)
+        rec = self.rec
+        try:
+            conn.connect()
+        except OSError as e:
+            rec["error"] = f"connect: {e}"
+        try:
+            self.barrier.wait(timeout=self.timeout)
+        except threading.BrokenBarrierError:
+            rec.setdefault("error", "barrier broken")
+            conn.close()
+            return
+        if "error" in rec:
+            return
+        try:
+            t_send = time.perf_counter()
+            conn.request("GET", path, headers={"User-Agent": "corral-bench"})
+            resp = conn.getresponse()
+            t_fb = time.perf_counter()
+            body = resp.read()
+            t_end = time.perf_counter()
+            rec.update(
+                send=t_send,
+                first_byte=t_fb,
+                end=t_end,
+                status=resp.status,
+                length=len(body),
+                cache=cache_status(resp.headers),
+            )
+        except (OSError, http.client.HTTPException) as e:
+            rec["error"] = f"{type(e).__name__}: {e}"
+        finally:
+            conn.close()
+
+
+def summarize(records, t0):
+    ok = [r for r in records if "error" not in r]
+    out = {
+        "requests": len(records),
+        "errors": len(records) - len(ok),
+        "error_samples": sorted({r["error"] for r in records if "error" in r})[:5],
+        "statuses": {},
+        "cache": {},
+        "lengths": {},
+    }
+    for r in ok:
+        for field, key in (("statuses", r["status"]), ("cache", r["cache"]), ("lengths", r["length"])):
+            out[field][str(key)] = out[field].get(str(key), 0) + 1
+    ttfb = [r["first_byte"] - r["send"] for r in ok]
+    total = [r["end"] - r["send"] for r in ok]
+    out["ttfb_ms"] = {p: ms(percentile(ttfb, q)) for p, q in (("p50", 50), ("p99", 99), ("max", 100))}
+    out["total_ms"] = {p: ms(percentile(total, q)) for p, q in (("p50", 50), ("p99", 99), ("max", 100))}
+    sends = [r["send"] for r in ok]
+    out["send_spread_ms"] = ms(max(sends) - min(sends)) if sends else None
+
+    deltas, abs_deltas, leaders = [], [], []
+    by_url = {}
+    for r in ok:
+        by_url.setdefault(r["url"], []).append(r)
+    for url, rs in by_url.items():
+        misses = [r for r in rs if r["cache"] == "MISS"]
+        leader = misses[0] if len(misses) == 1 else min(rs, key=lambda r: r["end"])
+        lt = leader["first_byte"] - leader["send"]
+        leaders.append({
+            "url": url,
+            "chosen_by": "miss" if len(misses) == 1 else "earliest-completion",
+            "ttfb_ms": ms(lt),
+            "total_ms": ms(leader["end"] - leader["send"]),
+            "first_byte_since_start_ms": ms(leader["first_byte"] - t0),
+        })
+        for r in rs:
+            if r is leader:
+                continue
+            deltas.append((r["first_byte"] - r["send"]) - lt)
+            abs_deltas.append(r["first_byte"] - leader["first_byte"])
+    out["waiters"] = len(deltas)
+    out["waiter_delta_ms"] = {p: ms(percentile(deltas, q)) for p, q in (("p50", 50), ("p99", 99), ("max", 100))}
+    out["waiter_abs_delta_ms"] = {p: ms(percentile(abs_deltas, q)) for p, q in (("p50", 50), ("p99", 99), ("max", 100))}
+    out["leaders"] = leaders if len(leaders) <= 5 else leaders[:5] + [{"more": len(leaders) - 5}]
+    out["_deltas"] = deltas  # raw, for pooling across rounds (removed by callers that print)
+    return out
+
+
+def run(urls, clients, timeout=60.0):
+    """Fires `clients` GETs per URL released together; returns (records, summary)."""
+    sys.setswitchinterval(0.0005)  # wake threads promptly so TTFB is not GIL-quantized
+    threading.stack_size(512 * 1024)
+    n = len(urls) * clients
+    barrier = threading.Barrier(n + 1)
+    probes = [Probe(i, url, barrier, timeout) for i, url in enumerate(u for u in urls for _ in range(clients))]
+    for p in probes:
+        p.start()
+    try:
+        barrier.wait(timeout=timeout)
+    except threading.BrokenBarrierError:
+        pass
+    t0 = time.perf_counter()
+    deadline = t0 + timeout + 5
+    for p in probes:
+        p.join(max(0.0, deadline - time.perf_counter()))
+    records = []
+    for p in probes:
+        if p.is_alive():
+            p.rec.setdefault("error", "still running at deadline")
+        records.append(p.rec)
+    return records, summarize(records, t0)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--url", action="append", required=True, help="URL to GET (repeatable)")
+    ap.add_argument("--clients", type=int, default=1, help="concurrent clients per URL")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    ap.add_argument("--raw", action="store_true", help="include every request's record")
+    args = ap.parse_args()
+    records, summary = run(args.url, args.clients, args.timeout)
+    summary.pop("_deltas")
+    if args.raw:
+        base = min((r["send"] for r in records if "send" in r), default=0.0)
+        for r in records:
+            for k in ("send", "first_byte", "end"):
+                if k in r:
+                    r[k] = ms(r[k] - base)
+        summary["records"] = records
+    json.dump(summary, sys.stdout, indent=1)
+    print()
+    return 1 if summary["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
