@@ -13,7 +13,9 @@ derived from Varnish's X-Varnish header (two transaction ids = HIT, one = MISS).
 
 Leader of a URL: the only response with cache status MISS, else the request that
 completed first. Waiters: every other request for that URL. For each waiter
-`delta = waiter TTFB - leader TTFB` (both measured from the request's own send).
+`delta = waiter TTFB - leader TTFB` (both measured from the request's own send)
+and `abs delta = waiter's first byte - leader's first byte` (wall clock; not
+flattered by a waiter that was sent a little later than the leader).
 """
 import argparse
 import http.client
@@ -140,6 +142,7 @@ def summarize(records, t0):
     out["waiter_abs_delta_ms"] = {p: ms(percentile(abs_deltas, q)) for p, q in (("p50", 50), ("p99", 99), ("max", 100))}
     out["leaders"] = leaders if len(leaders) <= 5 else leaders[:5] + [{"more": len(leaders) - 5}]
     out["_deltas"] = deltas  # raw, for pooling across rounds (removed by callers that print)
+    out["_abs_deltas"] = abs_deltas
     return out
 
 
@@ -177,6 +180,7 @@ def main():
     args = ap.parse_args()
     records, summary = run(args.url, args.clients, args.timeout)
     summary.pop("_deltas")
+    summary.pop("_abs_deltas")
     if args.raw:
         base = min((r["send"] for r in records if "send" in r), default=0.0)
         for r in records:
