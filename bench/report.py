@@ -178,7 +178,9 @@ def main():
         ratio_cols.append(("varnish", "nginx"))
     ratio_cols = [(a, b) for a, b in ratio_cols if a in ran and b in ran]
 
-    for section, rows in ROWS:
+    if not ran:
+        lines.append("No target ran.")
+    for section, rows in (ROWS if ran else []):
         lines.append(f"## {section}")
         lines.append("")
         lines.append("| | " + " | ".join(ran) + "".join(f" | {a}/{b}" for a, b in ratio_cols) + " |")

@@ -19,6 +19,7 @@
 #   BENCH_S1S_ROUNDS    S1s rounds of 50 clients (default 3)
 #   BENCH_WAIT_QUIET    seconds to wait, before each target, for other processes to use
 #                       <= 0.2 cores (default 60; 0 = don't wait); the load seen is reported
+#   BENCH_CORRAL_START_TIMEOUT  seconds to wait for Corral's "listening on" line (default 120)
 #   BENCH_KEEP_TMP=1    keep the temp dir (configs, logs, caches) for inspection
 set -euo pipefail
 
@@ -29,6 +30,7 @@ WRK_DURATION=${BENCH_WRK_DURATION:-10}
 WRK_RUNS=${BENCH_WRK_RUNS:-3}
 S1S_ROUNDS=${BENCH_S1S_ROUNDS:-3}
 WAIT_QUIET=${BENCH_WAIT_QUIET:-60}
+CORRAL_START_TIMEOUT=${BENCH_CORRAL_START_TIMEOUT:-120}
 if [[ "${1:-}" == "--quick" ]]; then
   WRK_DURATION=${BENCH_WRK_DURATION:-3}
   WRK_RUNS=${BENCH_WRK_RUNS:-1}
@@ -214,9 +216,13 @@ bench_corral() {
     --http-host 127.0.0.1 --http-port 0 --data-dir "$TMP/corral-data" \
     --repo "bench=generic:http://127.0.0.1:$ORIGIN_PORT"
   local pid=$STARTED_PID
-  if ! line=$(wait_line "$log" 'listening on http://[^ :]+:[0-9]+' 120 "$pid"); then
+  if ! line=$(wait_line "$log" 'listening on http://[^ :]+:[0-9]+' "$CORRAL_START_TIMEOUT" "$pid"); then
     tail -n 30 "$log" >&2 || true
-    skip corral "./corral serve did not report 'listening on http://HOST:PORT' within 120 s"
+    if kill -0 "$pid" 2>/dev/null; then
+      skip corral "./corral serve did not report 'listening on http://HOST:PORT' within $CORRAL_START_TIMEOUT s (log: last lines above)"
+    else
+      skip corral "./corral serve exited before reporting 'listening on http://HOST:PORT' (log: last lines above)"
+    fi
     stop_group "$pid"
     return
   fi

@@ -268,6 +268,7 @@ def main():
     args.exclude_pgids = [int(x) for x in args.exclude_pgids.split(",") if x] + ([args.pgid] if args.pgid else [])
     want = set(args.scenarios.split(","))
     origin = Origin(args.origin)
+    quiet = None
     if args.wait_quiet > 0:
         # other people's builds share these 2 cores: wait (bounded) for a quiet moment
         deadline = time.monotonic() + args.wait_quiet
@@ -278,7 +279,8 @@ def main():
             if quiet <= args.quiet_cores or time.monotonic() >= deadline:
                 break
         print(f"[{args.target}] other processes' CPU before start: {quiet} cores", file=sys.stderr, flush=True)
-    res = {"target": args.target, "base": args.base, "started": time.time(), "loadavg_start": loadavg()}
+    res = {"target": args.target, "base": args.base, "started": time.time(), "loadavg_start": loadavg(),
+           "other_load_before_start": quiet}
 
     def step(name, fn):
         t = time.time()
