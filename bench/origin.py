@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Counting fake upstream for the benchmark (Python standard library only).
 
-GET /blob/<name>?size=N&delay_ms=D[&status=S]
+GET /blob/<name>?size=N&delay_ms=D[&status=S][&sync_ms=T]
     waits D ms, then answers status S (default 200) with N deterministic bytes
     (the same name and size always give the same bytes) and a Content-Length.
+    sync_ms=T: every request for this path (since the last reset) arriving within
+    T ms of the first is answered at the same instant, T ms after the first one
+    arrived, by one thread writing all the responses back to back: a perfect
+    coalescer, used to measure the floor of the load client itself.
 GET /__count   JSON: {"total": n, "paths": {"/blob/a": n, ...}, "arrivals": [[path, s], ...]}
                (arrivals: seconds since the last reset, first 10000 requests)
 GET /__reset   sets every counter to zero.
@@ -36,6 +40,7 @@ class Counter:
             self.paths = {}
             self.arrivals = []
             self.since = time.monotonic()
+            self.sync = {}
 
     def hit(self, path):
         with self._lock:
@@ -44,9 +49,35 @@ class Counter:
             if len(self.arrivals) < _MAX_ARRIVALS:
                 self.arrivals.append([path, round(time.monotonic() - self.since, 4)])
 
+    def join_sync(self, path, delay_s, wfile, data):
+        """Queues a response for the path's release; returns (group, is_releaser) or None if too late."""
+        with self._lock:
+            group = self.sync.get(path)
+            if group is None:
+                group = self.sync[path] = SyncGroup(time.monotonic() + delay_s)
+                group.items.append((wfile, data))
+                return group, True
+            if group.released:
+                return None
+            group.items.append((wfile, data))
+            return group, False
+
+    def release(self, group):
+        with self._lock:
+            group.released = True
+            return list(group.items)
+
     def snapshot(self):
         with self._lock:
             return {"total": self.total, "paths": dict(self.paths), "arrivals": list(self.arrivals)}
+
+
+class SyncGroup:
+    def __init__(self, deadline):
+        self.deadline = deadline
+        self.items = []
+        self.released = False
+        self.sent = threading.Event()
 
 
 COUNTER = Counter()
@@ -71,6 +102,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, fmt, *args):  # quiet: thousands of requests per run
         pass
+
+    def _head(self, status, size):
+        """The same head as the normal path, as bytes, for the sync path's batched writes."""
+        return (f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}\r\n"
+                "Server: bench-origin\r\nContent-Type: application/octet-stream\r\n"
+                f"Content-Length: {size}\r\nCache-Control: public, max-age=600\r\n\r\n").encode()
 
     def _json(self, obj):
         data = json.dumps(obj).encode()
@@ -100,12 +137,31 @@ class Handler(BaseHTTPRequestHandler):
             size = int(q.get("size", ["1024"])[0])
             delay_ms = float(q.get("delay_ms", ["0"])[0])
             status = int(q.get("status", ["200"])[0])
+            sync_ms = float(q.get("sync_ms", ["0"])[0])
         except ValueError:
             self.send_error(400)
             return
         if delay_ms > 0:
             time.sleep(delay_ms / 1000.0)
         name = url.path[len("/blob/"):]
+        if sync_ms > 0 and not head:
+            data = self._head(status, size) + b"".join(body_chunks(name, size))
+            joined = COUNTER.join_sync(url.path, sync_ms / 1000.0, self.wfile, data)
+            if joined is not None:
+                group, releaser = joined
+                if releaser:
+                    time.sleep(max(0.0, group.deadline - time.monotonic()))
+                    for wfile, d in COUNTER.release(group):
+                        try:
+                            wfile.write(d)
+                        except OSError:
+                            pass
+                    group.sent.set()
+                else:
+                    group.sent.wait(60)
+                return
+            self.wfile.write(data)
+            return
         self.send_response(status)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Content-Length", str(size))

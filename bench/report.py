@@ -149,13 +149,14 @@ def main():
         if r.get("peak_rss_kib"):
             r["peak_rss_mib"] = round(r["peak_rss_kib"] / 1024, 1)
         targets[r["target"]] = r
+    floor = targets.pop("floor", None)
     names = [t for t in ORDER if t in targets] + [t for t in targets if t not in ORDER]
     ran = [t for t in names if not targets[t].get("skipped")]
     skipped = {t: targets[t]["skipped"] for t in names if targets[t].get("skipped")}
 
     m = machine()
     out = {"stamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": m, "versions": versions(),
-           "targets": targets}
+           "targets": targets, "harness_floor": floor}
 
     lines = [f"# Corral benchmark, {out['stamp']}", ""]
     lines.append(f"Machine: {m.get('cores')} cores ({m.get('cpu')}), "
@@ -182,6 +183,12 @@ def main():
         lines.append("No target ran.")
     for section, rows in (ROWS if ran else []):
         lines.append(f"## {section}")
+        if section.startswith("S1s") and floor:
+            lines.append("")
+            lines.append(f"Harness floor (the origin answering all 50 at one instant, a perfect coalescer): "
+                         f"waiter - leader p50 {fmt(dig(floor, 'S1s', 'waiter_delta_ms', 'p50'), ' ms')}, "
+                         f"p99 {fmt(dig(floor, 'S1s', 'waiter_delta_ms', 'p99'), ' ms')}; wall clock p99 "
+                         f"{fmt(dig(floor, 'S1s', 'waiter_abs_delta_ms', 'p99'), ' ms')}.")
         lines.append("")
         lines.append("| | " + " | ".join(ran) + "".join(f" | {a}/{b}" for a, b in ratio_cols) + " |")
         lines.append("|---" * (1 + len(ran) + len(ratio_cols)) + "|")
@@ -243,10 +250,11 @@ def main():
                        fmt(dig(c, "S1s", "upstream_requests"))))
     out["checks"] = [{"check": a, "met": b, "value": v} for a, b, v in checks]
 
-    lines.append("## Ratios")
-    lines.append("")
-    lines += summary
-    lines.append("")
+    if ran:
+        lines.append("## Ratios")
+        lines.append("")
+        lines += summary
+        lines.append("")
     if checks:
         lines.append("## Targets (issue)")
         lines.append("")

@@ -18,7 +18,7 @@
 #   BENCH_WRK_RUNS      wrk runs per URL, the median is reported (default 3; --quick: 1)
 #   BENCH_S1S_ROUNDS    S1s rounds of 50 clients (default 3)
 #   BENCH_WAIT_QUIET    seconds to wait, before each target, for other processes to use
-#                       <= 0.2 cores (default 60; 0 = don't wait); the load seen is reported
+#                       <= 0.2 cores (default 30; 0 = don't wait); the load seen is reported
 #   BENCH_CORRAL_START_TIMEOUT  seconds to wait for Corral's "listening on" line (default 120)
 #   BENCH_KEEP_TMP=1    keep the temp dir (configs, logs, caches) for inspection
 set -euo pipefail
@@ -29,7 +29,7 @@ TARGETS=${BENCH_TARGETS:-nginx,varnish,corral}
 WRK_DURATION=${BENCH_WRK_DURATION:-10}
 WRK_RUNS=${BENCH_WRK_RUNS:-3}
 S1S_ROUNDS=${BENCH_S1S_ROUNDS:-3}
-WAIT_QUIET=${BENCH_WAIT_QUIET:-60}
+WAIT_QUIET=${BENCH_WAIT_QUIET:-30}
 CORRAL_START_TIMEOUT=${BENCH_CORRAL_START_TIMEOUT:-120}
 if [[ "${1:-}" == "--quick" ]]; then
   WRK_DURATION=${BENCH_WRK_DURATION:-3}
@@ -231,6 +231,11 @@ bench_corral() {
   run_scenarios corral "http://127.0.0.1:$port/bench" "$pid" || log "corral scenarios failed"
   stop_group "$pid"
 }
+
+# The harness floor: the origin answering all 50 S1s requests at one instant (a perfect
+# coalescer), so the waiter - leader spread it shows is the load client's own.
+"$PY" "$BENCH_DIR/scenarios.py" --target floor --base "$ORIGIN" --origin "$ORIGIN" --floor --scenarios S1s \
+  --exclude-pgids "$ORIGIN_PID" --out "$TMP/result-floor.json" --run-id "$STAMP" && RESULTS+=("$TMP/result-floor.json")
 
 IFS=, read -r -a TARGET_LIST <<<"$TARGETS"
 for t in "${TARGET_LIST[@]}"; do

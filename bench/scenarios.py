@@ -120,7 +120,7 @@ def coalescing(args, origin, name, clients, keys, size, delay_ms):
     urls = [blob(args.base, f"{args.run_id}-{name}-{k}", size, delay_ms) for k in range(keys)]
     origin.reset()
     la0 = loadavg()
-    _, s = load.run(urls, clients, timeout=args.timeout)
+    _, s = load.run(urls, clients, timeout=args.timeout, engine=args.engine)
     time.sleep(0.2)  # let any straggling upstream request reach the origin's counter
     s = clean(s)
     s.update(
@@ -141,9 +141,12 @@ def s1s(args, origin):
     la0 = loadavg()
     for r in range(args.s1s_rounds):
         prefix = f"/blob/{args.run_id}-s1s{r}-"
-        urls = [blob(args.base, f"{args.run_id}-s1s{r}-0", KIB, 100)]
+        url = blob(args.base, f"{args.run_id}-s1s{r}-0", KIB, 100)
+        if args.floor:  # the origin itself answers all 50 at one instant: a perfect coalescer
+            url = url.replace("delay_ms=100", "delay_ms=0&sync_ms=100")
+        urls = [url]
         origin.reset()
-        _, s = load.run(urls, 50, timeout=args.timeout)
+        _, s = load.run(urls, 50, timeout=args.timeout, engine=args.engine)
         time.sleep(0.2)
         deltas += s["_deltas"]
         abs_deltas += s["_abs_deltas"]
@@ -262,6 +265,9 @@ def main():
     ap.add_argument("--wait-quiet", type=float, default=0.0,
                     help="wait up to this many seconds for other processes to use <= --quiet-cores")
     ap.add_argument("--quiet-cores", type=float, default=0.2)
+    ap.add_argument("--engine", choices=("raw", "threads"), default="raw", help="load.py engine")
+    ap.add_argument("--floor", action="store_true",
+                    help="--base is the origin: S1s measures the harness floor (origin answers all at once)")
     ap.add_argument("--run-id", default=f"r{int(time.time())}")
     args = ap.parse_args()
     args.run_id = f"{args.target}-{args.run_id}"
