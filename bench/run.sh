@@ -235,7 +235,7 @@ bench_corral() {
 # The harness floor: the origin answering all 50 S1s requests at one instant (a perfect
 # coalescer), so the waiter - leader spread it shows is the load client's own.
 "$PY" "$BENCH_DIR/scenarios.py" --target floor --base "$ORIGIN" --origin "$ORIGIN" --floor --scenarios S1s \
-  --exclude-pgids "$ORIGIN_PID" --out "$TMP/result-floor.json" --run-id "$STAMP" && RESULTS+=("$TMP/result-floor.json")
+  --s1s-rounds "$S1S_ROUNDS" --wait-quiet "$WAIT_QUIET" --exclude-pgids "$ORIGIN_PID" --out "$TMP/result-floor.json" --run-id "$STAMP" && RESULTS+=("$TMP/result-floor.json")
 
 IFS=, read -r -a TARGET_LIST <<<"$TARGETS"
 for t in "${TARGET_LIST[@]}"; do
