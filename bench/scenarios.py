@@ -25,6 +25,7 @@ import sys
 import time
 from urllib.parse import urlsplit
 
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import load  # noqa: E402
 
