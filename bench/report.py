@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""Merges per-target results of scenarios.py into one JSON file and prints a
+markdown report: a table per scenario with one column per target, ratios
+Corral/nginx and Corral/Varnish, and the issue's targets checked.
+
+    report.py --out bench/results/<stamp>.json result-nginx.json result-varnish.json ...
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+ORDER = ["nginx", "varnish", "corral"]
+
+
+def sh(cmd):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+        return (p.stdout + p.stderr).strip().splitlines()[0] if (p.stdout + p.stderr).strip() else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def machine():
+    info = {"cores": os.cpu_count(), "kernel": platform.release(), "python": platform.python_version()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            info["cpu"] = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), None)
+        with open("/proc/meminfo") as f:
+            info["mem_total_kib"] = int(next(ln.split()[1] for ln in f if ln.startswith("MemTotal")))
+        with open("/proc/loadavg") as f:
+            info["loadavg_at_report"] = [float(x) for x in f.read().split()[:3]]
+    except (OSError, StopIteration, ValueError):
+        pass
+    return info
+
+
+def versions():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return {
+        "nginx": sh(["nginx", "-v"]),
+        "varnish": sh(["varnishd", "-V"]),
+        "wrk": sh(["wrk", "-v"]),
+        "corral_commit": sh(["git", "-C", root, "rev-parse", "--short", "HEAD"]),
+    }
+
+
+def dig(d, *path):
+    for p in path:
+        if not isinstance(d, dict) or p not in d:
+            return None
+        d = d[p]
+    return d
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        v = f"{v:,.0f}" if abs(v) >= 1000 else (f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}")
+    else:
+        v = f"{v:,}" if isinstance(v, int) else str(v)
+    return v.replace(",", " ") + unit
+
+
+def ratio(a, b):
+    # latency deltas can be ~0 or negative: a ratio of those says nothing
+    if a is None or b is None or b <= 0 or a < 0:
+        return None
+    return a / b
+
+
+def fmt_ratio(r):
+    return "–" if r is None else f"{r:.2f}x"
+
+
+# (section, label, path into a target's result, unit)
+ROWS = [
+    ("S1: 200 clients x 1 key, 1 MiB, origin 500 ms", [
+        ("upstream requests", ("S1", "upstream_requests"), ""),
+        ("TTFB p50", ("S1", "ttfb_ms", "p50"), " ms"),
+        ("TTFB p99", ("S1", "ttfb_ms", "p99"), " ms"),
+        ("total p50", ("S1", "total_ms", "p50"), " ms"),
+        ("waiter TTFB - leader TTFB p50", ("S1", "waiter_delta_ms", "p50"), " ms"),
+        ("waiter TTFB - leader TTFB p99", ("S1", "waiter_delta_ms", "p99"), " ms"),
+        ("errors / short bodies", None, ""),
+        ("other processes' CPU", ("S1", "other_load_cores"), " cores"),
+    ]),
+    ("S2: 50 keys x 20 clients, 1 KiB, origin 200 ms", [
+        ("upstream requests (ideal 50)", ("S2", "upstream_requests"), ""),
+        ("TTFB p50", ("S2", "ttfb_ms", "p50"), " ms"),
+        ("TTFB p99", ("S2", "ttfb_ms", "p99"), " ms"),
+        ("errors / short bodies", None, ""),
+        ("other processes' CPU", ("S2", "other_load_cores"), " cores"),
+    ]),
+    ("S1s: 50 clients x 1 key, 1 KiB, origin 100 ms (rounds pooled)", [
+        ("upstream requests (ideal 1 per round)", ("S1s", "upstream_requests"), ""),
+        ("leader TTFB p50", ("S1s", "leader_ttfb_ms_p50"), " ms"),
+        ("waiter TTFB - leader TTFB p50", ("S1s", "waiter_delta_ms", "p50"), " ms"),
+        ("waiter TTFB - leader TTFB p99", ("S1s", "waiter_delta_ms", "p99"), " ms"),
+        ("waiter TTFB - leader TTFB max", ("S1s", "waiter_delta_ms", "max"), " ms"),
+        ("waiter first byte - leader first byte (wall clock) p50", ("S1s", "waiter_abs_delta_ms", "p50"), " ms"),
+        ("waiter first byte - leader first byte (wall clock) p99", ("S1s", "waiter_abs_delta_ms", "p99"), " ms"),
+        ("other processes' CPU", ("S1s", "other_load_cores"), " cores"),
+    ]),
+    ("S3: warm hits, wrk -t2 -c64 (median of runs)", [
+        ("1 KiB req/s", ("S3_1KiB", "rps"), ""),
+        ("1 KiB req/s, each run", None, ""),
+        ("1 KiB p99", ("S3_1KiB", "p99_ms"), " ms"),
+        ("1 MiB req/s", ("S3_1MiB", "rps"), ""),
+        ("1 MiB req/s, each run", None, ""),
+        ("1 MiB p99", ("S3_1MiB", "p99_ms"), " ms"),
+        ("upstream requests during wrk", None, ""),
+        ("peak RSS (sum over processes)", ("peak_rss_mib",), " MiB"),
+        ("other processes' CPU, 1 KiB / 1 MiB", None, ""),
+    ]),
+]
+
+
+def special(label, res, section):
+    if label == "errors / short bodies":
+        key = "S1" if section.startswith("S1:") else "S2"
+        e, b = dig(res, key, "errors"), dig(res, key, "bad_lengths")
+        return None if e is None else f"{e} / {b}"
+    if label.endswith("req/s, each run"):
+        runs = dig(res, "S3_" + label.split()[0] + label.split()[1], "rps_all")
+        return None if not runs else " / ".join(fmt(float(x)) for x in runs)
+    if label.startswith("other processes' CPU, 1 KiB"):
+        a, b = dig(res, "S3_1KiB", "other_load_cores"), dig(res, "S3_1MiB", "other_load_cores")
+        return None if a is None and b is None else f"{fmt(a)} / {fmt(b)} cores"
+    if label == "upstream requests during wrk":
+        a, b = dig(res, "S3_1KiB", "upstream_requests_during_wrk"), dig(res, "S3_1MiB", "upstream_requests_during_wrk")
+        return None if a is None and b is None else f"{fmt(a)} / {fmt(b)}"
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("results", nargs="*")
+    args = ap.parse_args()
+
+    targets = {}
+    for path in args.results:
+        try:
+            with open(path) as f:
+                r = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"cannot read {path}: {e}", file=sys.stderr)
+            continue
+        if r.get("peak_rss_kib"):
+            r["peak_rss_mib"] = round(r["peak_rss_kib"] / 1024, 1)
+        targets[r["target"]] = r
+    floor = targets.pop("floor", None)
+    names = [t for t in ORDER if t in targets] + [t for t in targets if t not in ORDER]
+    ran = [t for t in names if not targets[t].get("skipped")]
+    skipped = {t: targets[t]["skipped"] for t in names if targets[t].get("skipped")}
+
+    m = machine()
+    out = {"stamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": m, "versions": versions(),
+           "targets": targets, "harness_floor": floor}
+
+    lines = [f"# Corral benchmark, {out['stamp']}", ""]
+    lines.append(f"Machine: {m.get('cores')} cores ({m.get('cpu')}), "
+                 f"{(m.get('mem_total_kib') or 0) // 1024} MiB RAM; client, cache and origin share it. "
+                 f"Load average at the end: {m.get('loadavg_at_report')}.")
+    v = out["versions"]
+    lines.append(f"Versions: {v['nginx']}; {v['varnish'] or 'varnish: not installed'}; {v['wrk']}.")
+    la = " · ".join(f"{t} {dig(targets[t], 'loadavg_start')}" for t in ran)
+    lines.append(f"Load average (1/5/15 min) when each target's scenarios started: {la}. "
+                 "\"other processes' CPU\" is CPU used during a scenario by processes that are not "
+                 "this benchmark's (nor the target's, nor the origin's).")
+    for t, why in skipped.items():
+        lines.append(f"**{t} skipped:** {why}")
+    lines.append("")
+
+    ratio_cols = []
+    if "corral" in ran:
+        ratio_cols += [("corral", "nginx"), ("corral", "varnish")]
+    if "varnish" in ran and "nginx" in ran:
+        ratio_cols.append(("varnish", "nginx"))
+    ratio_cols = [(a, b) for a, b in ratio_cols if a in ran and b in ran]
+
+    if not ran:
+        lines.append("No target ran.")
+    for section, rows in (ROWS if ran else []):
+        lines.append(f"## {section}")
+        if section.startswith("S1s") and floor:
+            lines.append("")
+            lines.append(f"Harness floor (the origin answering all 50 at one instant, a perfect coalescer): "
+                         f"waiter - leader p50 {fmt(dig(floor, 'S1s', 'waiter_delta_ms', 'p50'), ' ms')}, "
+                         f"p99 {fmt(dig(floor, 'S1s', 'waiter_delta_ms', 'p99'), ' ms')}; wall clock p99 "
+                         f"{fmt(dig(floor, 'S1s', 'waiter_abs_delta_ms', 'p99'), ' ms')}.")
+        lines.append("")
+        lines.append("| | " + " | ".join(ran) + "".join(f" | {a}/{b}" for a, b in ratio_cols) + " |")
+        lines.append("|---" * (1 + len(ran) + len(ratio_cols)) + "|")
+        for label, path, unit in rows:
+            cells = []
+            for t in ran:
+                if path is None:
+                    cells.append(special(label, targets[t], section) or "–")
+                else:
+                    err = dig(targets[t], path[0], "error")
+                    cells.append(f"error: {err}" if err else fmt(dig(targets[t], *path), unit))
+            rcells = []
+            for a, b in ratio_cols:
+                rcells.append(fmt_ratio(ratio(dig(targets[a], *path), dig(targets[b], *path))) if path else "")
+            lines.append(f"| {label} | " + " | ".join(cells) + "".join(f" | {c}" for c in rcells) + " |")
+        lines.append("")
+
+    # one-line ratios and the issue's targets
+    summary, checks = [], []
+    c = targets.get("corral") if "corral" in ran else None
+    for label, path, unit in [
+        ("hits 1 KiB", ("S3_1KiB", "rps"), " req/s"),
+        ("hits 1 MiB", ("S3_1MiB", "rps"), " req/s"),
+        ("S1s waiter TTFB - leader TTFB p50", ("S1s", "waiter_delta_ms", "p50"), " ms"),
+        ("S1s waiter TTFB - leader TTFB p99", ("S1s", "waiter_delta_ms", "p99"), " ms"),
+        ("S1s waiter first byte - leader first byte p99", ("S1s", "waiter_abs_delta_ms", "p99"), " ms"),
+        ("S1 upstream requests", ("S1", "upstream_requests"), ""),
+        ("S2 upstream requests", ("S2", "upstream_requests"), ""),
+    ]:
+        if c is not None:
+            parts = [f"corral {fmt(dig(c, *path), unit)}"]
+            for b in ("nginx", "varnish"):
+                if b in ran:
+                    parts.append(f"{fmt_ratio(ratio(dig(c, *path), dig(targets[b], *path)))} {b}")
+            summary.append(f"- {label}: " + " = ".join(parts[:2]) + "".join(f", {p}" for p in parts[2:]))
+        else:
+            parts = [f"{t} {fmt(dig(targets[t], *path), unit)}" for t in ran]
+            summary.append(f"- {label}: " + ", ".join(parts))
+    out["ratios"] = summary
+    if c is not None:
+        for size in ("1KiB", "1MiB"):
+            peers = [dig(targets[t], f"S3_{size}", "rps") for t in ("nginx", "varnish") if t in ran]
+            peers = [p for p in peers if p]
+            best = max(peers) if peers else None
+            r = ratio(dig(c, f"S3_{size}", "rps"), best)
+            checks.append((f"hits {size} >= faster of nginx/Varnish", r is not None and r >= 1.0,
+                           f"{fmt_ratio(r)} of {fmt(best)} req/s"))
+        p99 = dig(c, "S1s", "waiter_delta_ms", "p99")
+        p99a = dig(c, "S1s", "waiter_abs_delta_ms", "p99")
+        checks.append(("S1s waiter TTFB within 5 ms of the leader's at p99 (TTFB and wall clock)",
+                       p99 is not None and p99a is not None and max(p99, p99a) <= 5.0,
+                       f"{fmt(p99, ' ms')} (wall clock {fmt(p99a, ' ms')}; nginx "
+                       f"{fmt(dig(targets.get('nginx', {}), 'S1s', 'waiter_delta_ms', 'p99'), ' ms')})"))
+        for sc, ideal in (("S1", 1), ("S2", 50)):
+            n = dig(c, sc, "upstream_requests")
+            checks.append((f"{sc} upstream requests = {ideal}", n == ideal, fmt(n)))
+        checks.append(("S1s upstream requests = rounds",
+                       dig(c, "S1s", "upstream_requests") == dig(c, "S1s", "rounds"),
+                       fmt(dig(c, "S1s", "upstream_requests"))))
+    out["checks"] = [{"check": a, "met": b, "value": v} for a, b, v in checks]
+
+    if ran:
+        lines.append("## Ratios")
+        lines.append("")
+        lines += summary
+        lines.append("")
+    if checks:
+        lines.append("## Targets (issue)")
+        lines.append("")
+        for a, b, v in checks:
+            lines.append(f"- [{'x' if b else ' '}] {a}: {v}")
+        lines.append("")
+
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=1)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

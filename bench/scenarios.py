@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""Runs the benchmark scenarios against one running cache and writes JSON.
+
+    scenarios.py --target nginx --base http://127.0.0.1:PORT --origin http://127.0.0.1:OPORT \
+                 --out results.json [--pgid N] [--wrk-duration 10] [--wrk-runs 1]
+
+--base is the URL prefix under which the cache serves the origin's /blob/...
+(nginx, Varnish: http://127.0.0.1:PORT; Corral: http://127.0.0.1:PORT/bench).
+
+S1   200 clients x 1 key, 1 MiB, origin delay 500 ms: upstream fetches, TTFB.
+S2   50 keys x 20 clients, 1 KiB, origin delay 200 ms: upstream fetches (1 per key is ideal).
+S1s  50 clients x 1 key, 1 KiB, origin delay 100 ms, in several rounds (a new key each):
+     waiter TTFB - leader TTFB, pooled over the rounds.
+S3   warm hits: wrk -t2 -c64 -d<duration>s --latency on a cached 1 KiB and 1 MiB URL.
+Every scenario uses keys no earlier run used, so the cache starts cold for it.
+"""
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from urllib.parse import urlsplit
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import load  # noqa: E402
+
+KIB = 1024
+MIB = 1024 * 1024
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu():
+    """{(pid, start time): (process group, CPU seconds)} for every process now alive."""
+    out = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            # after comm: state(0) ppid(1) pgrp(2) ... utime(11) stime(12) ... starttime(19)
+            out[(int(pid), fields[19])] = (int(fields[2]), (int(fields[11]) + int(fields[12])) / _TICK)
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+class OtherLoad:
+    """CPU used by processes that are not part of this benchmark, in cores, over a window.
+
+    Ours: this process's group (run.sh, this script, wrk) and the --exclude-pgids
+    groups (origin, the target). Processes that exit inside the window are not seen."""
+
+    def __init__(self, exclude_pgids):
+        self.exclude = set(exclude_pgids) | {os.getpgid(0)}
+        self.t0 = time.monotonic()
+        self.cpu0 = proc_cpu()
+
+    def cores(self):
+        dt = time.monotonic() - self.t0
+        used = 0.0
+        for key, (pgrp, cpu) in proc_cpu().items():
+            if pgrp in self.exclude:
+                continue
+            used += cpu - self.cpu0.get(key, (pgrp, 0.0))[1]
+        return round(used / dt, 3) if dt > 0 else None
+
+
+def get(url, timeout=30.0):
+    """One GET; returns (status, headers, body)."""
+    u = urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=timeout)
+    try:
+        conn.request("GET", u.path + ("?" + u.query if u.query else ""), headers={"User-Agent": "corral-bench"})
+        r = conn.getresponse()
+        return r.status, r.headers, r.read()
+    finally:
+        conn.close()
+
+
+class Origin:
+    def __init__(self, base):
+        self.base = base.rstrip("/")
+
+    def reset(self):
+        get(self.base + "/__reset")
+
+    def count(self, prefix=None):
+        _, _, body = get(self.base + "/__count")
+        c = json.loads(body)
+        if prefix is None:
+            return c["total"]
+        return sum(n for p, n in c["paths"].items() if p.startswith(prefix))
+
+
+def blob(base, name, size, delay_ms):
+    return f"{base.rstrip('/')}/blob/{name}?size={size}&delay_ms={delay_ms}"
+
+
+def clean(summary):
+    summary.pop("_deltas", None)
+    summary.pop("_abs_deltas", None)
+    return summary
+
+
+def coalescing(args, origin, name, clients, keys, size, delay_ms):
+    """One barrier-released burst: `clients` requests on each of `keys` cold keys."""
+    prefix = f"/blob/{args.run_id}-{name}-"
+    urls = [blob(args.base, f"{args.run_id}-{name}-{k}", size, delay_ms) for k in range(keys)]
+    origin.reset()
+    la0 = loadavg()
+    _, s = load.run(urls, clients, timeout=args.timeout, engine=args.engine)
+    time.sleep(0.2)  # let any straggling upstream request reach the origin's counter
+    s = clean(s)
+    s.update(
+        upstream_requests=origin.count(prefix),
+        keys=keys,
+        clients_per_key=clients,
+        body_bytes=size,
+        origin_delay_ms=delay_ms,
+        bad_lengths=sum(n for ln, n in s["lengths"].items() if int(ln) != size),
+        loadavg_before=la0,
+        loadavg_after=loadavg(),
+    )
+    return s
+
+
+def s1s(args, origin):
+    rounds, deltas, abs_deltas, per_round, upstream = [], [], [], [], 0
+    la0 = loadavg()
+    for r in range(args.s1s_rounds):
+        prefix = f"/blob/{args.run_id}-s1s{r}-"
+        url = blob(args.base, f"{args.run_id}-s1s{r}-0", KIB, 100)
+        if args.floor:  # the origin itself answers all 50 at one instant: a perfect coalescer
+            url = url.replace("delay_ms=100", "delay_ms=0&sync_ms=100")
+        urls = [url]
+        origin.reset()
+        _, s = load.run(urls, 50, timeout=args.timeout, engine=args.engine)
+        time.sleep(0.2)
+        deltas += s["_deltas"]
+        abs_deltas += s["_abs_deltas"]
+        upstream += origin.count(prefix)
+        rounds.append(clean(s))
+        per_round.append({
+            "leader_ttfb_ms": s["leaders"][0]["ttfb_ms"] if s["leaders"] else None,
+            "leader_chosen_by": s["leaders"][0]["chosen_by"] if s["leaders"] else None,
+            "waiter_delta_ms": s["waiter_delta_ms"],
+            "waiter_abs_delta_ms": s["waiter_abs_delta_ms"],
+            "send_spread_ms": s["send_spread_ms"],
+            "cache": s["cache"],
+            "errors": s["errors"],
+        })
+    return {
+        "rounds": args.s1s_rounds,
+        "clients_per_round": 50,
+        "body_bytes": KIB,
+        "origin_delay_ms": 100,
+        "upstream_requests": upstream,
+        "waiters": len(deltas),
+        "waiter_delta_ms": {p: load.ms(load.percentile(deltas, q)) for p, q in (("p50", 50), ("p99", 99), ("max", 100))},
+        "waiter_abs_delta_ms": {p: load.ms(load.percentile(abs_deltas, q)) for p, q in (("p50", 50), ("p99", 99), ("max", 100))},
+        "leader_ttfb_ms_p50": load.ms(load.percentile([x["leader_ttfb_ms"] / 1000 for x in per_round if x["leader_ttfb_ms"] is not None], 50)),
+        "errors": sum(x["errors"] for x in per_round),
+        "per_round": per_round,
+        "loadavg_before": la0,
+        "loadavg_after": loadavg(),
+    }
+
+
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60000.0, "h": 3600000.0}
+
+
+def parse_wrk(text):
+    out = {}
+    m = re.search(r"Requests/sec:\s+([\d.]+)", text)
+    out["rps"] = float(m.group(1)) if m else None
+    for pct in ("50", "90", "99"):
+        m = re.search(r"^\s+%s%%\s+([\d.]+)(us|ms|s|m|h)\s*$" % pct, text, re.M)
+        out[f"p{pct}_ms"] = round(float(m.group(1)) * _UNITS[m.group(2)], 3) if m else None
+    m = re.search(r"(\d+) requests in", text)
+    out["requests"] = int(m.group(1)) if m else None
+    m = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text)
+    out["non_2xx"] = int(m.group(1)) if m else 0
+    m = re.search(r"Socket errors:.*", text)
+    out["socket_errors"] = m.group(0) if m else None
+    return out
+
+
+def warm_hits(args, origin, size, label):
+    name = f"{args.run_id}-s3-{label}"
+    url = blob(args.base, name, size, 0)
+    first = get(url)
+    second = get(url)
+    res = {
+        "body_bytes": size,
+        "warm_first": {"status": first[0], "cache": load.cache_status(first[1]), "length": len(first[2])},
+        "warm_second": {"status": second[0], "cache": load.cache_status(second[1]), "length": len(second[2])},
+        "runs": [],
+    }
+    origin.reset()
+    la0 = loadavg()
+    for _ in range(args.wrk_runs):
+        cmd = ["wrk", "-t2", "-c64", f"-d{args.wrk_duration}s", "--latency", url]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.wrk_duration + 60)
+        run = parse_wrk(p.stdout)
+        run["exit"] = p.returncode
+        res["runs"].append(run)
+    res["upstream_requests_during_wrk"] = origin.count(f"/blob/{name}")
+    rps = sorted(r["rps"] for r in res["runs"] if r["rps"] is not None)
+    best = sorted((r for r in res["runs"] if r["rps"] is not None), key=lambda r: r["rps"])
+    median = best[len(best) // 2] if best else {}
+    res["rps"] = median.get("rps")
+    res["p99_ms"] = median.get("p99_ms")
+    res["rps_all"] = rps
+    res["loadavg_before"] = la0
+    res["loadavg_after"] = loadavg()
+    return res
+
+
+def peak_rss_kib(pgid):
+    """Sum of VmHWM (peak resident set) over the processes of a process group."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+            # fields after the ")" of comm: state ppid pgrp ...
+            if int(stat.rsplit(")", 1)[1].split()[2]) != pgid:
+                continue
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        total += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total or None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--base", required=True)
+    ap.add_argument("--origin", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--pgid", type=int, help="the target's process group (peak RSS, excluded from other load)")
+    ap.add_argument("--exclude-pgids", default="", help="comma list of our other process groups (origin)")
+    ap.add_argument("--scenarios", default="S1,S2,S1s,S3")
+    ap.add_argument("--wrk-duration", type=int, default=10)
+    ap.add_argument("--wrk-runs", type=int, default=1)
+    ap.add_argument("--s1s-rounds", type=int, default=3)
+    ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--wait-quiet", type=float, default=0.0,
+                    help="wait up to this many seconds for other processes to use <= --quiet-cores")
+    ap.add_argument("--quiet-cores", type=float, default=0.2)
+    ap.add_argument("--engine", choices=("raw", "threads"), default="raw", help="load.py engine")
+    ap.add_argument("--floor", action="store_true",
+                    help="--base is the origin: S1s measures the harness floor (origin answers all at once)")
+    ap.add_argument("--run-id", default=f"r{int(time.time())}")
+    args = ap.parse_args()
+    args.run_id = f"{args.target}-{args.run_id}"
+    args.exclude_pgids = [int(x) for x in args.exclude_pgids.split(",") if x] + ([args.pgid] if args.pgid else [])
+    want = set(args.scenarios.split(","))
+    origin = Origin(args.origin)
+    quiet = None
+    if args.wait_quiet > 0:
+        # other people's builds share these 2 cores: wait (bounded) for a quiet moment
+        deadline = time.monotonic() + args.wait_quiet
+        while True:
+            probe = OtherLoad(args.exclude_pgids)
+            time.sleep(1.0)
+            quiet = probe.cores()
+            if quiet <= args.quiet_cores or time.monotonic() >= deadline:
+                break
+        print(f"[{args.target}] other processes' CPU before start: {quiet} cores", file=sys.stderr, flush=True)
+    res = {"target": args.target, "base": args.base, "started": time.time(), "loadavg_start": loadavg(),
+           "other_load_before_start": quiet}
+
+    def step(name, fn):
+        t = time.time()
+        print(f"[{args.target}] {name} ...", file=sys.stderr, flush=True)
+        other = OtherLoad(args.exclude_pgids)
+        try:
+            res[name] = fn()
+            res[name]["other_load_cores"] = other.cores()
+        except Exception as e:  # keep the other scenarios' numbers
+            res[name] = {"error": f"{type(e).__name__}: {e}"}
+        print(f"[{args.target}] {name} done in {time.time() - t:.1f} s", file=sys.stderr, flush=True)
+
+    if "S1" in want:
+        step("S1", lambda: coalescing(args, origin, "s1", clients=200, keys=1, size=MIB, delay_ms=500))
+    if "S2" in want:
+        step("S2", lambda: coalescing(args, origin, "s2", clients=20, keys=50, size=KIB, delay_ms=200))
+    if "S1s" in want:
+        step("S1s", lambda: s1s(args, origin))
+    if "S3" in want:
+        if shutil.which("wrk"):
+            step("S3_1KiB", lambda: warm_hits(args, origin, KIB, "1k"))
+            step("S3_1MiB", lambda: warm_hits(args, origin, MIB, "1m"))
+        else:
+            res["S3_1KiB"] = res["S3_1MiB"] = {"error": "wrk not installed"}
+    if args.pgid:
+        res["peak_rss_kib"] = peak_rss_kib(args.pgid)
+    res["loadavg_end"] = loadavg()
+    res["finished"] = time.time()
+    with open(args.out, "w") as f:
+        json.dump(res, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
