@@ -55,12 +55,15 @@ public final class CorralServer implements AutoCloseable {
   private final FrontDoor frontDoor;
   private final ServerBinding binding;
   private final Node node;
+  private final CancelRegistry cancels;
 
-  private CorralServer(ActorSystem<Void> system, FrontDoor frontDoor, ServerBinding binding, Node node) {
+  private CorralServer(ActorSystem<Void> system, FrontDoor frontDoor, ServerBinding binding, Node node,
+      CancelRegistry cancels) {
     this.system = system;
     this.frontDoor = frontDoor;
     this.binding = binding;
     this.node = node;
+    this.cancels = cancels;
   }
 
   /** Starts a node and returns once it listens and is ready. */
@@ -97,7 +100,7 @@ public final class CorralServer implements AutoCloseable {
       FrontDoor frontDoor = new FrontDoor(system, node, waiters, repos, settings.adminToken());
       ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort())
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
-      CorralServer server = new CorralServer(system, frontDoor, binding, node);
+      CorralServer server = new CorralServer(system, frontDoor, binding, node, cancels);
       server.drainOnShutdown(settings.drainTimeout());
       frontDoor.ready(true);
       InetSocketAddress a = binding.localAddress();
@@ -133,6 +136,11 @@ public final class CorralServer implements AutoCloseable {
 
   public Node node() {
     return node;
+  }
+
+  /** The node's cancel tokens: one registration per waiter currently waiting on a fetch. */
+  public CancelRegistry cancels() {
+    return cancels;
   }
 
   @Override
