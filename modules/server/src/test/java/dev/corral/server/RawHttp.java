@@ -65,11 +65,19 @@ final class RawHttp implements AutoCloseable {
 
   /**
    * Reads the whole response. {@code complete} is false when the connection ended (EOF or reset)
-   * before the body's declared length or its last chunk.
+   * before the body's declared length or its last chunk; a connection that ended before a whole
+   * response head is status 0, not complete.
    */
   Response read() throws IOException {
     InputStream in = socket.getInputStream();
-    String head = readHead(in);
+    String head;
+    try {
+      head = readHead(in);
+    } catch (SocketTimeoutException e) {
+      throw e;
+    } catch (IOException aborted) {
+      return new Response(0, Map.of(), new byte[0], false, System.nanoTime());
+    }
     String[] lines = head.split("\r\n");
     int status = Integer.parseInt(lines[0].split(" ")[1]);
     Map<String, String> headers = new LinkedHashMap<>();
