@@ -171,6 +171,15 @@ final class RawHttp implements AutoCloseable {
     return null;
   }
 
+  /** The raw response bytes, for a test that reads part of a response and hangs up. */
+  InputStream input() {
+    try {
+      return socket.getInputStream();
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
   @Override
   public void close() throws IOException {
     socket.close();
