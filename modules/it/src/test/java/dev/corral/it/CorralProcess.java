@@ -188,14 +188,17 @@ final class CorralProcess implements AutoCloseable {
     return process.pid();
   }
 
-  /** SIGTERM: a graceful stop. */
+  /**
+   * SIGTERM: a graceful stop. Through the {@link ProcessHandle}: {@link Process#destroy()} also
+   * closes our end of the pipes, which would silence the process's stdout while it drains.
+   */
   void terminate() {
-    process.destroy();
+    process.toHandle().destroy();
   }
 
   /** SIGKILL ({@code kill -9}); returns once the process is gone. */
   void kill() {
-    process.destroyForcibly();
+    process.toHandle().destroyForcibly();
     try {
       if (!process.waitFor(30, TimeUnit.SECONDS)) {
         throw new AssertionError(name + " survived SIGKILL for 30 s");
@@ -240,14 +243,15 @@ final class CorralProcess implements AutoCloseable {
   /** Stops the process if it still runs: SIGTERM, a bounded wait, then SIGKILL. */
   @Override
   public void close() {
-    if (!process.isAlive()) {
-      return;
-    }
-    process.destroy();
     try {
-      if (!process.waitFor(15, TimeUnit.SECONDS)) {
-        process.destroyForcibly().waitFor(15, TimeUnit.SECONDS);
+      if (process.isAlive()) {
+        process.toHandle().destroy();
+        if (!process.waitFor(15, TimeUnit.SECONDS)) {
+          process.toHandle().destroyForcibly();
+          process.waitFor(15, TimeUnit.SECONDS);
+        }
       }
+      pump.join(5_000);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       process.destroyForcibly();
