@@ -24,6 +24,11 @@ final class CorralProcesses implements AfterEachCallback {
     return p;
   }
 
+  /** Stops every process now (for tests that must clean up after them); output stays for failures. */
+  void stopAll() {
+    started.forEach(CorralProcess::close);
+  }
+
   @Override
   public void afterEach(ExtensionContext context) {
     boolean failed = context.getExecutionException().isPresent();
