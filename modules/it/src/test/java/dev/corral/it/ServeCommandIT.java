@@ -80,7 +80,7 @@ class ServeCommandIT {
   }
 
   /**
-   * The launcher rebuilds when a source (*.java, *.conf, *.xml outside target/) is newer than the
+   * The launcher rebuilds when a source (*.java, *.conf, *.xml outside target/ and src/test/) is newer than the
    * jar; that nested Maven build has no place in a test run, so say so instead of running it.
    */
   private static void failIfTheLauncherWouldRebuild(Path root) throws IOException {
@@ -103,7 +103,9 @@ class ServeCommandIT {
 
   private static Stream<Path> walk(Path dir) {
     try {
-      return Files.walk(dir).filter(p -> !p.toString().contains(File.separator + "target" + File.separator))
+      return Files.walk(dir)
+          .filter(p -> !p.toString().contains(File.separator + "target" + File.separator))
+          .filter(p -> !p.toString().contains(File.separator + "src" + File.separator + "test" + File.separator))
           .filter(Files::isRegularFile).toList().stream();
     } catch (IOException e) {
       throw new java.io.UncheckedIOException(e);
