@@ -24,6 +24,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.http.javadsl.Http;
@@ -34,6 +35,7 @@ import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpMethods;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.ResponseEntity;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.model.headers.RawHeader;
 import org.apache.pekko.stream.Materializer;
@@ -60,6 +62,9 @@ public final class FrontDoor {
   private final Optional<String> adminToken;
   private final ArtifactResponses responses;
   private final AtomicBoolean ready = new AtomicBoolean(false);
+  private final AtomicBoolean draining = new AtomicBoolean(false);
+  /** Response bodies being sent right now (streamed ones; strict bodies go out at once). */
+  private final AtomicInteger streamingResponses = new AtomicInteger();
 
   public FrontDoor(ActorSystem<?> system, Node node, Waiters waiters, Map<String, Repository> repos,
       Optional<String> adminToken) {
@@ -89,7 +94,8 @@ public final class FrontDoor {
           return mat;
         })
         .map(r -> r.addAttribute(ConnectionScope.KEY, scope))
-        .mapAsync(1, this::handle);
+        .mapAsync(1, this::handle)
+        .map(this::counted);
   }
 
   /** Ready once the node can serve; false again while it drains. */
@@ -97,11 +103,50 @@ public final class FrontDoor {
     ready.set(value);
   }
 
+  /**
+   * The node is stopping (SEMANTICS L4): not ready, and artifact requests that still arrive on
+   * open connections are refused with 503 and {@code Connection: close}. Requests already taken
+   * run to the end; health and metrics still answer.
+   */
+  public void drain() {
+    ready.set(false);
+    draining.set(true);
+  }
+
+  /**
+   * How many response bodies are still streaming to clients. A graceful stop waits for this to
+   * reach 0: Pekko's {@code ServerBinding.terminate} only waits for responses not yet begun and
+   * cuts connections whose streamed body is still on its way.
+   */
+  public int streamingResponses() {
+    return streamingResponses.get();
+  }
+
+  /** Counts a streamed body from the moment it is materialised until it ends, however it ends. */
+  private HttpResponse counted(HttpResponse response) {
+    ResponseEntity entity = response.entity();
+    if (entity.isStrict() || !(entity.isDefault() || entity.isChunked())) {
+      return response;
+    }
+    var body = entity.getDataBytes().watchTermination((mat, done) -> {
+      streamingResponses.incrementAndGet();
+      done.whenComplete((d, e) -> streamingResponses.decrementAndGet());
+      return mat;
+    });
+    return response.withEntity(entity.isDefault()
+        ? HttpEntities.create(entity.getContentType(), entity.getContentLengthOption().getAsLong(), body)
+        : HttpEntities.createChunked(entity.getContentType(), body));
+  }
+
   public CompletionStage<HttpResponse> handle(HttpRequest request) {
     try {
       String raw = rawPath(request);
       if (raw.startsWith("/-/")) {
         return CompletableFuture.completedFuture(admin(request, raw));
+      }
+      if (draining.get()) {
+        return CompletableFuture.completedFuture(text(503, "this node is stopping")
+            .addHeader(RawHeader.create("Connection", "close")));
       }
       return artifact(request, raw).exceptionally(e -> {
         log.error("request {} failed", raw, e);

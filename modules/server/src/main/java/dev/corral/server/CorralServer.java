@@ -25,6 +25,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
@@ -55,12 +56,15 @@ public final class CorralServer implements AutoCloseable {
   private final FrontDoor frontDoor;
   private final ServerBinding binding;
   private final Node node;
+  private final CancelRegistry cancels;
 
-  private CorralServer(ActorSystem<Void> system, FrontDoor frontDoor, ServerBinding binding, Node node) {
+  private CorralServer(ActorSystem<Void> system, FrontDoor frontDoor, ServerBinding binding, Node node,
+      CancelRegistry cancels) {
     this.system = system;
     this.frontDoor = frontDoor;
     this.binding = binding;
     this.node = node;
+    this.cancels = cancels;
   }
 
   /** Starts a node and returns once it listens and is ready. */
@@ -97,8 +101,8 @@ public final class CorralServer implements AutoCloseable {
       FrontDoor frontDoor = new FrontDoor(system, node, waiters, repos, settings.adminToken());
       ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort())
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
-      CorralServer server = new CorralServer(system, frontDoor, binding, node);
-      server.drainOnShutdown(settings.drainTimeout());
+      CorralServer server = new CorralServer(system, frontDoor, binding, node, cancels);
+      server.drainOnShutdown(settings.drainTimeout(), settings.repos().stream().map(RepoSettings::name).toList());
       frontDoor.ready(true);
       InetSocketAddress a = binding.localAddress();
       log.info("listening on http://{}:{}", a.getHostString(), a.getPort());
@@ -112,15 +116,44 @@ public final class CorralServer implements AutoCloseable {
   /**
    * SEMANTICS L4: on SIGTERM (or {@link #close()}) stop taking requests, let in-flight fetches
    * and responses finish up to the drain timeout, then let sharding hand its shards off.
+   *
+   * <p>{@code binding.terminate} alone is not enough: it waits only for responses not yet begun
+   * and cuts a connection whose streamed body is still being sent, and it knows nothing of
+   * fetches whose waiters have left (C3). So the drain first waits, bounded by the drain timeout,
+   * until no fetch runs on this node and no response body is streaming, then terminates the
+   * binding with what is left of the timeout. The phase's own timeout is raised to match in
+   * {@link #pekkoConfig}.
    */
-  private void drainOnShutdown(Duration drainTimeout) {
+  private void drainOnShutdown(Duration drainTimeout, List<String> repoNames) {
     CoordinatedShutdown cs = CoordinatedShutdown.get(system);
     cs.addTask(CoordinatedShutdown.PhaseServiceUnbind(), "corral-unbind", () -> {
-      frontDoor.ready(false);
+      frontDoor.drain();
       return binding.unbind().thenApply(d -> Done.getInstance());
     });
-    cs.addTask(CoordinatedShutdown.PhaseServiceRequestsDone(), "corral-drain", () ->
-        binding.terminate(drainTimeout).thenApply(t -> Done.getInstance()));
+    cs.addTask(CoordinatedShutdown.PhaseServiceRequestsDone(), "corral-drain", () -> {
+      long deadline = System.nanoTime() + drainTimeout.toNanos();
+      CompletableFuture<Done> idle = new CompletableFuture<>();
+      awaitIdle(idle, deadline, repoNames);
+      return idle.thenCompose(d -> binding.terminate(
+              Duration.ofNanos(Math.max(deadline - System.nanoTime(), TimeUnit.MILLISECONDS.toNanos(100)))))
+          .thenApply(t -> Done.getInstance());
+    });
+  }
+
+  /** Completes {@code idle} once nothing is in flight, or at the deadline (checked every 50 ms). */
+  private void awaitIdle(CompletableFuture<Done> idle, long deadline, List<String> repoNames) {
+    double fetches = repoNames.stream().mapToDouble(r -> node.metrics().inflightFetches.labelValues(r).get()).sum();
+    int streams = frontDoor.streamingResponses();
+    if (fetches <= 0 && streams <= 0) {
+      idle.complete(Done.getInstance());
+    } else if (System.nanoTime() - deadline >= 0) {
+      log.warn("drain timeout reached with {} fetches and {} responses still running; stopping anyway",
+          (long) fetches, streams);
+      idle.complete(Done.getInstance());
+    } else {
+      CompletableFuture.delayedExecutor(50, TimeUnit.MILLISECONDS)
+          .execute(() -> awaitIdle(idle, deadline, repoNames));
+    }
   }
 
   public InetSocketAddress address() {
@@ -133,6 +166,11 @@ public final class CorralServer implements AutoCloseable {
 
   public Node node() {
     return node;
+  }
+
+  /** The node's cancel tokens: one registration per waiter currently waiting on a fetch. */
+  public CancelRegistry cancels() {
+    return cancels;
   }
 
   @Override
@@ -155,7 +193,11 @@ public final class CorralServer implements AutoCloseable {
         .withValue("jdbc-journal.use-shared-db", ConfigValueFactory.fromAnyRef("slick"))
         .withValue("jdbc-snapshot-store.use-shared-db", ConfigValueFactory.fromAnyRef("slick"))
         .withValue("jdbc-read-journal.use-shared-db", ConfigValueFactory.fromAnyRef("slick"));
+    // The drain task runs in service-requests-done, whose default timeout (5 s) would cut it short.
+    Config drain = ConfigFactory.parseString("pekko.coordinated-shutdown.phases.service-requests-done.timeout = "
+        + (settings.drainTimeout().toMillis() + 5_000) + "ms");
     return settings.raw()
+        .withFallback(drain)
         .withFallback(db)
         .withFallback(ConfigFactory.parseResources("corral-node.conf"))
         .withFallback(ConfigFactory.load())

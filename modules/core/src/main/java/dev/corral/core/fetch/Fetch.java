@@ -66,7 +66,9 @@ final class Fetch {
     CompletionStage<Outcome> done;
     try {
       done = fetch.run(onStreaming);
-    } catch (RuntimeException e) {
+    } catch (Throwable e) {
+      // Any throwable, as CompletableFuture treats one thrown in a callback: an Error thrown here
+      // (an assert in an upstream client) would otherwise crash the entity mid-fetch (W4).
       done = CompletableFuture.failedFuture(e);
     }
     done.handle((outcome, error) -> error == null ? outcome : fetch.failure(error))

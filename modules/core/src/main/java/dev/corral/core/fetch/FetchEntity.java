@@ -318,7 +318,9 @@ public final class FetchEntity
     }
     Flight f = flight;
     flight = null;
-    f.fetch.abort("the entity stopped");
+    if (f.fetch != null) { // null when the entity failed while starting it
+      f.fetch.abort("the entity stopped");
+    }
     node.metrics().inflightFetches.labelValues(f.key.repo()).dec();
     if (f.orphanSlot) {
       node.releaseOrphanSlot(f.key.repo());

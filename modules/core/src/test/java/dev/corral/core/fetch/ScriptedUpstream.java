@@ -5,6 +5,7 @@ import dev.corral.core.upstream.Upstream;
 import dev.corral.core.upstream.UpstreamRequest;
 import dev.corral.core.upstream.UpstreamResponse;
 import java.util.List;
+import java.util.Map;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -19,11 +20,14 @@ import org.apache.pekko.util.ByteString;
 /**
  * An in-process upstream for entity tests: counts requests per URL and answers each with
  * whatever the test's script returns, so a test can hold a fetch open (an uncompleted future)
- * for as long as it needs waiters to pile up.
+ * for as long as it needs waiters to pile up. A script set for one URL ({@link #on}) wins over
+ * the default {@link #script}, so tests sharing one upstream do not disturb each other.
  */
 final class ScriptedUpstream implements Upstream {
   final ConcurrentHashMap<String, AtomicInteger> counts = new ConcurrentHashMap<>();
   final ConcurrentLinkedQueue<String> requested = new ConcurrentLinkedQueue<>();
+  private final Map<String, Function<UpstreamRequest, CompletionStage<UpstreamResponse>>> byUrl =
+      new ConcurrentHashMap<>();
   volatile Function<UpstreamRequest, CompletionStage<UpstreamResponse>> script =
       r -> CompletableFuture.completedFuture(ok(ByteString.fromString("body of " + r.url())));
 
@@ -31,7 +35,24 @@ final class ScriptedUpstream implements Upstream {
   public CompletionStage<UpstreamResponse> get(UpstreamRequest request) {
     counts.computeIfAbsent(request.url(), u -> new AtomicInteger()).incrementAndGet();
     requested.add(request.url());
-    return script.apply(request);
+    return byUrl.getOrDefault(request.url(), script).apply(request);
+  }
+
+  /** Answers requests for {@code url} with {@code answer}. */
+  void on(String url, Function<UpstreamRequest, CompletionStage<UpstreamResponse>> answer) {
+    byUrl.put(url, answer);
+  }
+
+  /** Every request for {@code url} gets the returned future: the fetch is held until the test completes it. */
+  CompletableFuture<UpstreamResponse> hold(String url) {
+    CompletableFuture<UpstreamResponse> gate = new CompletableFuture<>();
+    on(url, r -> gate);
+    return gate;
+  }
+
+  /** Every request for {@code url} is answered 200 with {@code body} at once. */
+  void serve(String url, ByteString body) {
+    on(url, r -> CompletableFuture.completedFuture(ok(body)));
   }
 
   int count(String url) {

@@ -34,6 +34,8 @@ public final class FakeUpstream implements AutoCloseable {
   private final ExecutorService executor = Executors.newCachedThreadPool();
   private final Map<String, AtomicInteger> countByPath = new ConcurrentHashMap<>();
   public final List<Seen> seen = new CopyOnWriteArrayList<>();
+  /** Each request's target as received (raw path, then {@code ?query} if any), in arrival order. */
+  public final List<String> targets = new CopyOnWriteArrayList<>();
 
   public FakeUpstream(Handler handler) {
     try {
@@ -44,6 +46,8 @@ public final class FakeUpstream implements AutoCloseable {
     server.setExecutor(executor);
     server.createContext("/", exchange -> {
       String path = exchange.getRequestURI().getPath();
+      String query = exchange.getRequestURI().getRawQuery();
+      targets.add(exchange.getRequestURI().getRawPath() + (query == null ? "" : "?" + query));
       seen.add(new Seen(path, Map.copyOf(exchange.getRequestHeaders())));
       int n = countByPath.computeIfAbsent(path, p -> new AtomicInteger()).incrementAndGet();
       try {
@@ -63,6 +67,12 @@ public final class FakeUpstream implements AutoCloseable {
 
   public int requests() {
     return seen.size();
+  }
+
+  /** Requests received so far for one (decoded) path, whatever their query. */
+  public int requests(String path) {
+    AtomicInteger n = countByPath.get(path);
+    return n == null ? 0 : n.get();
   }
 
   public Seen last() {

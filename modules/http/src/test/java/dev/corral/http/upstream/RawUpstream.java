@@ -8,6 +8,8 @@ import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** A raw socket upstream on 127.0.0.1 for misbehaviour HttpServer refuses: short bodies, resets. */
@@ -16,11 +18,22 @@ public final class RawUpstream implements AutoCloseable {
     void answer(Socket socket, OutputStream out) throws Exception;
   }
 
+  /** A script that is told the request target (path and query, as sent). */
+  public interface TargetScript {
+    void answer(String target, Socket socket, OutputStream out) throws Exception;
+  }
+
   private final ServerSocket server;
   private final Thread acceptor;
   public final AtomicInteger requests = new AtomicInteger();
+  /** Requests received per request target. */
+  public final Map<String, AtomicInteger> requestsByTarget = new ConcurrentHashMap<>();
 
   public RawUpstream(Script script) {
+    this((target, socket, out) -> script.answer(socket, out));
+  }
+
+  public RawUpstream(TargetScript script) {
     try {
       server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
     } catch (IOException e) {
@@ -42,17 +55,20 @@ public final class RawUpstream implements AutoCloseable {
     acceptor.start();
   }
 
-  private void serve(Socket socket, Script script) {
+  private void serve(Socket socket, TargetScript script) {
     try (socket) {
-      readHead(socket.getInputStream());
+      String head = readHead(socket.getInputStream());
+      String[] requestLine = head.split("\r\n", 2)[0].split(" ");
+      String target = requestLine.length > 1 ? requestLine[1] : "";
+      requestsByTarget.computeIfAbsent(target, t -> new AtomicInteger()).incrementAndGet();
       requests.incrementAndGet();
-      script.answer(socket, socket.getOutputStream());
+      script.answer(target, socket, socket.getOutputStream());
     } catch (Exception ignored) {
       // the client went away; nothing to do
     }
   }
 
-  private static void readHead(InputStream in) throws IOException {
+  private static String readHead(InputStream in) throws IOException {
     ByteArrayOutputStream head = new ByteArrayOutputStream();
     int matched = 0;
     byte[] end = {'\r', '\n', '\r', '\n'};
@@ -62,6 +78,13 @@ public final class RawUpstream implements AutoCloseable {
       head.write(b);
       matched = b == end[matched] ? matched + 1 : (b == '\r' ? 1 : 0);
     }
+    return head.toString(java.nio.charset.StandardCharsets.ISO_8859_1);
+  }
+
+  /** Requests received so far for one request target. */
+  public int requests(String target) {
+    AtomicInteger n = requestsByTarget.get(target);
+    return n == null ? 0 : n.get();
   }
 
   public String url(String path) {

@@ -1,0 +1,263 @@
+package dev.corral.core.fetch;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.corral.core.ArtifactKey;
+import dev.corral.core.Digest;
+import dev.corral.core.upstream.UpstreamResponse;
+import java.security.MessageDigest;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.OptionalLong;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+import org.junit.jupiter.api.Test;
+
+/** SEMANTICS B1-B3: verified bytes only, truncation never looks complete, shared small bodies, independent readers. */
+class BytesTest extends EntityTestBase {
+  private static final int LARGE = 64 * 1024;
+
+  @Test
+  void b1_aDigestMismatchFailsEveryWaiterAndStoresNothing() {
+    // B1: A known expected digest that does not match means nothing is stored or served: every waiter gets a 502.
+    String u = url("tampered");
+    ArtifactKey key = new ArtifactKey("r", u, "", digest("SHA-256", ByteString.fromString("the real bytes")));
+    CompletableFuture<UpstreamResponse> gate = upstream.hold(u);
+    List<CompletableFuture<Waiters.Answer>> answers = ask(key, 3);
+    barrier(key);
+    gate.complete(ScriptedUpstream.ok(ByteString.fromString("tampered bytes")));
+    answers.forEach(a -> assertEquals(502, reply(a, FetchEntity.Failed.class).status()));
+    assertTrue(node.store().lookup(key).isEmpty());
+  }
+
+  @Test
+  void b1_aMatchingSha256IsStored() throws Exception {
+    // B1: Bytes are hashed while they stream in (a matching expected digest is stored and served).
+    ByteString bytes = ByteString.fromString("bytes with a known sha256");
+    assertVerifiedAndStored(digest("SHA-256", bytes), bytes);
+  }
+
+  @Test
+  void b1_aMatchingSha512IsStored() throws Exception {
+    // B1: Bytes are hashed while they stream in (a matching expected digest is stored and served).
+    ByteString bytes = ByteString.fromString("bytes with a known sha512");
+    assertVerifiedAndStored(digest("SHA-512", bytes), bytes);
+  }
+
+  @Test
+  void b1_aLargeBodyWithAMismatchedDigestFailsEveryReader() throws Exception {
+    // B1: A known expected digest that does not match means nothing is stored or served.
+    String repo = repo(withInlineLimit(1024));
+    String u = url("large-tampered");
+    ByteString body = bytes(LARGE, 1);
+    ArtifactKey key = new ArtifactKey(repo, u, "", digest("SHA-256", bytes(LARGE, 2)));
+    HeldBody held = new HeldBody(body);
+    upstream.on(u, r -> CompletableFuture.completedFuture(held.response()));
+    FetchEntity.Streaming streaming = reply(ask(key), FetchEntity.Streaming.class);
+    Reader reader = read(streaming);
+    awaitAssert(() -> assertEquals(LARGE - 1, reader.received.get()));
+    held.end();
+    assertReaderFails(reader);
+    assertEquals(LARGE - 1, reader.received.get(), "the last byte was delivered");
+    assertTrue(node.store().lookup(key).isEmpty());
+  }
+
+  @Test
+  void b2_aTruncatedSmallBodyIsNeverStoredNorServed() {
+    // B2: A truncated upstream body (a reset connection) is never stored and never served as complete.
+    String u = url("reset");
+    ArtifactKey key = ArtifactKey.of("r", u);
+    CompletableFuture<UpstreamResponse> gate = upstream.hold(u);
+    List<CompletableFuture<Waiters.Answer>> answers = ask(key, 3);
+    barrier(key);
+    gate.complete(ScriptedUpstream.of(200,
+        Source.single(ByteString.fromString("first half"))
+            .concat(Source.failed(new java.io.IOException("connection reset"))),
+        OptionalLong.of(20)));
+    answers.forEach(a -> assertEquals(502, reply(a, FetchEntity.Failed.class).status()));
+    assertTrue(node.store().lookup(key).isEmpty());
+  }
+
+  @Test
+  void b2_aSmallBodyShorterThanItsContentLengthIsNeverStored() {
+    // B2: A truncated upstream body (short of its Content-Length) is never stored and never served as complete.
+    String u = url("short");
+    ArtifactKey key = ArtifactKey.of("r", u);
+    upstream.on(u, r -> CompletableFuture.completedFuture(ScriptedUpstream.of(200,
+        Source.single(ByteString.fromString("only part")), OptionalLong.of(100))));
+    assertEquals(502, reply(ask(key), FetchEntity.Failed.class).status());
+    assertTrue(node.store().lookup(key).isEmpty());
+  }
+
+  @Test
+  void b2_aLargeBodyStreamsToWaitersWhileItDownloadsAndItsLastByteWaitsForVerification() throws Exception {
+    // B2: Larger bodies may stream to waiters while they download, with the exact Content-Length.
+    String repo = repo(withInlineLimit(1024));
+    String u = url("large");
+    ArtifactKey key = ArtifactKey.of(repo, u);
+    ByteString body = bytes(LARGE, 3);
+    HeldBody held = new HeldBody(body);
+    upstream.on(u, r -> CompletableFuture.completedFuture(held.response()));
+
+    List<CompletableFuture<Waiters.Answer>> answers = ask(key, 3);
+    FetchEntity.Streaming first = reply(answers.get(0), FetchEntity.Streaming.class);
+    assertEquals(LARGE, first.length());
+    for (var a : answers) {
+      assertEquals(first.downloadId(), reply(a, FetchEntity.Streaming.class).downloadId());
+    }
+    Reader one = read(first);
+    Reader two = read(first);
+    // Every byte has arrived from upstream, but the download is not over: the last byte waits.
+    awaitAssert(() -> assertEquals(LARGE - 1, one.received.get()));
+    awaitAssert(() -> assertEquals(LARGE - 1, two.received.get()));
+    assertFalse(one.all.isDone());
+
+    held.end();
+    assertEquals(body, one.all.get(WAIT.toMillis(), TimeUnit.MILLISECONDS));
+    assertEquals(body, two.all.get(WAIT.toMillis(), TimeUnit.MILLISECONDS));
+    awaitAssert(() -> assertTrue(node.store().lookup(key).isPresent()));
+    assertEquals(1, upstream.count(u));
+  }
+
+  @Test
+  void b2_aLargeDownloadThatFailsMidwayFailsEveryReader() throws Exception {
+    // B2: if the download fails, those connections are aborted, never ended as if complete.
+    String repo = repo(withInlineLimit(1024));
+    String u = url("large-reset");
+    ArtifactKey key = ArtifactKey.of(repo, u);
+    ByteString half = bytes(LARGE / 2, 4);
+    HeldBody held = new HeldBody(half);
+    upstream.on(u, r -> CompletableFuture.completedFuture(held.response(LARGE)));
+
+    FetchEntity.Streaming streaming = reply(ask(key), FetchEntity.Streaming.class);
+    assertEquals(LARGE, streaming.length());
+    Reader one = read(streaming);
+    Reader two = read(streaming);
+    awaitAssert(() -> assertEquals(LARGE / 2, one.received.get()));
+    held.fail(new java.io.IOException("connection reset"));
+    assertReaderFails(one);
+    assertReaderFails(two);
+    assertEquals(LARGE / 2, one.received.get());
+    assertTrue(node.store().lookup(key).isEmpty());
+  }
+
+  @Test
+  void b3_smallBodiesAreOneByteStringSharedByEveryWaiter() {
+    // B3: Small bodies are one immutable ByteString shared by every waiter (no copy per waiter).
+    String u = url("shared");
+    ArtifactKey key = ArtifactKey.of("r", u);
+    CompletableFuture<UpstreamResponse> gate = upstream.hold(u);
+    List<CompletableFuture<Waiters.Answer>> answers = ask(key, 8);
+    barrier(key);
+    gate.complete(ScriptedUpstream.ok(ByteString.fromString("one copy")));
+    ByteString first = reply(answers.get(0), FetchEntity.Body.class).bytes();
+    assertEquals("one copy", first.utf8String());
+    answers.forEach(a -> assertSame(first, reply(a, FetchEntity.Body.class).bytes()));
+  }
+
+  @Test
+  void b3_eachLargeBodyReaderIsIndependent() throws Exception {
+    // B3: Each waiter gets its own response stream; one client closing early never affects another.
+    String repo = repo(withInlineLimit(1024));
+    String u = url("readers");
+    ArtifactKey key = ArtifactKey.of(repo, u);
+    ByteString body = bytes(4 * LARGE, 5);
+    HeldBody held = new HeldBody(body);
+    upstream.on(u, r -> CompletableFuture.completedFuture(held.response()));
+    FetchEntity.Streaming streaming = reply(ask(key), FetchEntity.Streaming.class);
+    GrowingBlob blob = node.downloads().find(streaming.downloadId()).orElseThrow();
+
+    // One client reads a chunk and goes away.
+    blob.reader().take(1).runWith(Sink.ignore(), kit.system()).toCompletableFuture()
+        .get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+    Reader stays = read(streaming);
+    held.end();
+    assertEquals(body, stays.all.get(WAIT.toMillis(), TimeUnit.MILLISECONDS));
+  }
+
+  // ---- helpers --------------------------------------------------------------------------------
+
+  private void assertVerifiedAndStored(Digest expected, ByteString bytes) throws Exception {
+    String u = url("verified");
+    ArtifactKey key = new ArtifactKey("r", u, "", expected);
+    upstream.serve(u, bytes);
+    assertEquals(bytes, reply(ask(key), FetchEntity.Body.class).bytes());
+    assertEquals(bytes, node.store().readAll(node.store().lookup(key).orElseThrow()));
+  }
+
+  private void assertReaderFails(Reader reader) {
+    ExecutionException e = assertThrows(ExecutionException.class,
+        () -> reader.all.get(WAIT.toMillis(), TimeUnit.MILLISECONDS));
+    assertTrue(e.getCause() != null);
+  }
+
+  /** A reader of a streaming download, counting what it has received so far. */
+  private record Reader(AtomicLong received, CompletableFuture<ByteString> all) {}
+
+  private Reader read(FetchEntity.Streaming streaming) {
+    GrowingBlob blob = node.downloads().find(streaming.downloadId()).orElseThrow();
+    AtomicLong received = new AtomicLong();
+    CompletableFuture<ByteString> all = blob.reader()
+        .map(b -> {
+          received.addAndGet(b.size());
+          return b;
+        })
+        .runWith(Sink.fold(ByteString.emptyByteString(), ByteString::concat), kit.system())
+        .toCompletableFuture();
+    return new Reader(received, all);
+  }
+
+  /** An upstream body whose bytes all arrive at once but whose end (or failure) the test decides. */
+  private static final class HeldBody {
+    private final ByteString bytes;
+    private final AtomicReference<CompletableFuture<java.util.Optional<ByteString>>> end = new AtomicReference<>();
+
+    HeldBody(ByteString bytes) {
+      this.bytes = bytes;
+    }
+
+    UpstreamResponse response() {
+      return response(bytes.size());
+    }
+
+    /** A response announcing {@code contentLength}. */
+    UpstreamResponse response(long contentLength) {
+      Source<ByteString, NotUsed> rest = Source.<ByteString>maybe().mapMaterializedValue(p -> {
+        end.set(p);
+        return NotUsed.getInstance();
+      });
+      // in chunks, as a connection delivers them
+      Source<ByteString, NotUsed> chunks = Source.range(0, (bytes.size() - 1) / 8192)
+          .map(i -> bytes.slice(i * 8192, Math.min(bytes.size(), (i + 1) * 8192)));
+      return ScriptedUpstream.of(200, chunks.concat(rest), OptionalLong.of(contentLength));
+    }
+
+    void end() {
+      end.get().complete(java.util.Optional.empty());
+    }
+
+    void fail(Throwable cause) {
+      end.get().completeExceptionally(cause);
+    }
+  }
+
+  static Digest digest(String jca, ByteString bytes) {
+    try {
+      String hex = HexFormat.of().formatHex(MessageDigest.getInstance(jca).digest(bytes.toArray()));
+      return new Digest(jca, hex);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

@@ -1,0 +1,198 @@
+package dev.corral.core.fetch;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.corral.core.ArtifactKey;
+import dev.corral.core.fetch.FetchEntity.Via;
+import dev.corral.core.upstream.UpstreamException;
+import dev.corral.core.upstream.UpstreamResponse;
+import java.time.Duration;
+import java.util.List;
+import java.util.OptionalLong;
+import java.util.concurrent.CompletableFuture;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+import org.junit.jupiter.api.Test;
+
+/** SEMANTICS W1-W4: how waiters are woken, what they get, their budget, nobody stranded. */
+class WaitingTest extends EntityTestBase {
+
+  @Test
+  void w1_waitersAreWokenByTheOutcomeNotBeforeIt() {
+    // W1: Waiters are woken by a message the moment the outcome is known.
+    String u = url("wake");
+    ArtifactKey key = ArtifactKey.of(repo(withBudget(Duration.ofHours(1))), u);
+    CompletableFuture<UpstreamResponse> gate = upstream.hold(u);
+    List<CompletableFuture<Waiters.Answer>> answers = ask(key, 4);
+    barrier(key);
+    assertFalse(answers.stream().anyMatch(CompletableFuture::isDone), "answered before the outcome");
+    gate.complete(ScriptedUpstream.ok(ByteString.fromString("now")));
+    // With an hour of budget nothing but the outcome's message can end these waits.
+    answers.forEach(a -> assertEquals("now", reply(a, FetchEntity.Body.class).bytes().utf8String()));
+  }
+
+  @Test
+  void w2_aFailedFetchReachesEveryWaiterAndTheNextRequestRetries() {
+    // W2: Every waiter joined to a fetch gets that fetch's outcome; a failure is not cached and the key is free for the next request.
+    String u = url("unavailable");
+    ArtifactKey key = ArtifactKey.of("r", u);
+    CompletableFuture<UpstreamResponse> gate = upstream.hold(u);
+    List<CompletableFuture<Waiters.Answer>> answers = ask(key, 8);
+    barrier(key);
+    gate.completeExceptionally(new UpstreamException("503", "upstream unavailable after retries", false, null));
+    answers.forEach(a -> assertEquals(502, reply(a, FetchEntity.Failed.class).status()));
+    assertEquals(1, upstream.count(u), "waiters never retry on their own");
+
+    upstream.serve(u, ByteString.fromString("recovered"));
+    FetchEntity.Body again = reply(ask(key), FetchEntity.Body.class);
+    assertEquals("recovered", again.bytes().utf8String());
+    assertEquals(Via.MISS, again.via());
+    assertEquals(2, upstream.count(u));
+  }
+
+  @Test
+  void w2_anUpstream500IsA502ForEveryWaiterAndIsNotCached() {
+    // W2: Every waiter gets the final error; a failure is not cached.
+    String u = url("server-error");
+    ArtifactKey key = ArtifactKey.of("r", u);
+    CompletableFuture<UpstreamResponse> gate = upstream.hold(u);
+    List<CompletableFuture<Waiters.Answer>> answers = ask(key, 4);
+    barrier(key);
+    gate.complete(ScriptedUpstream.of(500, Source.single(ByteString.fromString("oops")), OptionalLong.of(4)));
+    answers.forEach(a -> assertEquals(502, reply(a, FetchEntity.Failed.class).status()));
+    assertTrue(node.store().lookup(key).isEmpty());
+
+    upstream.serve(u, ByteString.fromString("fine now"));
+    assertEquals("fine now", reply(ask(key), FetchEntity.Body.class).bytes().utf8String());
+    assertEquals(2, upstream.count(u));
+  }
+
+  @Test
+  void w2_anUpstreamTimeoutIsA504ForEveryWaiter() {
+    // W2: Every waiter gets the final error (a timeout: 504).
+    String u = url("slow");
+    ArtifactKey key = ArtifactKey.of("r", u);
+    CompletableFuture<UpstreamResponse> gate = upstream.hold(u);
+    List<CompletableFuture<Waiters.Answer>> answers = ask(key, 3);
+    barrier(key);
+    gate.completeExceptionally(new UpstreamException("timeout", "first byte timeout", true, null));
+    answers.forEach(a -> assertEquals(504, reply(a, FetchEntity.Failed.class).status()));
+  }
+
+  @Test
+  void w2_aNotFoundIsRememberedForItsTtlThenForgotten() {
+    // W2: A not-found is cached, briefly, with its own TTL.
+    String u = url("missing");
+    ArtifactKey key = ArtifactKey.of(repo(), u);
+    CompletableFuture<UpstreamResponse> gate = upstream.hold(u);
+    List<CompletableFuture<Waiters.Answer>> answers = ask(key, 3);
+    awaitRequests(u, 1);
+    gate.complete(ScriptedUpstream.of(404, Source.empty(), OptionalLong.of(0)));
+    answers.forEach(a -> assertEquals(404, reply(a, FetchEntity.NotFound.class).status()));
+
+    FetchEntity.NotFound remembered = reply(ask(key), FetchEntity.NotFound.class);
+    assertEquals(Via.NEGATIVE, remembered.via());
+    assertEquals(1, upstream.count(u));
+
+    ticker.advance(FetchPolicy.defaults().negativeTtl().plusSeconds(1));
+    upstream.serve(u, ByteString.fromString("published since"));
+    assertEquals("published since", reply(ask(key), FetchEntity.Body.class).bytes().utf8String());
+    assertEquals(2, upstream.count(u));
+  }
+
+  @Test
+  void w3_aWaiterWhoseBudgetRunsOutGetsTimedOut() {
+    // W3: A waiter waits at most its budget for the outcome to begin; fall-throughs are counted by reason (budget).
+    String repo = repo(withBudget(Duration.ofMillis(300)));
+    String u = url("never-answers");
+    ArtifactKey key = ArtifactKey.of(repo, u);
+    upstream.hold(u);
+    List<CompletableFuture<Waiters.Answer>> answers = ask(key, 2);
+    for (var a : answers) {
+      assertSame(Waiters.TimedOut.INSTANCE, answer(a));
+    }
+    // counted just after the answer completes, on the thread that completes it
+    awaitAssert(() -> assertEquals(2.0, fallthrough(repo, "budget")));
+    assertEquals(0.0, fallthrough(repo, "entity-stopped"));
+    assertEquals(1, upstream.count(u), "a timed-out waiter does not go to the upstream itself");
+  }
+
+  @Test
+  void w3_theDefaultBudgetIsTwiceTheFirstByteTimeoutPlusThreeSeconds() {
+    // W3: default: twice the upstream first-byte timeout plus 3 s.
+    assertEquals(Duration.ofSeconds(23), FetchPolicy.defaultBudget(Duration.ofSeconds(10)));
+  }
+
+  @Test
+  void w4_anExceptionThrownByTheUpstreamClientFailsTheWaiterPromptly() {
+    // W4: However the fetch ends (an exception or bug in the fetch code) every waiter gets a definite answer.
+    String u = url("throws");
+    ArtifactKey key = ArtifactKey.of("r", u);
+    upstream.on(u, r -> {
+      throw new IllegalStateException("a bug in the upstream client");
+    });
+    assertEquals(502, reply(ask(key), FetchEntity.Failed.class).status());
+
+    upstream.serve(u, ByteString.fromString("works again"));
+    assertEquals("works again", reply(ask(key), FetchEntity.Body.class).bytes().utf8String());
+  }
+
+  @Test
+  void w4_anErrorThrownByTheUpstreamClientFailsTheWaiterPromptly() {
+    // W4: However the fetch ends (an exception or bug in the fetch code) every waiter gets a definite answer.
+    String u = url("asserts");
+    // A budget far beyond WAIT: a stranded waiter would surface as a missing answer, not a 504.
+    ArtifactKey key = ArtifactKey.of(repo(withBudget(Duration.ofMinutes(5))), u);
+    upstream.on(u, r -> {
+      throw new AssertionError("a failed assertion in the upstream client");
+    });
+    assertEquals(502, reply(ask(key), FetchEntity.Failed.class).status());
+
+    upstream.serve(u, ByteString.fromString("works again"));
+    assertEquals("works again", reply(ask(key), FetchEntity.Body.class).bytes().utf8String());
+  }
+
+  @Test
+  void w4_anUnexpectedFailureOfTheUpstreamFutureFailsEveryWaiter() {
+    // W4: However the fetch ends (an exception or bug in the fetch code) every waiter gets a definite answer.
+    String u = url("unexpected");
+    ArtifactKey key = ArtifactKey.of("r", u);
+    CompletableFuture<UpstreamResponse> gate = upstream.hold(u);
+    List<CompletableFuture<Waiters.Answer>> answers = ask(key, 4);
+    barrier(key);
+    gate.completeExceptionally(new NullPointerException("a bug"));
+    answers.forEach(a -> assertEquals(502, reply(a, FetchEntity.Failed.class).status()));
+  }
+
+  @Test
+  void w4_aBodyThatFailsWithAnUnexpectedExceptionFailsEveryWaiter() {
+    // W4: However the fetch ends (an exception or bug in the fetch code) every waiter gets a definite answer.
+    String u = url("body-bug");
+    ArtifactKey key = ArtifactKey.of("r", u);
+    CompletableFuture<UpstreamResponse> gate = upstream.hold(u);
+    List<CompletableFuture<Waiters.Answer>> answers = ask(key, 4);
+    barrier(key);
+    gate.complete(ScriptedUpstream.of(200,
+        Source.single(ByteString.fromString("half")).concat(Source.failed(new IllegalStateException("bug"))),
+        OptionalLong.of(8)));
+    answers.forEach(a -> assertEquals(502, reply(a, FetchEntity.Failed.class).status()));
+    assertTrue(node.store().lookup(key).isEmpty());
+  }
+
+  @Test
+  void w4_aCommitThatThrowsFailsEveryWaiter() {
+    // W4: However the fetch ends (an exception or bug in the fetch code) every waiter gets a definite answer.
+    String u = url("commit-bug");
+    ArtifactKey key = ArtifactKey.of("r", u);
+    store.brokenCommits.add(key.id());
+    CompletableFuture<UpstreamResponse> gate = upstream.hold(u);
+    List<CompletableFuture<Waiters.Answer>> answers = ask(key, 4);
+    barrier(key);
+    gate.complete(ScriptedUpstream.ok(ByteString.fromString("never committed")));
+    answers.forEach(a -> assertEquals(502, reply(a, FetchEntity.Failed.class).status()));
+    assertTrue(node.store().lookup(key).isEmpty());
+  }
+}

@@ -1,0 +1,148 @@
+package dev.corral.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.sun.net.httpserver.HttpExchange;
+import dev.corral.http.upstream.FakeUpstream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.http.HttpResponse;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * SEMANTICS B3 and F1 at size: a 2 GiB artifact (one byte past Integer.MAX_VALUE), asked for by
+ * three clients at once through a node with a 256 MiB heap, is fetched once and reaches every
+ * client whole, in bounded memory.
+ */
+class LargeArtifactIT {
+  private static final long SIZE = 2L * 1024 * 1024 * 1024;
+  private static final int CLIENTS = 3;
+  private static final long MIN_FREE = 10L * 1024 * 1024 * 1024;
+
+  @RegisterExtension final CorralProcesses processes = new CorralProcesses();
+  private final GeneratedBody body = new GeneratedBody(0xC0FFEE, SIZE);
+  private final ExecutorService pool = Executors.newFixedThreadPool(CLIENTS + 1);
+  private FakeUpstream upstream;
+  private Path dataDir;
+
+  @AfterEach
+  void cleanUp() throws IOException {
+    processes.stopAll();
+    pool.shutdownNow();
+    if (upstream != null) {
+      upstream.close();
+    }
+    if (dataDir != null) {
+      deleteTree(dataDir);
+    }
+  }
+
+  @Test
+  void threeClientsGetTwoGibibytesFromOneFetchThroughA256MiBHeap() throws Exception {
+    Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
+    long free = Files.getFileStore(tmp).getUsableSpace();
+    Assumptions.assumeTrue(free >= MIN_FREE,
+        "skipped: " + (free >> 20) + " MiB free in " + tmp + ", the 2 GiB artifact test wants 10 GiB");
+    dataDir = Files.createTempDirectory(tmp, "corral-large-");
+
+    CompletableFuture<String> expected = CompletableFuture.supplyAsync(body::sha256, pool);
+    upstream = new FakeUpstream(this::answer);
+    CorralProcess node = processes.serve("large", List.of("-Xmx256m"), dataDir, List.of("--max-size", "4GiB"),
+        "up=generic:" + upstream.url("/"));
+    String base = node.awaitListening(Duration.ofSeconds(60));
+
+    List<CompletableFuture<HttpResponse<InputStream>>> sent = new ArrayList<>();
+    for (int i = 0; i < CLIENTS; i++) {
+      sent.add(Http.CLIENT.sendAsync(Http.get(base + "/up/big.bin"), HttpResponse.BodyHandlers.ofInputStream()));
+    }
+    List<CompletableFuture<Received>> received = new ArrayList<>();
+    for (CompletableFuture<HttpResponse<InputStream>> f : sent) {
+      HttpResponse<InputStream> r = f.get(60, TimeUnit.SECONDS);
+      assertEquals(200, r.statusCode());
+      assertEquals(String.valueOf(SIZE), r.headers().firstValue("Content-Length").orElse("(none)"));
+      received.add(CompletableFuture.supplyAsync(() -> read(r), pool));
+    }
+
+    List<String> via = new ArrayList<>();
+    for (int i = 0; i < CLIENTS; i++) {
+      Received got = received.get(i).get(120, TimeUnit.SECONDS);
+      via.add(Http.xCache(sent.get(i).get()));
+      assertEquals(SIZE, got.bytes(), "client " + i + " receives exactly 2 GiB");
+      assertEquals(expected.get(120, TimeUnit.SECONDS), got.sha256(), "client " + i + " receives the exact bytes");
+    }
+    assertEquals(1, upstream.requests(), "one upstream fetch for three clients; X-Cache: " + via);
+    assertEquals(1, via.stream().filter("MISS"::equals).count(), "one leader: " + via);
+
+    assertTrue(node.isAlive(), node.output());
+    assertEquals(200, Http.getBytes(base + "/-/health/live").statusCode());
+    String output = node.stdout() + node.stderr();
+    assertFalse(output.contains("OutOfMemoryError"), "no OutOfMemoryError\n" + node.output());
+  }
+
+  private record Received(long bytes, String sha256) {}
+
+  private static Received read(HttpResponse<InputStream> response) {
+    MessageDigest md = GeneratedBody.newSha256();
+    byte[] buf = new byte[256 * 1024];
+    long total = 0;
+    try (InputStream in = response.body()) {
+      for (int n; (n = in.read(buf)) >= 0; ) {
+        md.update(buf, 0, n);
+        total += n;
+      }
+    } catch (IOException e) {
+      throw new AssertionError("transfer failed after " + total + " bytes", e);
+    }
+    return new Received(total, HexFormat.of().formatHex(md.digest()));
+  }
+
+  private void answer(HttpExchange exchange, int nth) throws Exception {
+    if (!exchange.getRequestURI().getPath().equals("/big.bin")) {
+      FakeUpstream.send(exchange, 404, new byte[0]);
+      return;
+    }
+    exchange.sendResponseHeaders(200, body.length());
+    try (OutputStream out = exchange.getResponseBody()) {
+      body.writeTo(out);
+    }
+  }
+
+  private static void deleteTree(Path root) throws IOException {
+    if (!Files.exists(root)) {
+      return;
+    }
+    Files.walkFileTree(root, new SimpleFileVisitor<>() {
+      @Override
+      public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+        Files.delete(file);
+        return FileVisitResult.CONTINUE;
+      }
+
+      @Override
+      public FileVisitResult postVisitDirectory(Path dir, IOException e) throws IOException {
+        Files.delete(dir);
+        return FileVisitResult.CONTINUE;
+      }
+    });
+  }
+}

@@ -1,0 +1,387 @@
+package dev.corral.server;
+
+import static dev.corral.server.TestNode.xCache;
+import static java.nio.charset.StandardCharsets.ISO_8859_1;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.sun.net.httpserver.HttpExchange;
+import dev.corral.http.upstream.FakeUpstream;
+import dev.corral.http.upstream.RawUpstream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.http.HttpClient;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * SEMANTICS W2, W3, B2 and the not-found TTL over real HTTP, measured at the upstream: failures
+ * are shared by every waiter of the one fetch, retried only inside it, never cached, and a short
+ * body is never passed on as a complete 200.
+ *
+ * <p>Repositories of the one node: {@code up} (1 retry after 100 ms, not-found remembered 1 s),
+ * {@code raw} and {@code rawbig} (a raw-socket upstream that can cut bodies short; {@code rawbig}
+ * streams bodies above 64 KiB), {@code slow} (waiter budget 500 ms, answers 504) and {@code
+ * bypass} (the same budget, then a direct fetch).
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class FailureHttpTest {
+  private static final int MIB = 1024 * 1024;
+  private static final Duration NEGATIVE_TTL = Duration.ofSeconds(1);
+
+  private final Map<String, FakeUpstream.Handler> paths = new ConcurrentHashMap<>();
+  private final Map<String, RawUpstream.TargetScript> rawTargets = new ConcurrentHashMap<>();
+  private FakeUpstream upstream;
+  private RawUpstream raw;
+  private CorralServer server;
+  private HttpClient client;
+
+  @BeforeAll
+  void start(@TempDir Path dir) throws Exception {
+    upstream = new FakeUpstream((exchange, n) -> {
+      FakeUpstream.Handler h = paths.get(exchange.getRequestURI().getPath());
+      if (h == null) {
+        FakeUpstream.send(exchange, 404, new byte[0]);
+      } else {
+        h.handle(exchange, n);
+      }
+    });
+    raw = new RawUpstream((target, socket, out) -> rawTargets.get(target).answer(target, socket, out));
+    String fake = upstream.url("/");
+    String rawUrl = raw.url("/");
+    server = TestNode.start(dir, fake, """
+        corral.repos {
+          up { retries = 1, retry-backoff = 100ms, negative-ttl = %s }
+          raw { type = generic, url = "%s", retries = 1, retry-backoff = 100ms }
+          rawbig { type = generic, url = "%s", retries = 1, retry-backoff = 100ms, inline-limit = 64KiB }
+          slow { type = generic, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = 500ms }
+          bypass { type = generic, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = 500ms,
+                   on-budget-exhausted = bypass }
+        }
+        """.formatted(NEGATIVE_TTL.toMillis() + "ms", rawUrl, rawUrl, fake, fake));
+    client = TestNode.client();
+  }
+
+  @AfterAll
+  void stop() throws Exception {
+    if (server != null) {
+      server.close();
+    }
+    upstream.close();
+    raw.close();
+  }
+
+  private static void ok(HttpExchange exchange, byte[] body) throws IOException {
+    exchange.getResponseHeaders().add("Content-Type", "application/x-test");
+    FakeUpstream.send(exchange, 200, body);
+  }
+
+  private static void await(CountDownLatch latch) throws InterruptedException {
+    if (!latch.await(20, TimeUnit.SECONDS)) {
+      throw new AssertionError("latch not released");
+    }
+  }
+
+  private void waitersRegistered(int n) {
+    TestNode.await(n + " waiters registered", Duration.ofSeconds(20), () -> server.cancels().registrations() >= n);
+  }
+
+  private void fetchesEnded(String repo) {
+    TestNode.await("no fetch in flight for " + repo, Duration.ofSeconds(20),
+        () -> server.node().metrics().inflightFetches.labelValues(repo).get() == 0);
+  }
+
+  private List<CompletableFuture<HttpResponse<byte[]>>> send(int clients, String target) {
+    List<CompletableFuture<HttpResponse<byte[]>>> futures = new ArrayList<>();
+    for (int i = 0; i < clients; i++) {
+      futures.add(TestNode.getAsync(client, server, target));
+    }
+    return futures;
+  }
+
+  @Test
+  void upstreamErrorIsSharedByEveryWaiterRetriedOnceAndNotCached() throws Exception {
+    byte[] body = TestNode.bytes(2048, 11);
+    AtomicBoolean recovered = new AtomicBoolean(false);
+    CountDownLatch arrived = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    paths.put("/e500/a", (exchange, n) -> {
+      if (recovered.get()) {
+        ok(exchange, body);
+        return;
+      }
+      if (n == 1) {
+        arrived.countDown();
+        await(release);
+      }
+      FakeUpstream.send(exchange, 500, "boom".getBytes());
+    });
+
+    List<CompletableFuture<HttpResponse<byte[]>>> futures = send(50, "/up/e500/a");
+    await(arrived);
+    waitersRegistered(50);
+    release.countDown();
+    for (CompletableFuture<HttpResponse<byte[]>> f : futures) {
+      // "Promptly": the upstream's answer plus one 100 ms retry, not nginx's 5 s of polling.
+      HttpResponse<byte[]> r = f.get(5, TimeUnit.SECONDS);
+      assertEquals(502, r.statusCode());
+      assertNull(xCache(r), "an error Corral makes carries no X-Cache");
+    }
+    assertEquals(2, upstream.requests("/e500/a"), "one fetch plus its one retry");
+
+    recovered.set(true);
+    HttpResponse<byte[]> r = TestNode.get(client, server, "/up/e500/a");
+    assertEquals(200, r.statusCode());
+    assertEquals("MISS", xCache(r), "the error was not cached");
+    assertArrayEquals(body, r.body());
+    assertEquals(3, upstream.requests("/e500/a"));
+  }
+
+  /** Answers 200 with a 1 MiB Content-Length, then closes after 512 KiB (until recovered). */
+  private RawUpstream.TargetScript truncating(byte[] body, AtomicBoolean recovered, CountDownLatch arrived,
+      CountDownLatch release) {
+    return (target, socket, out) -> {
+      boolean cut = !recovered.get();
+      if (cut) {
+        arrived.countDown();
+        await(release);
+      }
+      out.write(("HTTP/1.1 200 OK\r\nContent-Type: application/x-test\r\nContent-Length: " + body.length
+          + "\r\nConnection: close\r\n\r\n").getBytes(ISO_8859_1));
+      out.write(body, 0, cut ? body.length / 2 : body.length);
+      out.flush();
+    };
+  }
+
+  private List<RawHttp.Response> rawClients(int clients, String target, Runnable whenAllSent) throws Exception {
+    List<RawHttp> sent = new ArrayList<>();
+    ExecutorService readers = Executors.newFixedThreadPool(clients);
+    try {
+      for (int i = 0; i < clients; i++) {
+        sent.add(RawHttp.send(server.address(), "GET", target));
+      }
+      List<Future<RawHttp.Response>> futures = new ArrayList<>();
+      for (RawHttp http : sent) {
+        futures.add(readers.submit(http::read));
+      }
+      whenAllSent.run();
+      List<RawHttp.Response> responses = new ArrayList<>();
+      for (Future<RawHttp.Response> f : futures) {
+        responses.add(f.get(30, TimeUnit.SECONDS));
+      }
+      return responses;
+    } finally {
+      readers.shutdownNow();
+      for (RawHttp http : sent) {
+        http.close();
+      }
+    }
+  }
+
+  @Test
+  void truncatedSmallBodyIsA502ForEveryWaiterAndNotCached() throws Exception {
+    byte[] body = TestNode.bytes(MIB, 12);
+    AtomicBoolean recovered = new AtomicBoolean(false);
+    CountDownLatch arrived = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    rawTargets.put("/cut/small.bin", truncating(body, recovered, arrived, release));
+
+    List<RawHttp.Response> responses = rawClients(50, "/raw/cut/small.bin", () -> {
+      try {
+        await(arrived);
+      } catch (InterruptedException e) {
+        throw new IllegalStateException(e);
+      }
+      waitersRegistered(50);
+      release.countDown();
+    });
+    for (RawHttp.Response r : responses) {
+      // 1 MiB is under the inline limit: answered only once complete and verified (B2).
+      assertEquals(502, r.status(), "a short body below the inline limit is a clean 502");
+      assertNull(r.header("X-Cache"));
+      assertTrue(r.complete());
+    }
+    int failedAttempts = raw.requests("/cut/small.bin");
+    assertTrue(failedAttempts >= 1 && failedAttempts <= 2, "one fetch and at most its one retry: " + failedAttempts);
+
+    recovered.set(true);
+    RawHttp.Response after = RawHttp.exchange(server.address(), "GET", "/raw/cut/small.bin");
+    assertEquals(200, after.status());
+    assertEquals("MISS", after.header("X-Cache"), "the short body was not cached");
+    assertTrue(after.complete());
+    assertArrayEquals(body, after.body());
+    assertEquals(failedAttempts + 1, raw.requests("/cut/small.bin"));
+  }
+
+  @Test
+  void truncatedStreamedBodyIsNeverEndedAsComplete() throws Exception {
+    byte[] body = TestNode.bytes(MIB, 13);
+    AtomicBoolean recovered = new AtomicBoolean(false);
+    CountDownLatch arrived = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    rawTargets.put("/cut/large.bin", truncating(body, recovered, arrived, release));
+
+    List<RawHttp.Response> responses = rawClients(50, "/rawbig/cut/large.bin", () -> {
+      try {
+        await(arrived);
+      } catch (InterruptedException e) {
+        throw new IllegalStateException(e);
+      }
+      waitersRegistered(50);
+      release.countDown();
+    });
+    for (RawHttp.Response r : responses) {
+      // Above the inline limit the body may stream while it downloads; then the connection is
+      // aborted, never ended as if complete (B2). An abort may also reset the connection before
+      // the client read the head (status 0).
+      if (r.status() == 0) {
+        assertFalse(r.complete());
+      } else if (r.status() == 200) {
+        assertFalse(r.complete(), "a 200 whose body is short must not end as complete");
+        assertEquals(String.valueOf(MIB), r.header("Content-Length"));
+        byte[] prefix = Arrays.copyOf(body, r.body().length);
+        assertArrayEquals(prefix, r.body(), "what was streamed is the upstream's bytes");
+      } else {
+        assertEquals(502, r.status());
+        assertNull(r.header("X-Cache"));
+      }
+    }
+    int failedAttempts = raw.requests("/cut/large.bin");
+    assertTrue(failedAttempts >= 1 && failedAttempts <= 2, "one fetch and at most its one retry: " + failedAttempts);
+
+    recovered.set(true);
+    fetchesEnded("rawbig");
+    RawHttp.Response after = RawHttp.exchange(server.address(), "GET", "/rawbig/cut/large.bin");
+    assertEquals(200, after.status());
+    assertEquals("MISS", after.header("X-Cache"), "the short body was not cached");
+    assertTrue(after.complete());
+    assertArrayEquals(body, after.body());
+    assertEquals(failedAttempts + 1, raw.requests("/cut/large.bin"));
+  }
+
+  @Test
+  void upstreamSlowerThanTheBudgetGives504AndStillOneUpstreamRequest() throws Exception {
+    byte[] body = TestNode.bytes(4096, 14);
+    CountDownLatch release = new CountDownLatch(1);
+    paths.put("/slow/a", (exchange, n) -> {
+      await(release);
+      ok(exchange, body);
+    });
+    List<CompletableFuture<HttpResponse<byte[]>>> futures = send(20, "/slow/slow/a");
+    for (CompletableFuture<HttpResponse<byte[]>> f : futures) {
+      HttpResponse<byte[]> r = f.get(10, TimeUnit.SECONDS);
+      assertEquals(504, r.statusCode());
+      assertNull(xCache(r));
+    }
+    assertEquals(1, upstream.requests("/slow/a"), "waiters out of budget do not ask the upstream");
+    assertEquals(20.0, server.node().metrics().fallthrough.labelValues("slow", "budget").get());
+
+    // C3: nobody waits any more, yet the fetch runs to its end and is committed.
+    release.countDown();
+    fetchesEnded("slow");
+    HttpResponse<byte[]> r = TestNode.get(client, server, "/slow/slow/a");
+    assertEquals(200, r.statusCode());
+    assertEquals("HIT", xCache(r));
+    assertArrayEquals(body, r.body());
+    assertEquals(1, upstream.requests("/slow/a"));
+  }
+
+  @Test
+  void withBypassWaitersOutOfBudgetFetchDirectlyUncached() throws Exception {
+    byte[] body = TestNode.bytes(4096, 15);
+    CountDownLatch release = new CountDownLatch(1);
+    paths.put("/bypass/a", (exchange, n) -> {
+      if (n == 1) {
+        await(release); // the shared fetch is slow; the waiters' own fetches are not
+      }
+      ok(exchange, body);
+    });
+    int clients = 5;
+    List<CompletableFuture<HttpResponse<byte[]>>> futures = send(clients, "/bypass/bypass/a");
+    for (CompletableFuture<HttpResponse<byte[]>> f : futures) {
+      HttpResponse<byte[]> r = f.get(10, TimeUnit.SECONDS);
+      assertEquals(200, r.statusCode());
+      assertEquals("BYPASS", xCache(r));
+      assertArrayEquals(body, r.body());
+    }
+    assertEquals(1 + clients, upstream.requests("/bypass/a"), "the shared fetch plus one direct fetch per waiter");
+
+    release.countDown();
+    fetchesEnded("bypass");
+    HttpResponse<byte[]> r = TestNode.get(client, server, "/bypass/bypass/a");
+    assertEquals("HIT", xCache(r), "the shared fetch was committed; the direct ones were not needed");
+    assertEquals(1 + clients, upstream.requests("/bypass/a"));
+  }
+
+  @Test
+  void notFoundIsSharedThenRememberedForTheNegativeTtl() throws Exception {
+    CountDownLatch arrived = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    paths.put("/nf/a", (exchange, n) -> {
+      if (n == 1) {
+        arrived.countDown();
+        await(release);
+      }
+      FakeUpstream.send(exchange, 404, "no".getBytes());
+    });
+    List<CompletableFuture<HttpResponse<byte[]>>> futures = send(20, "/up/nf/a");
+    await(arrived);
+    waitersRegistered(20);
+    release.countDown();
+    int miss = 0;
+    for (CompletableFuture<HttpResponse<byte[]>> f : futures) {
+      HttpResponse<byte[]> r = f.get(10, TimeUnit.SECONDS);
+      assertEquals(404, r.statusCode());
+      if ("MISS".equals(xCache(r))) {
+        miss++;
+      } else {
+        assertTrue(List.of("COALESCED", "NEGATIVE").contains(xCache(r)), xCache(r));
+      }
+    }
+    assertEquals(1, miss);
+    assertEquals(1, upstream.requests("/nf/a"));
+
+    long remembered = System.nanoTime();
+    HttpResponse<byte[]> again = TestNode.get(client, server, "/up/nf/a");
+    boolean withinTtl = System.nanoTime() - remembered < NEGATIVE_TTL.toNanos();
+    if (withinTtl) { // (on a very slow machine the TTL may already have passed)
+      assertEquals(404, again.statusCode());
+      assertEquals("NEGATIVE", xCache(again));
+      assertEquals(1, upstream.requests("/nf/a"));
+    }
+
+    // A TTL wait: poll (bounded) until the not-found is forgotten and the upstream is asked again.
+    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+    HttpResponse<byte[]> r = again;
+    while ("NEGATIVE".equals(xCache(r))) {
+      assertEquals(1, upstream.requests("/nf/a"), "a remembered not-found does not ask the upstream");
+      assertTrue(System.nanoTime() - deadline < 0, "the not-found was never forgotten");
+      Thread.sleep(50);
+      r = TestNode.get(client, server, "/up/nf/a");
+    }
+    assertEquals(404, r.statusCode());
+    assertEquals("MISS", xCache(r));
+    assertEquals(2, upstream.requests("/nf/a"));
+  }
+}
