@@ -172,7 +172,7 @@ final class Fetch {
       }
       StoredArtifact artifact = node.store().commit(key, writer, headers);
       if (stream != null) {
-        stream.complete();
+        stream.complete(() -> node.store().read(artifact, 0, artifact.size()));
         return new Outcome.Stored(artifact);
       }
       if (fitsInline) {

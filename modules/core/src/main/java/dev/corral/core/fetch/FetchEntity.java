@@ -195,6 +195,8 @@ public final class FetchEntity
       if (flight.waiters.size() >= node.policy(join.key().repo()).maxWaiters()) {
         return Effect().reply(join.replyTo(), new Failed(503, "too many requests waiting for this artifact"));
       }
+      // A waiter that asks again (its earlier ask went unanswered) replaces its registration.
+      flight.waiters.removeIf(w -> w.token() == join.token());
       flight.waiters.add(new Waiter(join.token(), join.replyTo()));
       return Effect().noReply();
     }

@@ -11,6 +11,7 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
+import java.util.function.Supplier;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.japi.Pair;
 import org.apache.pekko.stream.javadsl.Source;
@@ -38,6 +39,7 @@ public final class GrowingBlob {
   private Throwable failure;
   private int readers = 1; // the writer's own reference, released by complete/fail
   private final List<CompletableFuture<Long>> parked = new ArrayList<>();
+  private Supplier<Source<ByteString, NotUsed>> committed;
 
   /**
    * @param file the download's temporary file (still readable after it is renamed into place)
@@ -66,13 +68,20 @@ public final class GrowingBlob {
     wake.forEach(f -> f.complete(limit));
   }
 
-  /** The download completed and its bytes were verified: release the last byte to readers. */
-  public void complete() {
+  /**
+   * The download completed and its bytes were verified and committed: release the last byte to
+   * readers.
+   *
+   * @param committedBytes the committed bytes, for readers that start after the download's file
+   *     was let go
+   */
+  public void complete(Supplier<Source<ByteString, NotUsed>> committedBytes) {
     List<CompletableFuture<Long>> wake;
     synchronized (lock) {
       if (verified || failure != null) {
         return;
       }
+      committed = committedBytes;
       written = total;
       verified = true;
       wake = takeParked();
@@ -95,27 +104,37 @@ public final class GrowingBlob {
     release();
   }
 
-  /** One reader's stream of the whole body. */
+  /**
+   * One reader's stream of the whole body. A reader that starts after the download has ended and
+   * every earlier reader let go of the file reads the committed bytes instead (or fails, when
+   * nothing was committed).
+   */
   public Source<ByteString, NotUsed> reader() {
-    return Source.<Long, ByteString>unfoldAsync(-1L, this::step)
-        .watchTermination((mat, done) -> {
-          done.whenComplete((d, e) -> release());
-          return mat;
+    return Source.lazySource(() -> {
+          synchronized (lock) {
+            if (readers > 0) {
+              readers++;
+              return follow();
+            }
+            if (committed != null) {
+              return committed.get();
+            }
+          }
+          return Source.<ByteString>failed(new IOException("the download failed"));
         })
         .mapMaterializedValue(m -> NotUsed.getInstance());
   }
 
-  /** Position -1 is the reader's start: it takes a reference on the shared channel once. */
+  /** Follows the file as it grows; holds one reference on the shared channel until it ends. */
+  private Source<ByteString, NotUsed> follow() {
+    return Source.<Long, ByteString>unfoldAsync(0L, this::step)
+        .watchTermination((mat, done) -> {
+          done.whenComplete((d, e) -> release());
+          return mat;
+        });
+  }
+
   private CompletionStage<Optional<Pair<Long, ByteString>>> step(long pos) {
-    if (pos < 0) {
-      synchronized (lock) {
-        if (readers == 0) {
-          return CompletableFuture.failedFuture(new IOException("download already closed"));
-        }
-        readers++;
-      }
-      return CompletableFuture.completedFuture(Optional.of(Pair.create(0L, ByteString.emptyByteString())));
-    }
     if (pos >= total) {
       return CompletableFuture.completedFuture(Optional.empty());
     }

@@ -5,6 +5,8 @@ import dev.corral.core.CancelRegistry;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
 
@@ -13,7 +15,11 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
  * repository's budget, for the outcome to begin (SEMANTICS W3).
  *
  * <ul>
- *   <li>An entity that stopped without an outcome (L2) is asked again, never the upstream.
+ *   <li>An entity that stopped without an outcome (L2) is asked again after a short pause (so
+ *       its shard has noticed the stop), never the upstream.
+ *   <li>An ask unanswered for {@link #ASK_AGAIN} is sent again (a Join lost with a stopping
+ *       entity); the entity replaces the waiter's earlier registration, so nothing is counted
+ *       twice.
  *   <li>When the budget runs out the answer is {@link TimedOut}; the caller answers 504 or
  *       bypasses the cache, as the repository says.
  *   <li>A waiter whose client went away is answered {@link Cancelled} at once (C1) and its
@@ -21,6 +27,10 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
  * </ul>
  */
 public final class Waiters {
+  /** How long one ask may go unanswered before it is sent again. */
+  static final Duration ASK_AGAIN = Duration.ofSeconds(5);
+  private static final Duration FIRST_RETRY_PAUSE = Duration.ofMillis(20);
+  private static final Duration MAX_RETRY_PAUSE = Duration.ofMillis(500);
 
   /** What a waiter ends with. */
   public sealed interface Answer {}
@@ -34,7 +44,6 @@ public final class Waiters {
   private final ClusterSharding sharding;
   private final CancelRegistry cancels;
   private final Node node;
-
   public Waiters(ClusterSharding sharding, CancelRegistry cancels, Node node) {
     this.sharding = sharding;
     this.cancels = cancels;
@@ -61,40 +70,71 @@ public final class Waiters {
     });
     if (live) {
       long deadline = node.ticker().read() + node.policy(key.repo()).waiterBudget().toNanos();
-      ask(entity, key, token, deadline, result);
+      new Wait(entity, key, token, deadline, result).ask();
     }
     return result.whenComplete((answer, error) -> cancels.release(token));
   }
 
-  private void ask(EntityRef<FetchEntity.Command> entity, ArtifactKey key, long token, long deadline,
-      CompletableFuture<Answer> result) {
-    long remaining = deadline - node.ticker().read();
-    if (remaining <= 0) {
-      giveUp(entity, key, token, result);
-      return;
-    }
-    entity
-        .<FetchEntity.Reply>ask(replyTo -> new FetchEntity.Join(key, token, replyTo), Duration.ofNanos(remaining))
-        .whenComplete((reply, error) -> {
-          if (result.isDone()) {
-            return;
-          }
-          if (error != null) {
-            giveUp(entity, key, token, result);
-          } else if (reply instanceof FetchEntity.Retry) {
-            node.metrics().fallthrough.labelValues(key.repo(), "entity-stopped").inc();
-            ask(entity, key, token, deadline, result);
-          } else {
-            result.complete(new Answered(reply));
-          }
-        });
-  }
+  /** One waiter's asks. */
+  private final class Wait {
+    final EntityRef<FetchEntity.Command> entity;
+    final ArtifactKey key;
+    final long token;
+    final long deadline;
+    final CompletableFuture<Answer> result;
+    Duration retryPause = FIRST_RETRY_PAUSE;
 
-  private void giveUp(EntityRef<FetchEntity.Command> entity, ArtifactKey key, long token,
-      CompletableFuture<Answer> result) {
-    if (result.complete(TimedOut.INSTANCE)) {
-      node.metrics().fallthrough.labelValues(key.repo(), "budget").inc();
-      entity.tell(new FetchEntity.Leave(token));
+    Wait(EntityRef<FetchEntity.Command> entity, ArtifactKey key, long token, long deadline,
+        CompletableFuture<Answer> result) {
+      this.entity = entity;
+      this.key = key;
+      this.token = token;
+      this.deadline = deadline;
+      this.result = result;
+    }
+
+    void ask() {
+      if (result.isDone()) {
+        return;
+      }
+      long remaining = deadline - node.ticker().read();
+      if (remaining <= 0) {
+        giveUp();
+        return;
+      }
+      Duration timeout = Duration.ofNanos(Math.min(remaining, ASK_AGAIN.toNanos()));
+      entity
+          .<FetchEntity.Reply>ask(replyTo -> new FetchEntity.Join(key, token, replyTo), timeout)
+          .whenComplete((reply, error) -> {
+            if (result.isDone()) {
+              return;
+            }
+            if (error != null) {
+              if (error instanceof TimeoutException || error.getCause() instanceof TimeoutException) {
+                ask(); // unanswered: ask again, or give up once the budget is spent
+              } else {
+                giveUp();
+              }
+            } else if (reply instanceof FetchEntity.Retry) {
+              node.metrics().fallthrough.labelValues(key.repo(), "entity-stopped").inc();
+              Duration pause = retryPause;
+              retryPause = pause.multipliedBy(2).compareTo(MAX_RETRY_PAUSE) > 0 ? MAX_RETRY_PAUSE : pause.multipliedBy(2);
+              CompletableFuture.delayedExecutor(pause.toMillis(), TimeUnit.MILLISECONDS, node.io())
+                  .execute(this::ask);
+            } else {
+              result.complete(new Answered(reply));
+            }
+          });
+    }
+
+    void giveUp() {
+      if (result.isDone()) {
+        return;
+      }
+      node.metrics().fallthrough.labelValues(key.repo(), "budget").inc(); // counted before the answer is seen
+      if (result.complete(TimedOut.INSTANCE)) {
+        entity.tell(new FetchEntity.Leave(token));
+      }
     }
   }
 }

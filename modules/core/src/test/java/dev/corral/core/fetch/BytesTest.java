@@ -186,6 +186,26 @@ class BytesTest extends EntityTestBase {
     assertEquals(body, stays.all.get(WAIT.toMillis(), TimeUnit.MILLISECONDS));
   }
 
+  @Test
+  void b2_aReaderThatStartsAfterTheDownloadEndedReadsTheCommittedBytes() throws Exception {
+    // B2/B3: a waiter told to stream a download that has meanwhile ended and let go of its file
+    // still gets the exact, committed bytes, never an aborted stream.
+    String repo = repo(withInlineLimit(1024));
+    String u = url("late-reader");
+    ArtifactKey key = ArtifactKey.of(repo, u);
+    ByteString body = bytes(4 * LARGE, 9);
+    HeldBody held = new HeldBody(body);
+    upstream.on(u, r -> CompletableFuture.completedFuture(held.response()));
+    FetchEntity.Streaming streaming = reply(ask(key), FetchEntity.Streaming.class);
+    GrowingBlob blob = node.downloads().find(streaming.downloadId()).orElseThrow();
+    held.end();
+    awaitAssert(() -> assertEquals(0, blob.references()));
+
+    ByteString late = blob.reader().runWith(Sink.fold(ByteString.emptyByteString(), ByteString::concat), kit.system())
+        .toCompletableFuture().get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+    assertEquals(body, late);
+  }
+
   // ---- helpers --------------------------------------------------------------------------------
 
   private void assertVerifiedAndStored(Digest expected, ByteString bytes) throws Exception {

@@ -94,6 +94,27 @@ class LifecycleTest extends EntityTestBase {
     assertEquals(body, node.store().readAll(reply(ask(key), FetchEntity.Stored.class).artifact()));
   }
 
+  @Test
+  void l2_anEntityThatStopsByItselfMidFetchLosesNoWaiter() throws Exception {
+    // L2 + W3: an entity that stops on its own (not through its shard: a crash, a failed write,
+    // a stop message) answers Retry; the waiters' asks must reach its successor, not be lost as
+    // dead letters while the shard has not yet noticed the stop (W4: nothing is stranded).
+    String repo = repo(withBudget(Duration.ofSeconds(8)));
+    String u = url("self-stopped");
+    ArtifactKey key = ArtifactKey.of(repo, u);
+    upstream.hold(u);
+    List<CompletableFuture<Waiters.Answer>> answers = ask(key, 3);
+    barrier(key);
+
+    ByteString body = ByteString.fromString("after a self-stop");
+    upstream.serve(u, body);
+    sharding.entityRefFor(FetchEntity.TYPE_KEY, key.id()).tell(FetchEntity.Stop.INSTANCE);
+    for (CompletableFuture<Waiters.Answer> a : answers) {
+      assertEquals(body, reply(a, FetchEntity.Body.class).bytes());
+    }
+    assertEquals(2, upstream.count(u));
+  }
+
   /**
    * Stops the key's entity the way its shard does (passivation, hand-off): the shard sends it the
    * stop message and buffers what arrives for it meanwhile. This is what the entity's own
