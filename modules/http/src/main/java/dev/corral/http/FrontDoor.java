@@ -4,6 +4,7 @@ import dev.corral.core.ArtifactKey;
 import dev.corral.core.fetch.FetchEntity;
 import dev.corral.core.fetch.FetchEntity.Via;
 import dev.corral.core.fetch.FetchPolicy;
+import dev.corral.core.fetch.GrowingBlob;
 import dev.corral.core.fetch.Node;
 import dev.corral.core.fetch.Waiters;
 import dev.corral.core.store.StoredArtifact;
@@ -24,6 +25,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.http.javadsl.Http;
@@ -39,6 +41,7 @@ import org.apache.pekko.http.javadsl.model.headers.RawHeader;
 import org.apache.pekko.stream.Materializer;
 import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -185,7 +188,11 @@ public final class FrontDoor {
     if (reply instanceof FetchEntity.Streaming s) {
       var growing = node.downloads().find(s.downloadId());
       if (growing.isPresent()) {
-        return done(count(repo, s.via(), responses.streaming(s.via(), s.status(), s.headers(), s.length(), growing.get().reader())));
+        // The download may end between finding it and this response's stream starting: the
+        // reader then fails before any byte, and the committed bytes are served instead.
+        Source<ByteString, NotUsed> body = growing.get().reader()
+            .recoverWithRetries(1, GrowingBlob.Closed.class, () -> committed(key, s.length()));
+        return done(count(repo, s.via(), responses.streaming(s.via(), s.status(), s.headers(), s.length(), body)));
       }
       // The download ended between the reply and now: serve what it committed, if anything.
       Optional<StoredArtifact> stored = node.store().lookup(key);
@@ -203,6 +210,15 @@ public final class FrontDoor {
       return done(count(repo, "error", text(f.status(), f.reason())));
     }
     return done(count(repo, "error", text(502, "unexpected answer: " + reply.getClass().getSimpleName())));
+  }
+
+  /** The whole of a key's committed bytes, or a failed stream (an aborted response) if there are none. */
+  private Source<ByteString, NotUsed> committed(ArtifactKey key, long length) {
+    Optional<StoredArtifact> stored = node.store().lookup(key);
+    if (stored.isPresent() && stored.get().size() == length) {
+      return node.store().read(stored.get(), 0, length);
+    }
+    return Source.failed(new IOException("the download ended before this response started and nothing was committed"));
   }
 
   /** The budget ran out and the repository allows it: one direct, uncached fetch for this client. */

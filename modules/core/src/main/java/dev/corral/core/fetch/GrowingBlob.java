@@ -29,6 +29,16 @@ import org.apache.pekko.util.ByteString;
 public final class GrowingBlob {
   private static final int CHUNK = 64 * 1024;
 
+  /**
+   * A reader started after the download was over (its channel closed): it read nothing. The
+   * bytes are then committed to the store if the download succeeded.
+   */
+  public static final class Closed extends IOException {
+    Closed() {
+      super("download already closed");
+    }
+  }
+
   private final long total;
   private final FileChannel channel;
   private final Executor io;
@@ -110,7 +120,7 @@ public final class GrowingBlob {
     if (pos < 0) {
       synchronized (lock) {
         if (readers == 0) {
-          return CompletableFuture.failedFuture(new IOException("download already closed"));
+          return CompletableFuture.failedFuture(new Closed());
         }
         readers++;
       }
