@@ -41,6 +41,7 @@ import org.apache.pekko.http.javadsl.model.headers.RawHeader;
 import org.apache.pekko.stream.Materializer;
 import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -229,6 +230,7 @@ public final class FrontDoor {
     if (reply instanceof FetchEntity.Streaming s) {
       var growing = node.downloads().find(s.downloadId());
       if (growing.isPresent()) {
+        // A reader that starts after the download ended reads the committed bytes (GrowingBlob).
         return done(count(repo, s.via(), responses.streaming(s.via(), s.status(), s.headers(), s.length(), growing.get().reader())));
       }
       // The download ended between the reply and now: serve what it committed, if anything.

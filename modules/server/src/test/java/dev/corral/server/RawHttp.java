@@ -180,6 +180,12 @@ final class RawHttp implements AutoCloseable {
     }
   }
 
+  /** Aborts the connection with a TCP reset (RST) instead of an orderly close (FIN). */
+  void reset() throws IOException {
+    socket.setSoLinger(true, 0);
+    socket.close();
+  }
+
   @Override
   public void close() throws IOException {
     socket.close();

@@ -1,0 +1,54 @@
+package dev.corral.server;
+
+import static dev.corral.server.TestNode.xCache;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import dev.corral.http.upstream.FakeUpstream;
+import java.net.http.HttpClient;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * SEMANTICS L3 and F3 across a restart: a node closed and started again on the same data
+ * directory, with the same repository URL, serves what is on its disk without asking the
+ * upstream (both a small body and one above the inline limit).
+ */
+class RestartHttpTest {
+
+  @Test
+  void aRestartedNodeServesItsDiskWithoutAskingTheUpstream(@TempDir Path dir) throws Exception {
+    byte[] small = TestNode.bytes(2048, 31);
+    byte[] large = TestNode.bytes(256 * 1024, 32);
+    try (FakeUpstream upstream = new FakeUpstream((exchange, n) -> {
+      exchange.getResponseHeaders().add("Content-Type", "application/x-test");
+      exchange.getResponseHeaders().add("ETag", "\"r1\"");
+      FakeUpstream.send(exchange, 200, exchange.getRequestURI().getPath().endsWith("large.bin") ? large : small);
+    })) {
+      String config = "corral.repos.up.inline-limit = 64KiB";
+      HttpClient client = TestNode.client();
+      try (CorralServer first = TestNode.start(dir, upstream.url("/"), config)) {
+        assertEquals("MISS", xCache(TestNode.get(client, first, "/up/r/small.bin")));
+        assertEquals("MISS", xCache(TestNode.get(client, first, "/up/r/large.bin")));
+        assertEquals("HIT", xCache(TestNode.get(client, first, "/up/r/small.bin")));
+      }
+      assertEquals(2, upstream.requests());
+
+      try (CorralServer second = TestNode.start(dir, upstream.url("/"), config)) {
+        HttpResponse<byte[]> r = TestNode.get(client, second, "/up/r/small.bin");
+        assertEquals(200, r.statusCode());
+        assertEquals("HIT", xCache(r));
+        assertArrayEquals(small, r.body());
+        assertEquals("\"r1\"", r.headers().firstValue("ETag").orElse(null));
+        assertEquals("application/x-test", r.headers().firstValue("Content-Type").orElse(null));
+        HttpResponse<byte[]> l = TestNode.get(client, second, "/up/r/large.bin");
+        assertEquals(200, l.statusCode());
+        assertEquals("HIT", xCache(l));
+        assertArrayEquals(large, l.body());
+        assertEquals(2, upstream.requests(), "the restarted node did not ask the upstream");
+      }
+    }
+  }
+}
