@@ -4,7 +4,19 @@ package dev.corral.server;
 public final class Main {
   private Main() {}
 
+  /**
+   * Pekko's Java APIs hand out Scala-backed CompletionStages whose callbacks always run "async"
+   * on the common pool; on a machine with 2 cores that pool has one thread and the JDK then
+   * starts a new thread per callback, which made every waiter of a shared fetch wait for its own
+   * thread start (tens of ms for 50 waiters). Set before anything touches the pool.
+   */
+  static final String COMMON_POOL_PARALLELISM = "java.util.concurrent.ForkJoinPool.common.parallelism";
+
   public static void main(String[] args) {
+    if (System.getProperty(COMMON_POOL_PARALLELISM) == null) {
+      System.setProperty(COMMON_POOL_PARALLELISM,
+          String.valueOf(Math.max(4, Runtime.getRuntime().availableProcessors())));
+    }
     Cli.Command command = Cli.parse(args, System.getenv());
     if (command instanceof Cli.Help h) {
       System.out.println(h.text());
