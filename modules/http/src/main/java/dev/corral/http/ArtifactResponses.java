@@ -2,6 +2,7 @@ package dev.corral.http;
 
 import dev.corral.core.fetch.FetchEntity.Via;
 import dev.corral.core.store.ArtifactStore;
+import dev.corral.core.store.HotBlobs;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
 import java.io.IOException;
@@ -35,10 +36,12 @@ final class ArtifactResponses {
       List.of("etag", "last-modified", "cache-control", "content-disposition", "expires", "content-language");
 
   private final ArtifactStore store;
+  private final HotBlobs hot;
   private final Executor io;
 
-  ArtifactResponses(ArtifactStore store, Executor io) {
+  ArtifactResponses(ArtifactStore store, HotBlobs hot, Executor io) {
     this.store = store;
+    this.hot = hot;
     this.io = io;
   }
 
@@ -63,9 +66,10 @@ final class ArtifactResponses {
   }
 
   /**
-   * Stored artifacts up to this size are read whole and their SHA-256 verified on every hit (a
-   * few microseconds); larger ones stream from disk in bounded memory, checked by size only, so
-   * that a warm hit of a large artifact costs no hashing.
+   * Small stored artifacts are read whole and their SHA-256 verified before they are served, then
+   * kept in {@link HotBlobs} (up to 1 MiB each); with the memory cache off, up to this size. Larger
+   * ones stream from disk in bounded memory, checked by size only, so that a warm hit of a large
+   * artifact costs no hashing.
    */
   static final long VERIFIED_READ_LIMIT = 64 * 1024;
 
@@ -81,10 +85,16 @@ final class ArtifactResponses {
     if (conditional.isPresent()) {
       return CompletableFuture.completedFuture(conditional);
     }
-    if (size <= VERIFIED_READ_LIMIT) {
+    Optional<ByteString> inMemory = hot.get(artifact.sha256());
+    if (inMemory.isPresent()) {
+      return CompletableFuture.completedFuture(Optional.of(bytes(request, via, 200, headers, inMemory.get())));
+    }
+    if (size <= VERIFIED_READ_LIMIT || hot.fits(size)) {
       return CompletableFuture.supplyAsync(() -> {
         try {
-          return Optional.of(bytes(request, via, 200, headers, store.readAll(artifact)));
+          ByteString verified = store.readAll(artifact);
+          hot.put(artifact.sha256(), verified);
+          return Optional.of(bytes(request, via, 200, headers, verified));
         } catch (IOException e) {
           return Optional.<HttpResponse>empty();
         }

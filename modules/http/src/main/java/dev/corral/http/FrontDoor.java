@@ -74,7 +74,7 @@ public final class FrontDoor {
     this.waiters = waiters;
     this.repos = Map.copyOf(repos);
     this.adminToken = adminToken;
-    this.responses = new ArtifactResponses(node.store(), node.io());
+    this.responses = new ArtifactResponses(node.store(), node.hot(), node.io());
   }
 
   /** Binds and serves; each connection gets its own flow so its closing cancels its waiters. */

@@ -11,6 +11,7 @@ import dev.corral.core.fetch.FetchPolicy;
 import dev.corral.core.fetch.Node;
 import dev.corral.core.fetch.Waiters;
 import dev.corral.core.store.DiskStore;
+import dev.corral.core.store.HotBlobs;
 import dev.corral.http.FrontDoor;
 import dev.corral.http.repo.GenericRepository;
 import dev.corral.http.repo.Repository;
@@ -93,7 +94,7 @@ public final class CorralServer implements AutoCloseable {
         repos.put(r.name(), new GenericRepository(r.name(), r.url()));
       }
       HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams);
-      Node node = new Node(store, upstream, metrics,
+      Node node = new Node(store, new HotBlobs(settings.memoryCacheBytes()), upstream, metrics,
           name -> policies.getOrDefault(name, FetchPolicy.defaults()), Ticker.systemTicker(), io);
       FetchEntity.init(system, node, ENTITY_IDLE);
       CancelRegistry cancels = new CancelRegistry(Ticker.systemTicker(), settings.tombstoneTtl(), 100_000);

@@ -16,6 +16,7 @@ import java.util.Optional;
  * and {@link RepoSetting}.
  *
  * @param maxSizeBytes the most the store may hold
+ * @param memoryCacheBytes heap for the most used small artifacts (0: none)
  * @param adminToken the admin token file's contents, trimmed; never shown by {@link #toString()}
  * @param publicBaseUrl how clients reach this node, when set
  * @param repos sorted by name; may be empty (then {@link #warnings()} says so)
@@ -29,6 +30,7 @@ public record CorralSettings(
     int httpPort,
     Path dataDir,
     long maxSizeBytes,
+    long memoryCacheBytes,
     Optional<String> adminToken,
     Optional<URI> publicBaseUrl,
     Duration drainTimeout,

@@ -24,6 +24,8 @@ public enum Setting {
       "Directory holding the cached artifacts"),
   MAX_SIZE("--max-size", "corral.max-size", "CORRAL_MAX_SIZE", "SIZE",
       "Most the store may hold: bytes, or with KiB, MiB, GiB, TiB"),
+  MEMORY_CACHE_SIZE("--memory-cache-size", "corral.memory-cache-size", "CORRAL_MEMORY_CACHE_SIZE", "SIZE",
+      "Heap kept for the most used small artifacts (up to 1 MiB each), served without disk reads"),
   REPO("--repo", "corral.repos", "CORRAL_REPOS", "NAME=TYPE:URL",
       "A repository to cache; repeat the flag for more. TYPE: generic (npm, maven, pypi, go"
           + " later). In the environment a comma- or space-separated list. In HOCON"

@@ -115,6 +115,7 @@ final class SettingsReader {
       String dataDirPath = path(Setting.DATA_DIR);
       Path dataDir = SettingSources.path(text(dataDirPath), label(dataDirPath));
       long maxSize = size(path(Setting.MAX_SIZE), 1);
+      long memoryCacheSize = size(path(Setting.MEMORY_CACHE_SIZE), 0);
       String tokenPath = path(Setting.ADMIN_TOKEN_FILE);
       Optional<String> adminToken =
           optionalText(tokenPath)
@@ -130,7 +131,7 @@ final class SettingsReader {
         warnings.add("no repositories configured (--repo NAME=TYPE:URL): every request will get 404");
       }
       return new CorralSettings(
-          host, port, dataDir, maxSize, adminToken, publicBaseUrl, drainTimeout, tombstoneTtl,
+          host, port, dataDir, maxSize, memoryCacheSize, adminToken, publicBaseUrl, drainTimeout, tombstoneTtl,
           repos, config, warnings);
     });
   }

@@ -176,7 +176,9 @@ final class Fetch {
         return new Outcome.Stored(artifact);
       }
       if (fitsInline) {
-        return new Outcome.Body(200, headers, memory.result().compact(), artifact);
+        ByteString bytes = memory.result().compact();
+        node.hot().put(artifact.sha256(), bytes); // verified: hashed as it arrived
+        return new Outcome.Body(200, headers, bytes, artifact);
       }
       return new Outcome.Stored(artifact);
     } catch (IOException e) {

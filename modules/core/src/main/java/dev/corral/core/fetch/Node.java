@@ -3,6 +3,7 @@ package dev.corral.core.fetch;
 import com.github.benmanes.caffeine.cache.Ticker;
 import dev.corral.core.Metrics;
 import dev.corral.core.store.ArtifactStore;
+import dev.corral.core.store.HotBlobs;
 import dev.corral.core.upstream.Upstream;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -23,6 +24,7 @@ public final class Node {
   private final Ticker ticker;
   private final Executor io;
   private final Downloads downloads = new Downloads();
+  private final HotBlobs hot;
   private final Map<String, Semaphore> orphanSlots = new ConcurrentHashMap<>();
 
   /**
@@ -35,6 +37,19 @@ public final class Node {
       Function<String, FetchPolicy> policies,
       Ticker ticker,
       Executor io) {
+    this(store, new HotBlobs(0), upstream, metrics, policies, ticker, io);
+  }
+
+  /** @param hot the verified bytes of the most used small blobs, shared by hits and fetches */
+  public Node(
+      ArtifactStore store,
+      HotBlobs hot,
+      Upstream upstream,
+      Metrics metrics,
+      Function<String, FetchPolicy> policies,
+      Ticker ticker,
+      Executor io) {
+    this.hot = hot;
     this.store = store;
     this.upstream = upstream;
     this.metrics = metrics;
@@ -65,6 +80,10 @@ public final class Node {
 
   public Executor io() {
     return io;
+  }
+
+  public HotBlobs hot() {
+    return hot;
   }
 
   public Downloads downloads() {
