@@ -1,5 +1,7 @@
 package dev.corral.server;
 
+import static dev.corral.server.TestNode.ok;
+import static dev.corral.server.TestNode.await;
 import static dev.corral.server.TestNode.xCache;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -54,17 +56,6 @@ class CancellationHttpTest {
       server.close();
     }
     upstream.close();
-  }
-
-  private static void ok(HttpExchange exchange, byte[] body) throws IOException {
-    exchange.getResponseHeaders().add("Content-Type", "application/x-test");
-    FakeUpstream.send(exchange, 200, body);
-  }
-
-  private static void await(CountDownLatch latch) throws InterruptedException {
-    if (!latch.await(20, TimeUnit.SECONDS)) {
-      throw new AssertionError("latch not released");
-    }
   }
 
   /** Waiters registered on the node beyond those of earlier tests (none, when they pass). */

@@ -1,5 +1,6 @@
 package dev.corral.server;
 
+import static dev.corral.server.TestNode.await;
 import static dev.corral.server.TestNode.xCache;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -70,12 +71,6 @@ class CoalescingHttpTest {
     exchange.getResponseHeaders().add("ETag", etag);
     exchange.getResponseHeaders().add("Last-Modified", "Tue, 01 Dec 2026 10:00:00 GMT");
     FakeUpstream.send(exchange, 200, body);
-  }
-
-  private static void await(CountDownLatch latch) throws InterruptedException {
-    if (!latch.await(20, TimeUnit.SECONDS)) {
-      throw new AssertionError("latch not released");
-    }
   }
 
   /** Waits until {@code n} waiters of this node are registered (each waits on a fetch). */

@@ -1,5 +1,7 @@
 package dev.corral.server;
 
+import static dev.corral.server.TestNode.ok;
+import static dev.corral.server.TestNode.await;
 import static dev.corral.server.TestNode.xCache;
 import static java.nio.charset.StandardCharsets.ISO_8859_1;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -90,17 +92,6 @@ class FailureHttpTest {
     }
     upstream.close();
     raw.close();
-  }
-
-  private static void ok(HttpExchange exchange, byte[] body) throws IOException {
-    exchange.getResponseHeaders().add("Content-Type", "application/x-test");
-    FakeUpstream.send(exchange, 200, body);
-  }
-
-  private static void await(CountDownLatch latch) throws InterruptedException {
-    if (!latch.await(20, TimeUnit.SECONDS)) {
-      throw new AssertionError("latch not released");
-    }
   }
 
   private void waitersRegistered(int n) {

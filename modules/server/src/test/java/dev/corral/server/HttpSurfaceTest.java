@@ -1,5 +1,6 @@
 package dev.corral.server;
 
+import static dev.corral.server.TestNode.await;
 import static dev.corral.server.TestNode.xCache;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -98,12 +99,6 @@ class HttpSurfaceTest {
     exchange.getResponseHeaders().add("ETag", etag);
     exchange.getResponseHeaders().add("Last-Modified", LAST_MODIFIED);
     FakeUpstream.send(exchange, 200, body);
-  }
-
-  private static void await(CountDownLatch latch) throws InterruptedException {
-    if (!latch.await(20, TimeUnit.SECONDS)) {
-      throw new AssertionError("latch not released");
-    }
   }
 
   private HttpResponse<byte[]> get(String target, String... headers) {

@@ -102,4 +102,17 @@ final class TestNode {
     new java.util.Random(seed).nextBytes(b);
     return b;
   }
+
+  /** A 200 with the body and a Content-Type of its own, from a fake upstream's handler. */
+  static void ok(com.sun.net.httpserver.HttpExchange exchange, byte[] body) throws java.io.IOException {
+    exchange.getResponseHeaders().add("Content-Type", "application/x-test");
+    dev.corral.http.upstream.FakeUpstream.send(exchange, 200, body);
+  }
+
+  /** Waits for a latch the test's fake upstream counts down, failing after 20 s. */
+  static void await(java.util.concurrent.CountDownLatch latch) throws InterruptedException {
+    if (!latch.await(20, java.util.concurrent.TimeUnit.SECONDS)) {
+      throw new AssertionError("latch not released");
+    }
+  }
 }
