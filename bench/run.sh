@@ -7,7 +7,7 @@
 # and apt-get; Varnish is optional). Starts a counting fake origin (bench/origin.py),
 # then each target in turn on free ports of 127.0.0.1, runs the scenarios
 # (bench/scenarios.py) against it and stops it. Corral is skipped, with a message,
-# when ./corral is missing or does not say "listening on http://HOST:PORT" in 120 s.
+# when ./corral is missing or does not say "listening on http://<host>:<port>" in 120 s.
 #
 # Writes bench/results/<UTC timestamp>.json and prints a markdown table with
 # ratios Corral/nginx and Corral/Varnish.
@@ -219,9 +219,9 @@ bench_corral() {
   if ! line=$(wait_line "$log" 'listening on http://[^ :]+:[0-9]+' "$CORRAL_START_TIMEOUT" "$pid"); then
     tail -n 30 "$log" >&2 || true
     if kill -0 "$pid" 2>/dev/null; then
-      skip corral "./corral serve did not report 'listening on http://HOST:PORT' within $CORRAL_START_TIMEOUT s (log: last lines above)"
+      skip corral "./corral serve did not report 'listening on http://<host>:<port>' within $CORRAL_START_TIMEOUT s (log: last lines above)"
     else
-      skip corral "./corral serve exited before reporting 'listening on http://HOST:PORT' (log: last lines above)"
+      skip corral "./corral serve exited before reporting 'listening on http://<host>:<port>' (log: last lines above)"
     fi
     stop_group "$pid"
     return

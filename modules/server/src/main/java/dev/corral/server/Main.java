@@ -29,7 +29,7 @@ public final class Main {
     CorralSettings settings = ((Cli.Serve) command).settings();
     settings.warnings().forEach(w -> System.err.println("corral: warning: " + w));
     try {
-      CorralServer.start(settings); // logs "listening on http://HOST:PORT"
+      CorralServer.start(settings); // logs "listening on http://<host>:<port>"
     } catch (SettingsException e) {
       System.err.println("corral: " + e.getMessage());
       System.exit(2);

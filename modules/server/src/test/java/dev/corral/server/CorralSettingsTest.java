@@ -382,9 +382,9 @@ class CorralSettingsTest {
 
   @Test
   void badRepoNameNamesTheFlagValue() {
-    assertEquals("--repo \"Bad=generic:http://x\": name must match [a-z0-9][a-z0-9._-]*",
-        fails("--repo", "Bad=generic:http://x").getMessage());
-    assertEquals("--repo \"-a=generic:http://x\"", fails("--repo", "-a=generic:http://x").setting());
+    assertEquals("--repo \"Bad=generic:http://x.invalid\": name must match [a-z0-9][a-z0-9._-]*",
+        fails("--repo", "Bad=generic:http://x.invalid").getMessage());
+    assertEquals("--repo \"-a=generic:http://x.invalid\"", fails("--repo", "-a=generic:http://x.invalid").setting());
   }
 
   @Test
