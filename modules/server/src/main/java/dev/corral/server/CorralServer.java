@@ -8,6 +8,7 @@ import dev.corral.core.CancelRegistry;
 import dev.corral.core.Metrics;
 import dev.corral.core.fetch.FetchEntity;
 import dev.corral.core.fetch.FetchPolicy;
+import dev.corral.core.fetch.KeyRecords;
 import dev.corral.core.fetch.Node;
 import dev.corral.core.fetch.Waiters;
 import dev.corral.core.store.DiskStore;
@@ -94,7 +95,7 @@ public final class CorralServer implements AutoCloseable {
         repos.put(r.name(), new GenericRepository(r.name(), r.url()));
       }
       HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams);
-      Node node = new Node(store, new HotBlobs(settings.memoryCacheBytes()), upstream, metrics,
+      Node node = new Node(store, new HotBlobs(settings.memoryCacheBytes()), KeyRecords.of(system), upstream, metrics,
           name -> policies.getOrDefault(name, FetchPolicy.defaults()), Ticker.systemTicker(), io);
       FetchEntity.init(system, node, ENTITY_IDLE);
       CancelRegistry cancels = new CancelRegistry(Ticker.systemTicker(), settings.tombstoneTtl(), 100_000);

@@ -13,16 +13,14 @@ import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.Receive;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.persistence.typed.PersistenceId;
-import org.apache.pekko.persistence.typed.state.javadsl.CommandHandlerWithReply;
-import org.apache.pekko.persistence.typed.state.javadsl.DurableStateBehaviorWithEnforcedReplies;
-import org.apache.pekko.persistence.typed.state.javadsl.ReplyEffect;
-import org.apache.pekko.persistence.typed.state.javadsl.SignalHandler;
 import org.apache.pekko.util.ByteString;
 
 /**
@@ -36,10 +34,12 @@ import org.apache.pekko.util.ByteString;
  * any reason, every remaining waiter is told to ask again (L2).
  *
  * <p>The persisted record (durable state: what is cached for the key, not a history of fetches)
- * is the truth about the key; the node's store is the truth about the node's bytes (L3).
+ * is the truth about the key; the node's store is the truth about the node's bytes (L3). The
+ * entity writes it through {@link KeyRecords} after each fetch and never waits for it: a plain
+ * behavior rather than a {@code DurableStateBehavior}, so that a new key's first request does not
+ * wait for a database read, and a database outage never holds up an answer.
  */
-public final class FetchEntity
-    extends DurableStateBehaviorWithEnforcedReplies<FetchEntity.Command, FetchEntity.Record> {
+public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
 
   public static final EntityTypeKey<Command> TYPE_KEY = EntityTypeKey.create(Command.class, "Fetch");
 
@@ -64,6 +64,8 @@ public final class FetchEntity
   private record HeadersKnown(long fetchId, Outcome.Streaming outcome) implements Command {}
 
   private record Finished(long fetchId, Outcome outcome, long startedNanos) implements Command {}
+
+  private record RecordWritten(long revision, Throwable failure) implements Command {}
 
   /** How an answer relates to the upstream, for the {@code X-Cache} header. */
   public enum Via { MISS, COALESCED, HIT, NEGATIVE }
@@ -124,6 +126,7 @@ public final class FetchEntity
   private final Duration idleTimeout;
   private final ActorRef<ClusterSharding.ShardCommand> shard;
   private final ActorContext<Command> ctx;
+  private final KeyRecords.Writer record;
 
   /** The fetch in flight and its waiters; null when there is none (F4). */
   private Flight flight;
@@ -152,62 +155,57 @@ public final class FetchEntity
 
   private FetchEntity(String entityId, Node node, Duration idleTimeout,
       ActorRef<ClusterSharding.ShardCommand> shard, ActorContext<Command> ctx) {
-    super(PersistenceId.of(TYPE_KEY.name(), entityId));
+    super(ctx);
     this.node = node;
+    this.record = node.records().writer(PersistenceId.of(TYPE_KEY.name(), entityId).id());
     this.idleTimeout = idleTimeout;
     this.shard = shard;
     this.ctx = ctx;
   }
 
   @Override
-  public Record emptyState() {
-    return Record.EMPTY;
-  }
-
-  @Override
-  public CommandHandlerWithReply<Command, Record> commandHandler() {
-    return newCommandHandlerWithReplyBuilder()
-        .forAnyState()
-        .onCommand(Join.class, this::onJoin)
-        .onCommand(Leave.class, this::onLeave)
-        .onCommand(HeadersKnown.class, this::onHeadersKnown)
-        .onCommand(Finished.class, this::onFinished)
-        .onCommand(Purge.class, this::onPurge)
-        .onCommand(Idle.class, this::onIdle)
-        .onCommand(Stop.class, (state, cmd) -> Effect().stop().thenNoReply())
+  public Receive<Command> createReceive() {
+    return newReceiveBuilder()
+        .onMessage(Join.class, this::onJoin)
+        .onMessage(Leave.class, this::onLeave)
+        .onMessage(HeadersKnown.class, this::onHeadersKnown)
+        .onMessage(Finished.class, this::onFinished)
+        .onMessage(RecordWritten.class, this::onRecordWritten)
+        .onMessage(Purge.class, this::onPurge)
+        .onMessage(Idle.class, this::onIdle)
+        .onMessage(Stop.class, stop -> Behaviors.stopped())
+        .onSignal(PostStop.class, signal -> {
+          onStopped();
+          return this;
+        })
         .build();
   }
 
-  @Override
-  public SignalHandler<Record> signalHandler() {
-    return newSignalHandlerBuilder().onSignal(PostStop.instance(), state -> onStopped()).build();
-  }
-
-  private ReplyEffect<Record> onJoin(Record state, Join join) {
+  private Behavior<Command> onJoin(Join join) {
     if (notFound != null && node.ticker().read() - notFoundUntil < 0) {
-      return Effect().reply(join.replyTo(), notFound.toReply(Via.NEGATIVE));
+      return reply(join.replyTo(), notFound.toReply(Via.NEGATIVE));
     }
     notFound = null;
     if (flight != null) {
       if (flight.streaming != null) {
-        return Effect().reply(join.replyTo(), flight.streaming.toReply(Via.COALESCED));
+        return reply(join.replyTo(), flight.streaming.toReply(Via.COALESCED));
       }
       if (flight.waiters.size() >= node.policy(join.key().repo()).maxWaiters()) {
-        return Effect().reply(join.replyTo(), new Failed(503, "too many requests waiting for this artifact"));
+        return reply(join.replyTo(), new Failed(503, "too many requests waiting for this artifact"));
       }
       // A waiter that asks again (its earlier ask went unanswered) replaces its registration.
       flight.waiters.removeIf(w -> w.token() == join.token());
       flight.waiters.add(new Waiter(join.token(), join.replyTo()));
-      return Effect().noReply();
+      return this;
     }
     // F2: another path may have committed the bytes in the gap; a record whose bytes are
     // missing or corrupt is not found by lookup, so it is fetched again.
     Optional<StoredArtifact> stored = node.store().lookup(join.key());
     if (stored.isPresent()) {
-      return Effect().reply(join.replyTo(), new Stored(Via.HIT, stored.get()));
+      return reply(join.replyTo(), new Stored(Via.HIT, stored.get()));
     }
     startFetch(join);
-    return Effect().noReply();
+    return this;
   }
 
   private void startFetch(Join join) {
@@ -225,21 +223,21 @@ public final class FetchEntity
         outcome -> self.tell(new Finished(id, outcome, started)));
   }
 
-  private ReplyEffect<Record> onHeadersKnown(Record state, HeadersKnown msg) {
+  private Behavior<Command> onHeadersKnown(HeadersKnown msg) {
     if (flight == null || flight.id != msg.fetchId()) {
-      return Effect().noReply();
+      return this;
     }
     flight.streaming = msg.outcome();
     for (Waiter w : flight.waiters) {
       w.replyTo().tell(msg.outcome().toReply(via(w)));
     }
     flight.waiters.clear();
-    return Effect().noReply();
+    return this;
   }
 
-  private ReplyEffect<Record> onFinished(Record state, Finished msg) {
+  private Behavior<Command> onFinished(Finished msg) {
     if (flight == null || flight.id != msg.fetchId()) {
-      return Effect().noReply();
+      return this;
     }
     Flight done = flight;
     flight = null; // F4: no in-flight state survives the fetch
@@ -266,9 +264,10 @@ public final class FetchEntity
     // a failing database write (which stops the entity) can never strand them (W4).
     answer(done, outcome);
     if (committed == null) {
-      return Effect().noReply();
+      return this;
     }
-    return Effect().persist(new Record(committed)).thenNoReply();
+    record.write(new Record(committed), ctx.getSelf(), RecordWritten::new);
+    return this;
   }
 
   private void answer(Flight done, Outcome outcome) {
@@ -285,9 +284,9 @@ public final class FetchEntity
     return w.token() == f.leaderToken ? Via.MISS : Via.COALESCED;
   }
 
-  private ReplyEffect<Record> onLeave(Record state, Leave leave) {
+  private Behavior<Command> onLeave(Leave leave) {
     if (flight == null) {
-      return Effect().noReply();
+      return this;
     }
     boolean removed = flight.waiters.removeIf(w -> w.token() == leave.token());
     if (removed && flight.waiters.isEmpty() && flight.streaming == null && !flight.orphanSlot) {
@@ -298,19 +297,31 @@ public final class FetchEntity
         flight.fetch.abort("every waiter left and the repository's orphan fetch slots are full");
       }
     }
-    return Effect().noReply();
+    return this;
   }
 
-  private ReplyEffect<Record> onPurge(Record state, Purge purge) {
+  private Behavior<Command> onPurge(Purge purge) {
     notFound = null;
-    return Effect().persist(Record.EMPTY).thenReply(purge.replyTo(), s -> Done.getInstance());
+    record.write(Record.EMPTY, ctx.getSelf(), RecordWritten::new);
+    purge.replyTo().tell(Done.getInstance());
+    return this;
   }
 
-  private ReplyEffect<Record> onIdle(Record state, Idle idle) {
-    if (flight == null) {
+  private Behavior<Command> onIdle(Idle idle) {
+    if (flight == null && !record.writing()) {
       shard.tell(new ClusterSharding.Passivate<>(ctx.getSelf()));
     }
-    return Effect().noReply();
+    return this;
+  }
+
+  private Behavior<Command> onRecordWritten(RecordWritten written) {
+    record.written(written.revision(), written.failure(), ctx.getSelf(), RecordWritten::new);
+    return this;
+  }
+
+  private <T> Behavior<Command> reply(ActorRef<T> to, T message) {
+    to.tell(message);
+    return this;
   }
 
   /** L2: however the entity stops, nobody is left waiting. */

@@ -25,31 +25,27 @@ public final class Node {
   private final Executor io;
   private final Downloads downloads = new Downloads();
   private final HotBlobs hot;
+  private final KeyRecords records;
   private final Map<String, Semaphore> orphanSlots = new ConcurrentHashMap<>();
 
   /**
    * @param io an executor for blocking file work (the actor system's blocking-io dispatcher)
    */
-  public Node(
-      ArtifactStore store,
-      Upstream upstream,
-      Metrics metrics,
-      Function<String, FetchPolicy> policies,
-      Ticker ticker,
-      Executor io) {
-    this(store, new HotBlobs(0), upstream, metrics, policies, ticker, io);
-  }
-
-  /** @param hot the verified bytes of the most used small blobs, shared by hits and fetches */
+  /**
+   * @param hot the verified bytes of the most used small blobs, shared by hits and fetches
+   * @param records where the fetch entities write each key's record
+   */
   public Node(
       ArtifactStore store,
       HotBlobs hot,
+      KeyRecords records,
       Upstream upstream,
       Metrics metrics,
       Function<String, FetchPolicy> policies,
       Ticker ticker,
       Executor io) {
     this.hot = hot;
+    this.records = records;
     this.store = store;
     this.upstream = upstream;
     this.metrics = metrics;
@@ -80,6 +76,10 @@ public final class Node {
 
   public Executor io() {
     return io;
+  }
+
+  public KeyRecords records() {
+    return records;
   }
 
   public HotBlobs hot() {

@@ -8,6 +8,7 @@ import com.typesafe.config.ConfigFactory;
 import dev.corral.core.ArtifactKey;
 import dev.corral.core.CancelRegistry;
 import dev.corral.core.Metrics;
+import dev.corral.core.store.HotBlobs;
 import dev.corral.core.store.DiskStore;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -77,7 +78,7 @@ abstract class EntityTestBase {
     cluster.manager().tell(Join.create(cluster.selfMember().address()));
     dataDir = Files.createTempDirectory("corral-" + getClass().getSimpleName());
     store = new FaultyStore(DiskStore.open(dataDir, 1L << 30, Clock.systemUTC()));
-    node = new Node(store, upstream, new Metrics(),
+    node = new Node(store, new HotBlobs(0), KeyRecords.of(kit.system()), upstream, new Metrics(),
         r -> policies.getOrDefault(r, FetchPolicy.defaults()), ticker,
         kit.system().dispatchers().lookup(DispatcherSelector.blocking()));
     FetchEntity.init(kit.system(), node, idleTimeout());

@@ -1,0 +1,140 @@
+package dev.corral.core.fetch;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.corral.core.store.StoredArtifact;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.persistence.state.javadsl.DurableStateUpdateStore;
+import org.apache.pekko.persistence.state.javadsl.GetObjectResult;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * The key records are written off the request path (SEMANTICS L3: the record is the truth about
+ * the key): one write in flight per key, the newest record queued behind it, the revision read
+ * once, and a failed write never lost for the next one.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class KeyRecordsTest {
+  private final ActorTestKit kit = ActorTestKit.create("KeyRecordsTest");
+
+  @AfterAll
+  void stop() {
+    kit.shutdownTestKit();
+  }
+
+  record Written(long revision, Throwable failure) {}
+
+  /** A durable state store whose answers the test gives one by one. */
+  static final class HeldStore implements DurableStateUpdateStore<FetchEntity.Record> {
+    final ConcurrentLinkedQueue<CompletableFuture<GetObjectResult<FetchEntity.Record>>> reads = new ConcurrentLinkedQueue<>();
+    final ConcurrentLinkedQueue<Object[]> upserts = new ConcurrentLinkedQueue<>();
+    final ConcurrentLinkedQueue<CompletableFuture<Done>> upsertResults = new ConcurrentLinkedQueue<>();
+
+    @Override
+    public CompletionStage<GetObjectResult<FetchEntity.Record>> getObject(String persistenceId) {
+      CompletableFuture<GetObjectResult<FetchEntity.Record>> f = new CompletableFuture<>();
+      reads.add(f);
+      return f;
+    }
+
+    @Override
+    public CompletionStage<Done> upsertObject(String persistenceId, long revision, FetchEntity.Record value, String tag) {
+      CompletableFuture<Done> f = new CompletableFuture<>();
+      upserts.add(new Object[] {revision, value});
+      upsertResults.add(f);
+      return f;
+    }
+
+    @Override
+    public CompletionStage<Done> deleteObject(String persistenceId) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public CompletionStage<Done> deleteObject(String persistenceId, long revision) {
+      throw new UnsupportedOperationException();
+    }
+  }
+
+  private static FetchEntity.Record record(String sha) {
+    return new FetchEntity.Record(new StoredArtifact("id", "key", sha, 1, List.of(), 0));
+  }
+
+  @Test
+  void theRevisionIsReadOnceAndWritesFollowIt() {
+    HeldStore store = new HeldStore();
+    KeyRecords.Writer writer = new KeyRecords(store).writer("Fetch|k");
+    TestProbe<Written> self = kit.createTestProbe();
+
+    writer.write(record("a"), self.ref(), Written::new);
+    assertTrue(writer.writing());
+    store.reads.poll().complete(new GetObjectResult<>(Optional.empty(), 4));
+    self.awaitAssert(() -> { assertEquals(1, store.upserts.size()); return null; });
+    assertEquals(5L, store.upserts.poll()[0]);
+    store.upsertResults.poll().complete(Done.getInstance());
+    Written w = self.receiveMessage();
+    writer.written(w.revision(), w.failure(), self.ref(), Written::new);
+    assertFalse(writer.writing());
+
+    writer.write(record("b"), self.ref(), Written::new);
+    assertTrue(store.reads.isEmpty(), "the known revision is not read again");
+    assertEquals(6L, store.upserts.poll()[0]);
+  }
+
+  @Test
+  void onlyTheNewestRecordQueuedBehindAWriteIsWritten() {
+    HeldStore store = new HeldStore();
+    KeyRecords.Writer writer = new KeyRecords(store).writer("Fetch|q");
+    TestProbe<Written> self = kit.createTestProbe();
+
+    writer.write(record("first"), self.ref(), Written::new);
+    writer.write(record("second"), self.ref(), Written::new);
+    writer.write(record("third"), self.ref(), Written::new);
+    store.reads.poll().complete(new GetObjectResult<>(Optional.empty(), 0));
+    self.awaitAssert(() -> { assertEquals(1, store.upserts.size()); return null; });
+    assertEquals("first", ((FetchEntity.Record) store.upserts.poll()[1]).cached().sha256());
+    store.upsertResults.poll().complete(Done.getInstance());
+    Written w = self.receiveMessage();
+    writer.written(w.revision(), w.failure(), self.ref(), Written::new);
+
+    Object[] next = store.upserts.poll();
+    assertNotNull(next, "the queued record is written when the first write ends");
+    assertEquals(2L, next[0]);
+    assertEquals("third", ((FetchEntity.Record) next[1]).cached().sha256());
+    assertNull(store.upserts.poll());
+  }
+
+  @Test
+  void aFailedWriteReadsTheRevisionAgainBeforeTheNext() {
+    HeldStore store = new HeldStore();
+    KeyRecords.Writer writer = new KeyRecords(store).writer("Fetch|f");
+    TestProbe<Written> self = kit.createTestProbe();
+
+    writer.write(record("a"), self.ref(), Written::new);
+    store.reads.poll().completeExceptionally(new IllegalStateException("database down"));
+    Written failed = self.receiveMessage(Duration.ofSeconds(5));
+    assertNotNull(failed.failure());
+    writer.written(failed.revision(), failed.failure(), self.ref(), Written::new);
+    assertFalse(writer.writing());
+
+    writer.write(record("b"), self.ref(), Written::new);
+    assertEquals(1, store.reads.size(), "the revision is read again");
+    store.reads.poll().complete(new GetObjectResult<>(Optional.of(record("old")), 7));
+    self.awaitAssert(() -> { assertEquals(1, store.upserts.size()); return null; });
+    assertEquals(8L, store.upserts.poll()[0]);
+  }
+}
