@@ -31,6 +31,7 @@ import org.apache.pekko.util.ByteString;
  * with 304 and a single {@code Range} with 206, with an exact {@code Content-Length}.
  */
 final class ArtifactResponses {
+  private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(ArtifactResponses.class);
   /** Headers replayed to clients; Content-Type goes on the entity. */
   private static final List<String> REPLAYED =
       List.of("etag", "last-modified", "cache-control", "content-disposition", "expires", "content-language");
@@ -96,6 +97,7 @@ final class ArtifactResponses {
           hot.put(artifact.sha256(), verified);
           return Optional.of(bytes(request, via, 200, headers, verified));
         } catch (IOException e) {
+          log.warn("stored bytes of {} unusable, fetching again: {}", artifact.key(), e.toString());
           return Optional.<HttpResponse>empty();
         }
       }, io);

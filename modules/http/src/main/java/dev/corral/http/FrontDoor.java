@@ -146,16 +146,16 @@ public final class FrontDoor {
         return CompletableFuture.completedFuture(admin(request, raw));
       }
       if (draining.get()) {
-        return CompletableFuture.completedFuture(text(503, "this node is stopping")
-            .addHeader(RawHeader.create("Connection", "close")));
+        return done(count("", "error", text(503, "this node is stopping")
+            .addHeader(RawHeader.create("Connection", "close"))));
       }
       return artifact(request, raw).exceptionally(e -> {
         log.error("request {} failed", raw, e);
-        return text(500, "internal error");
+        return count("", "error", text(500, "internal error"));
       });
     } catch (RuntimeException e) {
       log.error("request failed", e);
-      return CompletableFuture.completedFuture(text(500, "internal error"));
+      return done(count("", "error", text(500, "internal error")));
     }
   }
 
@@ -163,7 +163,7 @@ public final class FrontDoor {
 
   private CompletionStage<HttpResponse> artifact(HttpRequest request, String raw) {
     if (request.method() != HttpMethods.GET && request.method() != HttpMethods.HEAD) {
-      return done(count("", "rejected", text(405, "only GET and HEAD are served")
+      return done(count("", "error", text(405, "only GET and HEAD are served")
           .addHeader(RawHeader.create("Allow", "GET, HEAD"))));
     }
     RequestPath parsed = RequestPath.parse(withoutQuery(raw), true);
@@ -275,6 +275,7 @@ public final class FrontDoor {
         .exceptionally(e -> {
           Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
           boolean timeout = t instanceof UpstreamException u && u.isTimeout();
+          log.warn("bypass fetch of {} failed: {}", key, t.toString());
           return count(repo, "error", text(timeout ? 504 : 502, "upstream error: " + t.getMessage()));
         });
   }
@@ -345,7 +346,12 @@ public final class FrontDoor {
     }
     ClusterSharding.get(system)
         .entityRefFor(FetchEntity.TYPE_KEY, key.get().id())
-        .ask(FetchEntity.Purge::new, Duration.ofSeconds(10));
+        .ask(FetchEntity.Purge::new, Duration.ofSeconds(10))
+        .whenComplete((done, e) -> {
+          if (e != null) {
+            log.warn("purge of {} reached this node's store but not its entity: {}", key.get(), e.toString());
+          }
+        });
     return held ? text(200, "purged") : text(404, "not cached");
   }
 

@@ -101,18 +101,22 @@ final class Fetch {
     List<Header> headers = kept(response.headers());
     long length = response.contentLength().orElse(-1);
     long inlineLimit = node.policy(key.repo()).inlineLimit();
-    BlobWriter writer;
+    BlobWriter opened = null;
     GrowingBlob growing = null;
     try {
-      writer = node.store().newBlob(key.expected() == null ? null : key.expected().jcaName());
+      opened = node.store().newBlob(key.expected() == null ? null : key.expected().jcaName());
       if (length > inlineLimit) {
-        growing = new GrowingBlob(writer.tempFile(), length, node.io());
+        growing = new GrowingBlob(opened.tempFile(), length, node.io());
         node.downloads().put(downloadId, growing);
       }
     } catch (IOException e) {
       response.body().runWith(Sink.cancelled(), system);
+      if (opened != null) {
+        opened.close(); // no temp file left behind
+      }
       return CompletableFuture.failedFuture(e);
     }
+    final BlobWriter writer = opened;
     if (growing != null) {
       onStreaming.accept(new Outcome.Streaming(200, headers, length, downloadId));
     }
@@ -190,6 +194,7 @@ final class Fetch {
   private Outcome failure(Throwable error) {
     Throwable e = unwrap(error);
     if (e instanceof UpstreamException u) {
+      log.warn("fetch of {} failed: {}", key, u.getMessage());
       return u.isTimeout()
           ? new Outcome.Failed(504, "upstream timed out: " + u.getMessage())
           : new Outcome.Failed(502, "upstream error: " + u.getMessage());

@@ -131,6 +131,8 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
   /** The fetch in flight and its waiters; null when there is none (F4). */
   private Flight flight;
   private long fetchIds;
+  /** Passivation was asked for: no new fetch may start in this incarnation. */
+  private boolean passivating;
   /** A remembered upstream not-found and its expiry (ticker nanos). */
   private Outcome.NotFound notFound;
   private long notFoundUntil;
@@ -182,6 +184,11 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
   }
 
   private Behavior<Command> onJoin(Join join) {
+    if (passivating) {
+      // The shard is stopping this entity: a fetch started now would be aborted by the stop.
+      // Asked again, the shard holds the Join for the next incarnation.
+      return reply(join.replyTo(), new Retry("the fetch entity is passivating"));
+    }
     if (notFound != null && node.ticker().read() - notFoundUntil < 0) {
       return reply(join.replyTo(), notFound.toReply(Via.NEGATIVE));
     }
@@ -294,7 +301,13 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
       if (node.tryTakeOrphanSlot(flight.key.repo())) {
         flight.orphanSlot = true;
       } else {
-        flight.fetch.abort("every waiter left and the repository's orphan fetch slots are full");
+        // Nobody waits and no slot is free: the fetch is aborted and forgotten at once, so that
+        // a request arriving meanwhile starts a fresh fetch instead of joining a dead one.
+        Flight aborted = flight;
+        flight = null;
+        aborted.fetch.abort("every waiter left and the repository's orphan fetch slots are full");
+        node.metrics().inflightFetches.labelValues(aborted.key.repo()).dec();
+        ctx.setReceiveTimeout(idleTimeout, Idle.INSTANCE);
       }
     }
     return this;
@@ -309,6 +322,7 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
 
   private Behavior<Command> onIdle(Idle idle) {
     if (flight == null && !record.writing()) {
+      passivating = true;
       shard.tell(new ClusterSharding.Passivate<>(ctx.getSelf()));
     }
     return this;

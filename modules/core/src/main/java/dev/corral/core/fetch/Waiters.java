@@ -103,9 +103,15 @@ public final class Waiters {
         return;
       }
       Duration timeout = Duration.ofNanos(Math.min(remaining, ASK_AGAIN.toNanos()));
-      entity
-          .<FetchEntity.Reply>ask(replyTo -> new FetchEntity.Join(key, token, replyTo), timeout)
-          .whenComplete((reply, error) -> {
+      CompletionStage<FetchEntity.Reply> asked =
+          entity.ask(replyTo -> new FetchEntity.Join(key, token, replyTo), timeout);
+      if (result.isDone()) {
+        // Cancelled while the Join was sent: its Leave may have overtaken the Join, so send one
+        // more after it (same sender, same order).
+        entity.tell(new FetchEntity.Leave(token));
+        return;
+      }
+      asked.whenComplete((reply, error) -> {
             if (result.isDone()) {
               return;
             }
@@ -131,8 +137,8 @@ public final class Waiters {
       if (result.isDone()) {
         return;
       }
-      node.metrics().fallthrough.labelValues(key.repo(), "budget").inc(); // counted before the answer is seen
       if (result.complete(TimedOut.INSTANCE)) {
+        node.metrics().fallthrough.labelValues(key.repo(), "budget").inc();
         entity.tell(new FetchEntity.Leave(token));
       }
     }

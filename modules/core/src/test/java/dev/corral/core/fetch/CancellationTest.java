@@ -119,6 +119,26 @@ class CancellationTest extends EntityTestBase {
   }
 
   @Test
+  void c3_aRequestAfterAnAbortedFetchStartsAFreshOneInsteadOfJoiningIt() throws Exception {
+    // C3 + W2: the aborted fetch is forgotten at once; a later request must not join it (it
+    // would get the abort's 502, or wait out its budget), but fetch again.
+    String repo = repo(withMaxOrphans(0));
+    String u = url("after-abort");
+    ArtifactKey key = ArtifactKey.of(repo, u);
+    upstream.hold(u); // the first fetch never gets its headers
+    long a = waiters.cancels().reserve();
+    waiters.await(key, a);
+    barrier(key);
+    waiters.cancels().cancel(a);
+    barrier(key);
+
+    ByteString body = ByteString.fromString("fetched again");
+    upstream.serve(u, body);
+    assertEquals(body, reply(ask(key), FetchEntity.Body.class).bytes());
+    assertEquals(2, upstream.count(u));
+  }
+
+  @Test
   void c3_orphanSlotsAreBoundedAndGivenBack() {
     // C3: how many such waiter-less fetches may run per upstream is bounded.
     String repo = repo(withMaxOrphans(1));

@@ -157,7 +157,11 @@ public final class HttpUpstream implements Upstream {
       }
     }
     out.add(HttpHeader.parse("User-Agent", USER_AGENT));
-    out.add(HttpHeader.parse("Accept-Encoding", "gzip"));
+    // identity: a compressed transfer hides the body's length until it ends, and the exact
+    // length is what lets waiters stream a large body while it downloads (SEMANTICS B2) and
+    // stops their budget once the headers are in (W3). Artifacts are compressed already. A gzip
+    // answer sent anyway is still decoded below.
+    out.add(HttpHeader.parse("Accept-Encoding", "identity"));
     return List.copyOf(out);
   }
 
@@ -245,7 +249,11 @@ public final class HttpUpstream implements Upstream {
                 if (error != null) {
                   bounded.completeExceptionally(error);
                 } else if (!bounded.complete(response)) {
-                  response.discardEntityBytes(system); // too late: nobody will read it
+                  // Too late: nobody will read it. Drained, not cancelled: a cancelled entity
+                  // made Pekko's pool fail the next request queued on that connection. (For a
+                  // large artifact this downloads it once more; it happens only after a
+                  // first-byte timeout.)
+                  response.discardEntityBytes(system);
                 }
               });
       return bounded;

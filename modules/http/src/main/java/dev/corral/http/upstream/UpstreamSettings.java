@@ -64,7 +64,9 @@ public record UpstreamSettings(
 
   /** The pool queue that goes with {@code maxConnections}: the power of two >= 4 times it. */
   public static int openRequestsFor(int maxConnections) {
-    int wanted = Math.max(1, maxConnections) * 4;
+    // The pool fails (does not queue) requests beyond this, so distinct keys past it would get
+    // 502s: keep the queue deep, at least 1024, and a power of two as Pekko requires.
+    int wanted = Math.max(1024, Math.max(1, maxConnections) * 4);
     return Integer.highestOneBit(wanted - 1) << 1;
   }
 

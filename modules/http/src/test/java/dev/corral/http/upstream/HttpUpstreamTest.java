@@ -149,7 +149,7 @@ class HttpUpstreamTest {
     assertTrue(response.header("Keep-Alive").isEmpty());
     assertEquals(1, up.requests());
     assertEquals("corral/0.1", up.last().header("User-Agent"));
-    assertEquals("gzip", up.last().header("Accept-Encoding"));
+    assertEquals("identity", up.last().header("Accept-Encoding"));
     assertEquals("\"v0\"", up.last().header("If-None-Match"));
     assertNull(up.last().header("Authorization"));
     assertEquals(1.0, attempts("200"));
@@ -486,7 +486,7 @@ class HttpUpstreamTest {
     ConnectionPoolSettings pool = HttpUpstream.poolSettings(system, UpstreamSettings.DEFAULTS);
 
     assertEquals(64, pool.getMaxConnections());
-    assertEquals(256, pool.getMaxOpenRequests());
+    assertEquals(1024, pool.getMaxOpenRequests());
     assertEquals(0, pool.getMaxRetries());
     assertEquals(Duration.ofSeconds(5),
         Duration.ofNanos(pool.getConnectionSettings().getConnectingTimeout().toNanos()));

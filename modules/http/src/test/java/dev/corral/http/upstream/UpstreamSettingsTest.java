@@ -26,16 +26,18 @@ class UpstreamSettingsTest {
     assertEquals(Duration.ofSeconds(1), d.retryBackoff());
     assertEquals(5, d.maxRedirects());
     assertEquals(64, d.maxConnections());
-    assertEquals(256, d.maxOpenRequests());
+    assertEquals(1024, d.maxOpenRequests());
     assertEquals(Optional.empty(), d.credential());
   }
 
   @Test
-  void poolQueueIsAPowerOfTwoAtLeastFourTimesTheConnections() {
-    assertEquals(4, UpstreamSettings.openRequestsFor(1));
-    assertEquals(256, UpstreamSettings.openRequestsFor(64));
-    assertEquals(512, UpstreamSettings.openRequestsFor(100));
-    assertEquals(512, UpstreamSettings.DEFAULTS.withMaxConnections(100).maxOpenRequests());
+  void poolQueueIsAPowerOfTwoOfAtLeast1024AndFourTimesTheConnections() {
+    assertEquals(1024, UpstreamSettings.openRequestsFor(1));
+    assertEquals(1024, UpstreamSettings.openRequestsFor(64));
+    assertEquals(1024, UpstreamSettings.openRequestsFor(256));
+    assertEquals(2048, UpstreamSettings.openRequestsFor(300));
+    assertEquals(1024, UpstreamSettings.DEFAULTS.withMaxConnections(100).maxOpenRequests());
+    assertEquals(4096, UpstreamSettings.DEFAULTS.withMaxConnections(1000).maxOpenRequests());
     assertThrows(IllegalArgumentException.class,
         () -> new UpstreamSettings(Duration.ofSeconds(1), Duration.ofSeconds(1), Duration.ofSeconds(1), 0,
             Duration.ZERO, 0, 64, 100, Optional.empty()));
