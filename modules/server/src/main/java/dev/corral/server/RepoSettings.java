@@ -68,9 +68,9 @@ public record RepoSettings(
     }
   }
 
-  /** The waiter budget when none is configured: twice the first-byte timeout plus 3 s. */
+  /** The waiter budget when none is configured: SEMANTICS W3's, from the core. */
   public static Duration defaultWaiterBudget(Duration firstByteTimeout) {
-    return firstByteTimeout.multipliedBy(2).plusSeconds(3);
+    return dev.corral.core.fetch.FetchPolicy.defaultBudget(firstByteTimeout);
   }
 
   public RepoSettings {

@@ -29,10 +29,6 @@ public final class Downloads {
     return Optional.ofNullable(running.get(id));
   }
 
-  public int size() {
-    return running.size();
-  }
-
   /** References held on the running downloads: one per download (its writer) plus one per reader. */
   public int references() {
     return running.values().stream().mapToInt(GrowingBlob::references).sum();
