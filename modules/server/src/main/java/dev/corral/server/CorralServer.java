@@ -14,6 +14,7 @@ import dev.corral.core.fetch.Waiters;
 import dev.corral.core.store.DiskStore;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.http.FrontDoor;
+import dev.corral.http.PublicBase;
 import dev.corral.http.repo.GenericRepository;
 import dev.corral.http.repo.Repository;
 import dev.corral.http.upstream.HttpUpstream;
@@ -100,7 +101,8 @@ public final class CorralServer implements AutoCloseable {
       FetchEntity.init(system, node, ENTITY_IDLE);
       CancelRegistry cancels = new CancelRegistry(Ticker.systemTicker(), settings.tombstoneTtl(), 100_000);
       Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node);
-      FrontDoor frontDoor = new FrontDoor(system, node, waiters, repos, settings.adminToken());
+      FrontDoor frontDoor = new FrontDoor(system, node, waiters, repos, settings.adminToken(),
+          new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()));
       ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort())
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
       CorralServer server = new CorralServer(system, frontDoor, binding, node, cancels);
