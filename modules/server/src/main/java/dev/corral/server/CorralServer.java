@@ -87,13 +87,9 @@ public final class CorralServer implements AutoCloseable {
       Map<String, FetchPolicy> policies = new HashMap<>();
       Map<String, Repository> repos = new LinkedHashMap<>();
       for (RepoSettings r : settings.repos()) {
-        if (!r.type().equals("generic")) {
-          throw new SettingsException("corral.repos." + r.name() + ".type",
-              r.type() + " is not served yet (only generic)");
-        }
         upstreams.put(r.name(), new RepoUpstream(r.url(), upstreamSettings(r)));
         policies.put(r.name(), policy(r));
-        repos.put(r.name(), new GenericRepository(r.name(), r.url()));
+        repos.put(r.name(), repository(r));
       }
       HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams);
       Node node = new Node(store, new HotBlobs(settings.memoryCacheBytes()), KeyRecords.of(system), upstream, metrics,
@@ -206,6 +202,15 @@ public final class CorralServer implements AutoCloseable {
         .withFallback(ConfigFactory.parseResources("corral-node.conf"))
         .withFallback(ConfigFactory.load())
         .resolve();
+  }
+
+  /** The adapter of a repository's type. */
+  static Repository repository(RepoSettings r) {
+    return switch (r.type()) {
+      case "generic" -> new GenericRepository(r.name(), r.url());
+      // one line per registry type
+      default -> throw new SettingsException("corral.repos." + r.name() + ".type", r.type() + " is not served yet");
+    };
   }
 
   static UpstreamSettings upstreamSettings(RepoSettings r) {
