@@ -16,6 +16,7 @@ import java.util.Optional;
  * @param waiterBudget as configured, or 2 x firstByteTimeout + 3 s
  * @param maxOrphanFetches fetches that keep running with no waiter left, at most
  * @param inlineLimitBytes bodies up to this size are answered only once complete
+ * @param sumdbUrl go repositories: the checksum database proxied under {@code sumdb/}, if any
  */
 public record RepoSettings(
     String name,
@@ -34,7 +35,8 @@ public record RepoSettings(
     int maxWaiters,
     int maxOrphanFetches,
     long inlineLimitBytes,
-    Optional<Credential> credential) {
+    Optional<Credential> credential,
+    Optional<String> sumdbUrl) {
 
   /** Repository types the parser accepts. */
   public static final java.util.List<String> KNOWN_TYPES =
@@ -85,5 +87,6 @@ public record RepoSettings(
     Objects.requireNonNull(waiterBudget, "waiterBudget");
     Objects.requireNonNull(onBudgetExhausted, "onBudgetExhausted");
     Objects.requireNonNull(credential, "credential");
+    Objects.requireNonNull(sumdbUrl, "sumdbUrl");
   }
 }
