@@ -168,6 +168,11 @@ public final class CorralServer implements AutoCloseable {
     return node;
   }
 
+  /** The node's front door (tests drive {@link FrontDoor#serve} with keys of their own). */
+  FrontDoor frontDoor() {
+    return frontDoor;
+  }
+
   /** The node's cancel tokens: one registration per waiter currently waiting on a fetch. */
   public CancelRegistry cancels() {
     return cancels;
@@ -221,6 +226,7 @@ public final class CorralServer implements AutoCloseable {
 
   static FetchPolicy policy(RepoSettings r) {
     return new FetchPolicy(r.inlineLimitBytes(), r.negativeTtl(), r.waiterBudget(),
-        r.onBudgetExhausted() == RepoSettings.OnBudgetExhausted.BYPASS, r.maxWaiters(), r.maxOrphanFetches());
+        r.onBudgetExhausted() == RepoSettings.OnBudgetExhausted.BYPASS, r.maxWaiters(), r.maxOrphanFetches(),
+        r.metadataTtl(), r.maxStale());
   }
 }

@@ -257,7 +257,9 @@ final class SettingsReader {
         whole(field(name, RepoSetting.MAX_WAITERS), 1),
         whole(field(name, RepoSetting.MAX_ORPHAN_FETCHES), 0),
         size(field(name, RepoSetting.INLINE_LIMIT), 0),
-        credential(name));
+        credential(name),
+        duration(field(name, RepoSetting.METADATA_TTL), false),
+        duration(field(name, RepoSetting.MAX_STALE), false));
   }
 
   /** The repository's own path for the key if set there, else the repo-defaults path. */

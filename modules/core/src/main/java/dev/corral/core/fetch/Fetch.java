@@ -8,8 +8,11 @@ import dev.corral.core.upstream.UpstreamException;
 import dev.corral.core.upstream.UpstreamRequest;
 import dev.corral.core.upstream.UpstreamResponse;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -45,10 +48,17 @@ final class Fetch {
   private final ActorSystem<?> system;
   private final SharedKillSwitch kill;
   private final long downloadId;
+  /** The stored copy this fetch revalidates (a conditional GET), or null for a plain fetch. */
+  private final StoredArtifact revalidating;
 
-  private Fetch(Node node, ArtifactKey key, ActorSystem<?> system) {
+  /** Validators a 304 may update in the stored copy's headers (RFC 9111 4.3.4). */
+  private static final Set<String> REFRESHED_BY_304 =
+      Set.of("etag", "last-modified", "cache-control", "expires");
+
+  private Fetch(Node node, ArtifactKey key, StoredArtifact revalidating, ActorSystem<?> system) {
     this.node = node;
     this.key = key;
+    this.revalidating = revalidating;
     this.system = system;
     this.downloadId = node.downloads().nextId();
     this.kill = KillSwitches.shared("fetch-" + downloadId);
@@ -62,7 +72,17 @@ final class Fetch {
    */
   static Fetch start(Node node, ArtifactKey key, ActorSystem<?> system,
       Consumer<Outcome.Streaming> onStreaming, Consumer<Outcome> onDone) {
-    Fetch fetch = new Fetch(node, key, system);
+    return start(node, key, null, system, onStreaming, onDone);
+  }
+
+  /**
+   * Starts the download; when {@code revalidating} is given it is a conditional GET with that
+   * copy's validators: a 304 refreshes it in the store ({@link Outcome.Revalidated}), a 200
+   * replaces it, a 404/410 removes it.
+   */
+  static Fetch start(Node node, ArtifactKey key, StoredArtifact revalidating, ActorSystem<?> system,
+      Consumer<Outcome.Streaming> onStreaming, Consumer<Outcome> onDone) {
+    Fetch fetch = new Fetch(node, key, revalidating, system);
     CompletionStage<Outcome> done;
     try {
       done = fetch.run(onStreaming);
@@ -83,15 +103,52 @@ final class Fetch {
 
   private CompletionStage<Outcome> run(Consumer<Outcome.Streaming> onStreaming) {
     return node.upstream()
-        .get(UpstreamRequest.get(key.repo(), key.url()))
+        .get(new UpstreamRequest(key.repo(), key.url(), requestHeaders()))
         .thenCompose(response -> onResponse(response, onStreaming));
+  }
+
+  /** The variant's Accept header (K1: the variant is what Corral asks for) and any validators. */
+  private List<Header> requestHeaders() {
+    List<Header> headers = new ArrayList<>(2);
+    if (!key.variant().isEmpty()) {
+      headers.add(new Header("Accept", key.variant()));
+    }
+    if (revalidating != null) {
+      header(revalidating.headers(), "etag").ifPresent(v -> headers.add(new Header("If-None-Match", v)));
+      header(revalidating.headers(), "last-modified").ifPresent(v -> headers.add(new Header("If-Modified-Since", v)));
+    }
+    return headers;
+  }
+
+  private static Optional<String> header(List<Header> headers, String lowerCaseName) {
+    return headers.stream()
+        .filter(h -> h.name().toLowerCase(Locale.ROOT).equals(lowerCaseName))
+        .map(Header::value)
+        .findFirst();
   }
 
   private CompletionStage<Outcome> onResponse(UpstreamResponse response, Consumer<Outcome.Streaming> onStreaming) {
     int status = response.status();
     if (status == 404 || status == 410) {
       response.body().runWith(Sink.cancelled(), system);
-      return CompletableFuture.completedFuture(new Outcome.NotFound(status, kept(response.headers())));
+      Outcome.NotFound notFound = new Outcome.NotFound(status, kept(response.headers()));
+      if (revalidating != null) {
+        // The artifact is gone upstream: the stale copy must not be served again.
+        return CompletableFuture.supplyAsync(() -> {
+          try {
+            node.store().remove(key);
+          } catch (IOException e) {
+            throw new CompletionException(e);
+          }
+          return notFound;
+        }, node.io());
+      }
+      return CompletableFuture.completedFuture(notFound);
+    }
+    if (status == 304 && revalidating != null) {
+      response.body().runWith(Sink.cancelled(), system);
+      List<Header> headers = refreshed(revalidating.headers(), kept(response.headers()));
+      return CompletableFuture.supplyAsync(() -> touch(headers), node.io());
     }
     if (status != 200) {
       response.body().runWith(Sink.cancelled(), system);
@@ -188,6 +245,42 @@ final class Fetch {
     } catch (IOException e) {
       throw new CompletionException(e);
     }
+  }
+
+  /** A 304: the stored copy is current again from now. */
+  private Outcome touch(List<Header> headers) {
+    try {
+      Optional<StoredArtifact> touched = node.store().touch(key, headers, node.clock().millis());
+      // Empty when a commit or removal overtook this revalidation: serve what is there now.
+      Optional<StoredArtifact> current = touched.isPresent() ? touched : node.store().lookup(key);
+      return current.<Outcome>map(Outcome.Revalidated::new)
+          .orElseGet(() -> new Outcome.Failed(502, "the cached copy vanished while it was revalidated"));
+    } catch (IOException e) {
+      throw new CompletionException(e);
+    }
+  }
+
+  /** The stored headers with the validators a 304 sent replacing theirs. */
+  private static List<Header> refreshed(List<Header> stored, List<Header> fromNotModified) {
+    Set<String> replaced = new HashSet<>();
+    for (Header h : fromNotModified) {
+      String name = h.name().toLowerCase(Locale.ROOT);
+      if (REFRESHED_BY_304.contains(name)) {
+        replaced.add(name);
+      }
+    }
+    List<Header> out = new ArrayList<>();
+    for (Header h : stored) {
+      if (!replaced.contains(h.name().toLowerCase(Locale.ROOT))) {
+        out.add(h);
+      }
+    }
+    for (Header h : fromNotModified) {
+      if (replaced.contains(h.name().toLowerCase(Locale.ROOT))) {
+        out.add(h);
+      }
+    }
+    return out;
   }
 
   /** Maps any failure to the answer waiters get. */

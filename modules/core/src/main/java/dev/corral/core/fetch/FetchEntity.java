@@ -47,8 +47,18 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
 
   public sealed interface Command extends CborSerializable {}
 
-  /** A waiter asks for the key's outcome. {@code token} identifies it for {@link Leave}. */
-  public record Join(ArtifactKey key, long token, ActorRef<Reply> replyTo) implements Command {}
+  /**
+   * A waiter asks for the key's outcome. {@code token} identifies it for {@link Leave}.
+   * {@code mutable}: the key is metadata that changes upstream (a stored copy is served only
+   * while fresh, then revalidated); false for immutable artifacts, which are never revalidated.
+   */
+  public record Join(ArtifactKey key, long token, ActorRef<Reply> replyTo, boolean mutable)
+      implements Command {
+    /** An immutable artifact's Join. */
+    public Join(ArtifactKey key, long token, ActorRef<Reply> replyTo) {
+      this(key, token, replyTo, false);
+    }
+  }
 
   /** The waiter's client went away: forget its registration (C2). Never disturbs the others (C3). */
   public record Leave(long token) implements Command {}
@@ -68,7 +78,7 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
   private record RecordWritten(long revision, Throwable failure) implements Command {}
 
   /** How an answer relates to the upstream, for the {@code X-Cache} header. */
-  public enum Via { MISS, COALESCED, HIT, NEGATIVE }
+  public enum Via { MISS, COALESCED, HIT, NEGATIVE, STALE, REVALIDATED }
 
   /** What a waiter is told. */
   public sealed interface Reply extends CborSerializable {}
@@ -78,6 +88,13 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
 
   /** The bytes are committed in this node's store: serve them from there. */
   public record Stored(Via via, StoredArtifact artifact) implements Reply {}
+
+  /**
+   * A stale copy of mutable metadata, committed in this node's store, served at once while one
+   * revalidation runs ({@code X-Cache: STALE}). {@code revalidationFailed}: the last revalidation
+   * failed upstream, so this is the last good copy (stale-if-error).
+   */
+  public record Stale(StoredArtifact artifact, boolean revalidationFailed) implements Reply {}
 
   /** A large body that streams from {@link Downloads} while it downloads. */
   public record Streaming(Via via, int status, List<Header> headers, long length, long downloadId)
@@ -136,20 +153,32 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
   /** A remembered upstream not-found and its expiry (ticker nanos). */
   private Outcome.NotFound notFound;
   private long notFoundUntil;
+  /** The last revalidation failed upstream; stale answers say so until one succeeds. */
+  private boolean revalidationFailed;
+  /** After a failed revalidation, stale answers start no new one before this (ticker nanos). */
+  private long revalidateNotBefore;
+
+  /** The longest pause between revalidations after one failed (shorter when the TTL is). */
+  static final Duration REVALIDATION_RETRY = Duration.ofSeconds(30);
+  /** The leader token of a revalidation whose first request was answered STALE at once. */
+  private static final long NO_LEADER = Long.MIN_VALUE;
 
   private static final class Flight {
     final long id;
     final ArtifactKey key;
     final long leaderToken;
+    /** The stored copy this fetch revalidates, or null for a plain fetch. */
+    final StoredArtifact revalidating;
     final List<Waiter> waiters = new ArrayList<>();
     Fetch fetch;
     Outcome.Streaming streaming;
     boolean orphanSlot;
 
-    Flight(long id, ArtifactKey key, long leaderToken) {
+    Flight(long id, ArtifactKey key, long leaderToken, StoredArtifact revalidating) {
       this.id = id;
       this.key = key;
       this.leaderToken = leaderToken;
+      this.revalidating = revalidating;
     }
   }
 
@@ -194,6 +223,14 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
     }
     notFound = null;
     if (flight != null) {
+      if (flight.revalidating != null && join.mutable()) {
+        // Stale-while-revalidate: the one revalidation runs; a young enough copy is served now.
+        Optional<StoredArtifact> stale = node.store().lookup(join.key())
+            .filter(s -> node.policy(join.key().repo()).mayServeStale(s, node.clock().millis()));
+        if (stale.isPresent()) {
+          return reply(join.replyTo(), new Stale(stale.get(), revalidationFailed));
+        }
+      }
       if (flight.streaming != null) {
         return reply(join.replyTo(), flight.streaming.toReply(Via.COALESCED));
       }
@@ -209,23 +246,50 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
     // missing or corrupt is not found by lookup, so it is fetched again.
     Optional<StoredArtifact> stored = node.store().lookup(join.key());
     if (stored.isPresent()) {
-      return reply(join.replyTo(), new Stored(Via.HIT, stored.get()));
+      FetchPolicy policy = node.policy(join.key().repo());
+      if (!join.mutable() || policy.isFresh(stored.get(), node.clock().millis())) {
+        return reply(join.replyTo(), new Stored(Via.HIT, stored.get()));
+      }
+      return revalidate(join, stored.get(), policy);
     }
-    startFetch(join);
+    startFetch(join.key(), join, null);
     return this;
   }
 
-  private void startFetch(Join join) {
+  /**
+   * A stale copy of mutable metadata: one conditional fetch (the flight); a copy within
+   * max-stale is answered at once (STALE), an older one makes its request wait for the outcome.
+   */
+  private Behavior<Command> revalidate(Join join, StoredArtifact stored, FetchPolicy policy) {
+    if (!policy.mayServeStale(stored, node.clock().millis())) {
+      startFetch(join.key(), join, stored);
+      return this;
+    }
+    join.replyTo().tell(new Stale(stored, revalidationFailed));
+    if (!revalidationFailed || node.ticker().read() - revalidateNotBefore >= 0) {
+      startFetch(join.key(), null, stored);
+    }
+    return this;
+  }
+
+  /**
+   * @param leader the Join that waits for this fetch and is its MISS, or null (a revalidation
+   *     whose request was answered STALE)
+   * @param revalidating the stored copy a conditional fetch revalidates, or null
+   */
+  private void startFetch(ArtifactKey key, Join leader, StoredArtifact revalidating) {
     long id = ++fetchIds;
-    Flight f = new Flight(id, join.key(), join.token());
-    f.waiters.add(new Waiter(join.token(), join.replyTo()));
+    Flight f = new Flight(id, key, leader == null ? NO_LEADER : leader.token(), revalidating);
+    if (leader != null) {
+      f.waiters.add(new Waiter(leader.token(), leader.replyTo()));
+    }
     flight = f;
     ctx.cancelReceiveTimeout(); // L1: never passivate for idleness mid-fetch
-    String repo = join.key().repo();
+    String repo = key.repo();
     node.metrics().inflightFetches.labelValues(repo).inc();
     long started = node.ticker().read();
     ActorRef<Command> self = ctx.getSelf();
-    f.fetch = Fetch.start(node, join.key(), ctx.getSystem(),
+    f.fetch = Fetch.start(node, key, revalidating, ctx.getSystem(),
         streaming -> self.tell(new HeadersKnown(id, streaming)),
         outcome -> self.tell(new Finished(id, outcome, started)));
   }
@@ -261,16 +325,31 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
       notFound = nf;
       notFoundUntil = node.ticker().read() + node.policy(repo).negativeTtl().toNanos();
     }
+    if (done.revalidating != null) {
+      // Stale-if-error: the last good copy stays and is served (saying so) until one succeeds;
+      // stale answers start the next revalidation no sooner than a short pause.
+      revalidationFailed = outcome instanceof Outcome.Failed;
+      if (revalidationFailed) {
+        Duration ttl = node.policy(repo).metadataTtl();
+        Duration pause = ttl.compareTo(REVALIDATION_RETRY) < 0 ? ttl : REVALIDATION_RETRY;
+        revalidateNotBefore = node.ticker().read() + pause.toNanos();
+      }
+    }
     StoredArtifact committed = null;
     if (outcome instanceof Outcome.Body b) {
       committed = b.artifact();
     } else if (outcome instanceof Outcome.Stored s) {
       committed = s.artifact();
+    } else if (outcome instanceof Outcome.Revalidated r) {
+      committed = r.artifact();
     }
     // Waiters are answered first: the bytes are already committed to this node's store (F3), so
     // a failing database write (which stops the entity) can never strand them (W4).
     answer(done, outcome);
     if (committed == null) {
+      if (done.revalidating != null && outcome instanceof Outcome.NotFound) {
+        record.write(Record.EMPTY, ctx.getSelf(), RecordWritten::new); // gone upstream
+      }
       return this;
     }
     record.write(new Record(committed), ctx.getSelf(), RecordWritten::new);
@@ -279,7 +358,8 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
 
   private void answer(Flight done, Outcome outcome) {
     for (Waiter w : done.waiters) {
-      w.replyTo().tell(outcome.toReply(via(done, w)));
+      w.replyTo().tell(outcome.toReply(
+          outcome instanceof Outcome.Revalidated ? Via.REVALIDATED : via(done, w)));
     }
   }
 
@@ -315,6 +395,7 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
 
   private Behavior<Command> onPurge(Purge purge) {
     notFound = null;
+    revalidationFailed = false;
     record.write(Record.EMPTY, ctx.getSelf(), RecordWritten::new);
     purge.replyTo().tell(Done.getInstance());
     return this;

@@ -61,6 +61,15 @@ public final class Waiters {
    *     which cancels it when the client's connection closes; released here when the wait ends
    */
   public CompletionStage<Answer> await(ArtifactKey key, long token) {
+    return await(key, token, false);
+  }
+
+  /**
+   * Waits for the key's outcome.
+   *
+   * @param mutable the key is mutable metadata (see {@link FetchEntity.Join#mutable()})
+   */
+  public CompletionStage<Answer> await(ArtifactKey key, long token, boolean mutable) {
     EntityRef<FetchEntity.Command> entity = sharding.entityRefFor(FetchEntity.TYPE_KEY, key.id());
     CompletableFuture<Answer> result = new CompletableFuture<>();
     boolean live = cancels.register(token, () -> {
@@ -70,7 +79,7 @@ public final class Waiters {
     });
     if (live) {
       long deadline = node.ticker().read() + node.policy(key.repo()).waiterBudget().toNanos();
-      new Wait(entity, key, token, deadline, result).ask();
+      new Wait(entity, key, token, mutable, deadline, result).ask();
     }
     return result.whenComplete((answer, error) -> cancels.release(token));
   }
@@ -80,15 +89,17 @@ public final class Waiters {
     final EntityRef<FetchEntity.Command> entity;
     final ArtifactKey key;
     final long token;
+    final boolean mutable;
     final long deadline;
     final CompletableFuture<Answer> result;
     Duration retryPause = FIRST_RETRY_PAUSE;
 
-    Wait(EntityRef<FetchEntity.Command> entity, ArtifactKey key, long token, long deadline,
-        CompletableFuture<Answer> result) {
+    Wait(EntityRef<FetchEntity.Command> entity, ArtifactKey key, long token, boolean mutable,
+        long deadline, CompletableFuture<Answer> result) {
       this.entity = entity;
       this.key = key;
       this.token = token;
+      this.mutable = mutable;
       this.deadline = deadline;
       this.result = result;
     }
@@ -104,7 +115,7 @@ public final class Waiters {
       }
       Duration timeout = Duration.ofNanos(Math.min(remaining, ASK_AGAIN.toNanos()));
       CompletionStage<FetchEntity.Reply> asked =
-          entity.ask(replyTo -> new FetchEntity.Join(key, token, replyTo), timeout);
+          entity.ask(replyTo -> new FetchEntity.Join(key, token, replyTo, mutable), timeout);
       if (result.isDone()) {
         // Cancelled while the Join was sent: its Leave may have overtaken the Join, so send one
         // more after it (same sender, same order).
