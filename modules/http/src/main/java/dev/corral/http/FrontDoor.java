@@ -12,6 +12,7 @@ import dev.corral.core.upstream.UpstreamException;
 import dev.corral.core.upstream.UpstreamRequest;
 import dev.corral.http.repo.Lookup;
 import dev.corral.http.repo.RepoRequest;
+import dev.corral.http.peer.PeerEndpoint;
 import dev.corral.http.repo.Repository;
 import dev.corral.http.repo.Target;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
@@ -75,6 +76,7 @@ public final class FrontDoor {
   private final Optional<String> adminToken;
   private final ArtifactResponses responses;
   private final PublicBase publicBase;
+  private final PeerEndpoint peer;
   private final AtomicBoolean ready = new AtomicBoolean(false);
   private final AtomicBoolean draining = new AtomicBoolean(false);
   /** Response bodies being sent right now (streamed ones; strict bodies go out at once). */
@@ -102,6 +104,7 @@ public final class FrontDoor {
     this.repos = Map.copyOf(repos);
     this.adminToken = adminToken;
     this.responses = new ArtifactResponses(node.store(), node.hot(), node.io());
+    this.peer = new PeerEndpoint(node);
   }
 
   /** Binds and serves; each connection gets its own flow so its closing cancels its waiters. */
@@ -500,6 +503,9 @@ public final class FrontDoor {
     }
     if (get && path.equals("/-/metrics")) {
       return metrics();
+    }
+    if (path.startsWith(PeerEndpoint.PREFIX)) {
+      return peer.handle(request, path); // internal: other nodes copy bytes from here
     }
     if (path.startsWith("/-/cache/")) {
       if (request.method() != HttpMethods.DELETE) {

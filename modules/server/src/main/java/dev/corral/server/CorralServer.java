@@ -15,6 +15,7 @@ import dev.corral.core.store.DiskStore;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.http.FrontDoor;
 import dev.corral.http.PublicBase;
+import dev.corral.http.peer.HttpPeerBlobs;
 import dev.corral.http.repo.GenericRepository;
 import dev.corral.http.repo.Repository;
 import dev.corral.http.upstream.HttpUpstream;
@@ -60,9 +61,11 @@ public final class CorralServer implements AutoCloseable {
   private final ServerBinding binding;
   private final Node node;
   private final CancelRegistry cancels;
+  private final Waiters waiters;
 
   private CorralServer(ActorSystem<Void> system, FrontDoor frontDoor, ServerBinding binding, Node node,
-      CancelRegistry cancels) {
+      CancelRegistry cancels, Waiters waiters) {
+    this.waiters = waiters;
     this.system = system;
     this.frontDoor = frontDoor;
     this.binding = binding;
@@ -78,7 +81,9 @@ public final class CorralServer implements AutoCloseable {
     try {
       SchemaUtils.createIfNotExists(system).toCompletableFuture().get(60, TimeUnit.SECONDS);
       Cluster cluster = Cluster.get(system);
-      cluster.manager().tell(Join.create(cluster.selfMember().address()));
+      if (system.settings().config().getStringList("pekko.cluster.seed-nodes").isEmpty()) {
+        cluster.manager().tell(Join.create(cluster.selfMember().address()));
+      } // else Pekko joins the configured seed nodes by itself
 
       Metrics metrics = new Metrics();
       Executor io = system.dispatchers().lookup(DispatcherSelector.blocking());
@@ -96,12 +101,13 @@ public final class CorralServer implements AutoCloseable {
           name -> policies.getOrDefault(name, FetchPolicy.defaults()), Ticker.systemTicker(), io);
       FetchEntity.init(system, node, ENTITY_IDLE);
       CancelRegistry cancels = new CancelRegistry(Ticker.systemTicker(), settings.tombstoneTtl(), 100_000);
-      Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node);
+      Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node, system);
       FrontDoor frontDoor = new FrontDoor(system, node, waiters, repos, settings.adminToken(),
           new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()));
       ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort())
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
-      CorralServer server = new CorralServer(system, frontDoor, binding, node, cancels);
+      connectPeers(system, settings, node, store, binding.localAddress());
+      CorralServer server = new CorralServer(system, frontDoor, binding, node, cancels, waiters);
       server.drainOnShutdown(settings.drainTimeout(), settings.repos().stream().map(RepoSettings::name).toList());
       frontDoor.ready(true);
       InetSocketAddress a = binding.localAddress();
@@ -111,6 +117,30 @@ public final class CorralServer implements AutoCloseable {
       system.terminate();
       throw e;
     }
+  }
+
+  /**
+   * Lets this node exchange bytes with the other nodes: its peer URL (where its internal peer
+   * endpoint is reached, listed in key records as a holder), the client that reads other nodes'
+   * endpoints, and the largest body sent inside a reply (half of Artery's large frame, so no reply
+   * can ever exceed it). Evictions tell the key's entity that this node no longer holds the bytes.
+   */
+  private static void connectPeers(ActorSystem<?> system, CorralSettings settings, Node node, DiskStore store,
+      InetSocketAddress bound) {
+    Config config = system.settings().config();
+    String host = settings.httpHost();
+    if (host.isEmpty() || host.equals("0.0.0.0") || host.equals("::") || host.equals("[::]")) {
+      host = config.getString("pekko.remote.artery.canonical.hostname"); // how peers reach this node
+    }
+    if (host.contains(":") && !host.startsWith("[")) {
+      host = "[" + host + "]";
+    }
+    String selfUrl = "http://" + host + ":" + bound.getPort();
+    long frame = config.getBytes("pekko.remote.artery.advanced.maximum-large-frame-size");
+    node.peering(new Node.Peering(selfUrl, new HttpPeerBlobs(system), frame / 2));
+    ClusterSharding sharding = ClusterSharding.get(system);
+    store.onEvicted(keyId -> sharding.entityRefFor(FetchEntity.TYPE_KEY, keyId).tell(new FetchEntity.Dropped(selfUrl)));
+    log.info("peer endpoint for other nodes: {}/-/peer/ (internal: firewall it to the cluster's nodes)", selfUrl);
   }
 
   /**
@@ -171,6 +201,11 @@ public final class CorralServer implements AutoCloseable {
   /** The node's front door (tests drive {@link FrontDoor#serve} with keys of their own). */
   FrontDoor frontDoor() {
     return frontDoor;
+  }
+
+  /** The node's waiting side (joins sent to entities, for tests). */
+  public Waiters waiters() {
+    return waiters;
   }
 
   /** The node's cancel tokens: one registration per waiter currently waiting on a fetch. */

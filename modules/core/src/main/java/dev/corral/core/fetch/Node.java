@@ -30,6 +30,19 @@ public final class Node {
   private final HotBlobs hot;
   private final KeyRecords records;
   private final Map<String, Semaphore> orphanSlots = new ConcurrentHashMap<>();
+  private volatile Peering peering;
+
+  /**
+   * How this node exchanges bytes with the other nodes of its cluster.
+   *
+   * @param selfUrl this node's peer base URL ({@code http://host:port} of its HTTP server), which
+   *     the key records list as a holder and replies to other nodes point at
+   * @param client reads other nodes' blobs and downloads
+   * @param inlineLimit the largest body sent inside a reply to another node; it must fit Artery's
+   *     {@code maximum-large-frame-size} with room for the headers. Larger bodies are read from
+   *     the holder's peer endpoint.
+   */
+  public record Peering(String selfUrl, PeerBlobs client, long inlineLimit) {}
 
   /**
    * @param io an executor for blocking file work (the actor system's blocking-io dispatcher)
@@ -110,6 +123,16 @@ public final class Node {
 
   public HotBlobs hot() {
     return hot;
+  }
+
+  /** Set once the node's HTTP server is bound (its address is part of {@link Peering#selfUrl}). */
+  public void peering(Peering value) {
+    this.peering = value;
+  }
+
+  /** Null on a node that exchanges no bytes with peers (a test node, or before the bind). */
+  public Peering peering() {
+    return peering;
   }
 
   public Downloads downloads() {

@@ -53,4 +53,11 @@ sealed interface Outcome {
       return new FetchEntity.Failed(status, reason);
     }
   }
+
+  /** No peer could give the bytes (and the upstream was not to be asked): the waiter asks its entity again. */
+  record Unavailable(String reason) implements Outcome {
+    public FetchEntity.Reply toReply(FetchEntity.Via via) {
+      return new FetchEntity.Retry(reason);
+    }
+  }
 }
