@@ -20,6 +20,8 @@ import java.util.Optional;
  * @param adminToken the admin token file's contents, trimmed; never shown by {@link #toString()}
  * @param publicBaseUrl how clients reach this node, when set
  * @param repos sorted by name; may be empty (then {@link #warnings()} says so)
+ * @param cluster how the node joins its cluster and where its management endpoints listen
+ * @param journal the shared database of the key records; empty: embedded H2 under the data dir
  * @param raw the merged HOCON (corral section plus anything else the file holds, such as
  *     {@code pekko}), with substitutions resolved where they could be. Put it in front of the
  *     Pekko reference configuration: {@code raw.withFallback(ConfigFactory.load())}.
@@ -36,6 +38,8 @@ public record CorralSettings(
     Duration drainTimeout,
     Duration tombstoneTtl,
     List<RepoSettings> repos,
+    ClusterSettings cluster,
+    Optional<JournalSettings> journal,
     Config raw,
     List<String> warnings) {
 
@@ -46,6 +50,8 @@ public record CorralSettings(
     Objects.requireNonNull(publicBaseUrl, "publicBaseUrl");
     Objects.requireNonNull(drainTimeout, "drainTimeout");
     Objects.requireNonNull(tombstoneTtl, "tombstoneTtl");
+    Objects.requireNonNull(cluster, "cluster");
+    Objects.requireNonNull(journal, "journal");
     Objects.requireNonNull(raw, "raw");
     repos = List.copyOf(repos);
     warnings = List.copyOf(warnings);
@@ -80,6 +86,8 @@ public record CorralSettings(
         + ", drainTimeout=" + drainTimeout
         + ", tombstoneTtl=" + tombstoneTtl
         + ", repos=" + repos
+        + ", cluster=" + cluster
+        + ", journal=" + journal.map(JournalSettings::toString).orElse("embedded H2")
         + "]";
   }
 }
