@@ -44,6 +44,12 @@ final class ClusterJoin {
       config = config.withValue("pekko.management.cluster.bootstrap.contact-point-discovery.discovery-method",
           ConfigValueFactory.fromAnyRef(c.discovery().text()));
     }
+    if (c.discovery() == ClusterSettings.Discovery.CONFIG) {
+      // Local runs put several nodes on one host, on different management ports; by default
+      // bootstrap keeps only contact points on its own management port (one per pod in Kubernetes).
+      config = config.withValue("pekko.management.cluster.bootstrap.contact-point.filter-on-fallback-port",
+          ConfigValueFactory.fromAnyRef(false));
+    }
     if (c.discovery() == ClusterSettings.Discovery.KUBERNETES_API) {
       // The pods' management port is found by its name in the pod spec (deploy/kubernetes).
       config = config.withValue("pekko.management.cluster.bootstrap.contact-point-discovery.port-name",
