@@ -14,6 +14,7 @@ import dev.corral.core.fetch.Waiters;
 import dev.corral.core.store.DiskStore;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.http.FrontDoor;
+import dev.corral.http.PublicBase;
 import dev.corral.http.repo.GenericRepository;
 import dev.corral.http.repo.Repository;
 import dev.corral.http.upstream.HttpUpstream;
@@ -86,13 +87,9 @@ public final class CorralServer implements AutoCloseable {
       Map<String, FetchPolicy> policies = new HashMap<>();
       Map<String, Repository> repos = new LinkedHashMap<>();
       for (RepoSettings r : settings.repos()) {
-        if (!r.type().equals("generic")) {
-          throw new SettingsException("corral.repos." + r.name() + ".type",
-              r.type() + " is not served yet (only generic)");
-        }
         upstreams.put(r.name(), new RepoUpstream(r.url(), upstreamSettings(r)));
         policies.put(r.name(), policy(r));
-        repos.put(r.name(), new GenericRepository(r.name(), r.url()));
+        repos.put(r.name(), repository(r));
       }
       HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams);
       Node node = new Node(store, new HotBlobs(settings.memoryCacheBytes()), KeyRecords.of(system), upstream, metrics,
@@ -100,7 +97,8 @@ public final class CorralServer implements AutoCloseable {
       FetchEntity.init(system, node, ENTITY_IDLE);
       CancelRegistry cancels = new CancelRegistry(Ticker.systemTicker(), settings.tombstoneTtl(), 100_000);
       Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node);
-      FrontDoor frontDoor = new FrontDoor(system, node, waiters, repos, settings.adminToken());
+      FrontDoor frontDoor = new FrontDoor(system, node, waiters, repos, settings.adminToken(),
+          new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()));
       ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort())
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
       CorralServer server = new CorralServer(system, frontDoor, binding, node, cancels);
@@ -209,6 +207,15 @@ public final class CorralServer implements AutoCloseable {
         .withFallback(ConfigFactory.parseResources("corral-node.conf"))
         .withFallback(ConfigFactory.load())
         .resolve();
+  }
+
+  /** The adapter of a repository's type. */
+  static Repository repository(RepoSettings r) {
+    return switch (r.type()) {
+      case "generic" -> new GenericRepository(r.name(), r.url());
+      // one line per registry type
+      default -> throw new SettingsException("corral.repos." + r.name() + ".type", r.type() + " is not served yet");
+    };
   }
 
   static UpstreamSettings upstreamSettings(RepoSettings r) {

@@ -1,5 +1,6 @@
 package dev.corral.server;
 
+import dev.corral.http.TrustedProxies;
 import static dev.corral.server.SettingValues.quoted;
 
 import com.typesafe.config.Config;
@@ -122,6 +123,13 @@ final class SettingsReader {
               .map(f -> readSecretFile(SettingSources.path(f, label(tokenPath)), label(tokenPath)));
       String basePath = path(Setting.PUBLIC_BASE_URL);
       Optional<URI> publicBaseUrl = optionalText(basePath).map(u -> url(basePath, u));
+      String proxiesPath = path(Setting.TRUSTED_PROXIES);
+      TrustedProxies trustedProxies;
+      try {
+        trustedProxies = optionalText(proxiesPath).map(TrustedProxies::parse).orElse(TrustedProxies.none());
+      } catch (IllegalArgumentException e) {
+        throw new SettingsException(label(proxiesPath), e.getMessage());
+      }
       Duration drainTimeout = duration(path(Setting.DRAIN_TIMEOUT), false);
       Duration tombstoneTtl = duration(path(Setting.TOMBSTONE_TTL), true);
       List<RepoSettings> repos = repos();
@@ -131,7 +139,7 @@ final class SettingsReader {
         warnings.add("no repositories configured (--repo NAME=TYPE:URL): every request will get 404");
       }
       return new CorralSettings(
-          host, port, dataDir, maxSize, memoryCacheSize, adminToken, publicBaseUrl, drainTimeout, tombstoneTtl,
+          host, port, dataDir, maxSize, memoryCacheSize, adminToken, publicBaseUrl, trustedProxies, drainTimeout, tombstoneTtl,
           repos, config, warnings);
     });
   }
