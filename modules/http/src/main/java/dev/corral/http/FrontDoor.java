@@ -419,10 +419,20 @@ public final class FrontDoor {
               : count(repo, "error", text(502, "stored bytes of this artifact are missing or corrupt")));
     }
     if (reply instanceof FetchEntity.Stale s) {
-      return responses.stored(request, Via.STALE, s.artifact())
-          .thenApply(r -> r.isPresent()
-              ? count(repo, Via.STALE, s.revalidationFailed() ? r.get().addHeader(REVALIDATION_FAILED) : r.get())
-              : count(repo, "error", text(502, "stored bytes of this artifact are missing or corrupt")));
+      return responses.stored(request, Via.STALE, s.artifact()).thenCompose(r -> {
+        if (r.isPresent()) {
+          return done(count(repo, Via.STALE, s.revalidationFailed() ? r.get().addHeader(REVALIDATION_FAILED) : r.get()));
+        }
+        // The revalidation replaced the stale bytes between the answer and this read: the
+        // store now holds the fresh copy.
+        Optional<StoredArtifact> current = node.store().lookup(key);
+        if (current.isEmpty()) {
+          return done(count(repo, "error", text(502, "stored bytes of this artifact are missing or corrupt")));
+        }
+        return responses.stored(request, Via.HIT, current.get())
+            .thenApply(c -> c.isPresent() ? count(repo, Via.HIT, c.get())
+                : count(repo, "error", text(502, "stored bytes of this artifact are missing or corrupt")));
+      });
     }
     if (reply instanceof FetchEntity.Streaming s) {
       var growing = node.downloads().find(s.downloadId());

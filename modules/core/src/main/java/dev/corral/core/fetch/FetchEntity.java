@@ -36,6 +36,11 @@ import org.slf4j.LoggerFactory;
  * (F4) and, when idle, passivates itself; it never passivates mid-fetch (L1). When it stops for
  * any reason, every remaining waiter is told to ask again (L2).
  *
+ * <p>For mutable metadata ({@link Join#mutable()}) a stored copy past the repository's metadata
+ * TTL is revalidated by one conditional fetch; meanwhile a copy within max-stale is answered at
+ * once ({@link Stale}), and it is still served, saying so, when the upstream fails. See
+ * docs/architecture.md, "Freshness of mutable metadata".
+ *
  * <p>The persisted record (durable state: what is cached for the key, not a history of fetches)
  * is the truth about the key; the node's store is the truth about the node's bytes (L3). The
  * entity writes it through {@link KeyRecords} after each fetch and never waits for it: a plain
