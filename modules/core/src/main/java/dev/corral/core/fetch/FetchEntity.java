@@ -377,7 +377,10 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
     ctx.cancelReceiveTimeout(); // L1: never passivate for idleness mid-fetch
     String repo = key.repo();
     node.metrics().inflightFetches.labelValues(repo).inc();
-    if (revalidating == null && peersMayHold()) { // a revalidation asks the upstream
+    // Peers give immutable bytes only: a revalidation asks the upstream, and a peer's copy of
+    // mutable metadata may be older than the TTL allows (it would be stored here as fresh).
+    boolean immutable = revalidating == null && (leader == null || !leader.mutable());
+    if (immutable && peersMayHold()) {
       // Replica directory: read only on this node's miss, never on a hit. Joins meanwhile wait
       // in the flight like any coalesced waiter.
       ActorRef<Command> self = ctx.getSelf();
