@@ -21,6 +21,12 @@ public enum RepoSetting {
   MAX_REDIRECTS("max-redirects", true, null, "Redirects followed upstream"),
   MAX_CONNECTIONS("max-connections", true, null, "Open connections to the upstream, at most"),
   NEGATIVE_TTL("negative-ttl", true, null, "How long an upstream not-found is remembered"),
+  METADATA_TTL("metadata-ttl", true, null,
+      "How long cached mutable metadata (package indexes, maven-metadata.xml) is served without"
+          + " revalidating it upstream (0s: revalidate on every request)"),
+  MAX_STALE("max-stale", true, null,
+      "How long past metadata-ttl a stale copy is still served at once (X-Cache: STALE) while it"
+          + " revalidates or while the upstream fails; older copies wait for the upstream"),
   WAITER_BUDGET("waiter-budget", true, "2 x first-byte-timeout + 3s",
       "How long a waiter waits for a fetch's outcome to begin"),
   ON_BUDGET_EXHAUSTED("on-budget-exhausted", true, null,

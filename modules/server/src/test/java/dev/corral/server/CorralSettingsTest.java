@@ -88,6 +88,8 @@ class CorralSettingsTest {
     assertEquals(16, r.maxOrphanFetches());
     assertEquals(8L << 20, r.inlineLimitBytes());
     assertEquals(Optional.empty(), r.credential());
+    assertEquals(Duration.ofMinutes(5), r.metadataTtl());
+    assertEquals(Duration.ofHours(24), r.maxStale());
     assertTrue(load("--repo", "files=generic:http://127.0.0.1:9/a").warnings().isEmpty());
   }
 
@@ -292,6 +294,39 @@ class CorralSettingsTest {
     assertEquals(8, fast.maxConnections());
     assertEquals(Duration.ofSeconds(5), fast.connectTimeout());
     assertEquals(Duration.ofMillis(500), fast.waiterBudget());
+  }
+
+  @Test
+  void freshnessAndNegativeTtlPerRepoAndInRepoDefaults() throws IOException {
+    Path conf = file("f.conf", """
+        corral {
+          repo-defaults { metadata-ttl = 1m, max-stale = 2h, negative-ttl = 10s }
+          repos {
+            own { type = generic, url = "http://127.0.0.1:9/own", metadata-ttl = 0s, max-stale = 0s, negative-ttl = 0s }
+            shared { type = generic, url = "http://127.0.0.1:9/shared" }
+          }
+        }
+        """);
+    CorralSettings s = load("--config", conf.toString());
+    RepoSettings own = s.repo("own").orElseThrow();
+    assertEquals(Duration.ZERO, own.metadataTtl());
+    assertEquals(Duration.ZERO, own.maxStale());
+    assertEquals(Duration.ZERO, own.negativeTtl());
+    RepoSettings shared = s.repo("shared").orElseThrow();
+    assertEquals(Duration.ofMinutes(1), shared.metadataTtl());
+    assertEquals(Duration.ofHours(2), shared.maxStale());
+    assertEquals(Duration.ofSeconds(10), shared.negativeTtl());
+    var policy = CorralServer.policy(shared);
+    assertEquals(Duration.ofMinutes(1), policy.metadataTtl());
+    assertEquals(Duration.ofHours(2), policy.maxStale());
+    assertEquals(Duration.ofSeconds(10), policy.negativeTtl());
+  }
+
+  @Test
+  void aNegativeMetadataTtlIsRejected() throws IOException {
+    Path conf = file("n.conf", "corral.repo-defaults.metadata-ttl = -1s");
+    assertEquals("corral.repo-defaults.metadata-ttl",
+        fails("--config", conf.toString(), "--repo", "x=generic:http://127.0.0.1:9/").setting());
   }
 
   @Test
