@@ -118,14 +118,28 @@ final class TestCluster implements AutoCloseable {
     return rest;
   }
 
+  /** Stops every node at once (one by one, the last ones would wait for hand-offs to the gone). */
   @Override
   public void close() {
+    List<Thread> stopping = new ArrayList<>();
     for (CorralServer s : nodes) {
+      Thread t = new Thread(() -> {
+        try {
+          s.close();
+        } catch (Exception e) {
+          // the others still stop
+        }
+      });
+      t.start();
+      stopping.add(t);
+    }
+    for (Thread t : stopping) {
       try {
-        s.close();
-      } catch (Exception e) {
-        // the others still stop
+        t.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
       }
     }
+    nodes.clear();
   }
 }
