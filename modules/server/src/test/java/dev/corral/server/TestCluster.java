@@ -38,7 +38,9 @@ final class TestCluster implements AutoCloseable {
     String url = "jdbc:h2:file:" + dir.resolve("shared-db").resolve("corral")
         + ";DB_CLOSE_ON_EXIT=FALSE;DATABASE_TO_UPPER=false";
     this.shared = "jdbc-durable-state-store.slick.db.url = \"" + url + "\"\n"
-        + "pekko-persistence-jdbc.shared-databases.slick.db.url = \"" + url + "\"\n";
+        + "pekko-persistence-jdbc.shared-databases.slick.db.url = \"" + url + "\"\n"
+        // When the whole test cluster stops at once nobody is left to confirm the exits.
+        + "pekko.coordinated-shutdown.phases.cluster-exiting.timeout = 2 s\n";
   }
 
   /** Starts {@code n} nodes and returns once every node sees all of them Up. */
