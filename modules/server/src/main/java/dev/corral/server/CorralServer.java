@@ -16,6 +16,8 @@ import dev.corral.http.FrontDoor;
 import dev.corral.http.PublicBase;
 import dev.corral.http.peer.HttpPeerBlobs;
 import dev.corral.http.repo.GenericRepository;
+import dev.corral.http.repo.GoRepository;
+import dev.corral.http.repo.MavenRepository;
 import dev.corral.http.repo.Repository;
 import dev.corral.http.upstream.HttpUpstream;
 import dev.corral.http.upstream.RepoUpstream;
@@ -297,6 +299,8 @@ public final class CorralServer implements AutoCloseable {
   static Repository repository(RepoSettings r) {
     return switch (r.type()) {
       case "generic" -> new GenericRepository(r.name(), r.url());
+      case "maven" -> new MavenRepository(r.name(), r.url());
+      case "go" -> new GoRepository(r.name(), r.url(), r.sumdbUrl());
       // one line per registry type
       default -> throw new SettingsException("corral.repos." + r.name() + ".type", r.type() + " is not served yet");
     };

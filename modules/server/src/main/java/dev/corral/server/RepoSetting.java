@@ -4,8 +4,8 @@ import java.util.Arrays;
 import java.util.Optional;
 
 /**
- * The keys allowed under {@code corral.repos.NAME}. All but {@code type}, {@code url} and
- * {@code credentials} may also be set once for every repository under
+ * The keys allowed under {@code corral.repos.NAME}. All but {@code type}, {@code url},
+ * {@code credentials} and {@code sumdb-url} may also be set once for every repository under
  * {@code corral.repo-defaults}, whose built-in values are in {@code corral-defaults.conf}.
  * Any other key is an error, so that a typo is not silently ignored.
  */
@@ -38,7 +38,9 @@ public enum RepoSetting {
       "Bodies up to this size are answered only once complete and verified"),
   CREDENTIALS("credentials", false, null,
       "{ type = basic, username, password-env | password-file } or"
-          + " { type = bearer, token-env | token-file }");
+          + " { type = bearer, token-env | token-file }"),
+  SUMDB_URL("sumdb-url", false, null,
+      "go only: a Go checksum database to proxy under /NAME/sumdb/HOST[:PORT]/ (else 404 there)");
 
   private final String key;
   private final boolean inRepoDefaults;

@@ -18,6 +18,7 @@ import java.util.Optional;
  * @param inlineLimitBytes bodies up to this size are answered only once complete
  * @param metadataTtl how long a stored copy of mutable metadata is fresh
  * @param maxStale how long past its TTL a stale copy may still be served at once
+ * @param sumdbUrl go repositories: the checksum database proxied under {@code sumdb/}, if any
  */
 public record RepoSettings(
     String name,
@@ -38,7 +39,8 @@ public record RepoSettings(
     long inlineLimitBytes,
     Optional<Credential> credential,
     Duration metadataTtl,
-    Duration maxStale) {
+    Duration maxStale,
+    Optional<String> sumdbUrl) {
 
   /** With the core's default metadata TTL and max-stale. */
   public RepoSettings(String name, String type, String url, Duration connectTimeout,
@@ -50,7 +52,7 @@ public record RepoSettings(
         maxRedirects, maxConnections, negativeTtl, waiterBudget, onBudgetExhausted, maxWaiters,
         maxOrphanFetches, inlineLimitBytes, credential,
         dev.corral.core.fetch.FetchPolicy.DEFAULT_METADATA_TTL,
-        dev.corral.core.fetch.FetchPolicy.DEFAULT_MAX_STALE);
+        dev.corral.core.fetch.FetchPolicy.DEFAULT_MAX_STALE, Optional.empty());
   }
 
   /** Repository types the parser accepts. */
@@ -104,5 +106,6 @@ public record RepoSettings(
     Objects.requireNonNull(credential, "credential");
     Objects.requireNonNull(metadataTtl, "metadataTtl");
     Objects.requireNonNull(maxStale, "maxStale");
+    Objects.requireNonNull(sumdbUrl, "sumdbUrl");
   }
 }

@@ -341,7 +341,21 @@ final class SettingsReader {
         size(field(name, RepoSetting.INLINE_LIMIT), 0),
         credential(name),
         duration(field(name, RepoSetting.METADATA_TTL), false),
-        duration(field(name, RepoSetting.MAX_STALE), false));
+        duration(field(name, RepoSetting.MAX_STALE), false),
+        sumdbUrl(name, type));
+  }
+
+  private Optional<String> sumdbUrl(String name, String type) {
+    String path = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.SUMDB_URL.key());
+    if (!has(path)) {
+      return Optional.empty();
+    }
+    if (!type.equals("go")) {
+      throw error(path, "only go repositories proxy a checksum database");
+    }
+    String url = text(path).trim();
+    url(path, url);
+    return Optional.of(url);
   }
 
   /** The repository's own path for the key if set there, else the repo-defaults path. */

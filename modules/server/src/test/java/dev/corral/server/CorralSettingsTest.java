@@ -587,4 +587,22 @@ class CorralSettingsTest {
     assertEquals(4242, load(Map.of("PORT_FROM_ENV", "4242"), "--config", conf.toString()).httpPort());
     assertEquals(1, load(Map.of(), "--config", conf.toString()).httpPort());
   }
+
+  // ---- sumdb-url (go only)
+
+  @Test
+  void sumdbUrlIsReadForGoRepositoriesOnly() throws IOException {
+    Path ok = file("go.conf", "corral.repos.go { type = go, url = \"http://127.0.0.1:9/g\","
+        + " sumdb-url = \"http://127.0.0.1:8/db\" }");
+    assertEquals(java.util.Optional.of("http://127.0.0.1:8/db"), only(load("--config", ok.toString())).sumdbUrl());
+    assertEquals(java.util.Optional.empty(), only(load("--repo", "go=go:http://127.0.0.1:9/g")).sumdbUrl());
+
+    Path generic = file("generic.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/g\","
+        + " sumdb-url = \"http://127.0.0.1:8/db\" }");
+    assertTrue(fails("--config", generic.toString()).getMessage().contains("sumdb-url"));
+    Path bad = file("bad.conf", "corral.repos.go { type = go, url = \"http://127.0.0.1:9/g\", sumdb-url = \"ftp://x\" }");
+    assertTrue(fails("--config", bad.toString()).getMessage().contains("sumdb-url"));
+    Path inDefaults = file("defaults.conf", "corral.repo-defaults.sumdb-url = \"http://127.0.0.1:8/db\"");
+    fails("--config", inDefaults.toString());
+  }
 }
