@@ -208,6 +208,8 @@ public final class CorralServer implements AutoCloseable {
   static Repository repository(RepoSettings r) {
     return switch (r.type()) {
       case "generic" -> new GenericRepository(r.name(), r.url());
+      case "npm" -> new dev.corral.http.repo.NpmRepository(r.name(), r.url());
+      case "pypi" -> new dev.corral.http.repo.PypiRepository(r.name(), r.url());
       // one line per registry type
       default -> throw new SettingsException("corral.repos." + r.name() + ".type", r.type() + " is not served yet");
     };
