@@ -248,8 +248,8 @@ final class SimpleIndex {
       }
       String link = href.get().value().trim();
       Optional<String> filename = PathSegment.lastOf(link).filter(PathSegment::isPlainName);
-      if (filename.isEmpty()) {
-        continue;
+      if (filename.isEmpty() || resolve("http://page.invalid/", withoutFragment(link)).isEmpty()) {
+        continue; // not a file link Corral serves (files() skips it too)
       }
       int hash = link.indexOf('#');
       String url = filesBase + "/" + PathSegment.encode(filename.get()) + (hash >= 0 ? link.substring(hash) : "");
@@ -280,6 +280,9 @@ final class SimpleIndex {
         return value;
       }
       int hash = value.indexOf('#');
+      if (resolve("http://page.invalid/", withoutFragment(value)).isEmpty()) {
+        return value;
+      }
       return PathSegment.lastOf(value).filter(PathSegment::isPlainName)
           .map(f -> filesBase + "/" + PathSegment.encode(f) + (hash >= 0 ? value.substring(hash) : ""))
           .orElse(value);
