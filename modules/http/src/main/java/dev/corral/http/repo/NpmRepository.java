@@ -17,7 +17,7 @@ import java.util.regex.Pattern;
  *   <li>{@code /NAME/<pkg>}, {@code /NAME/@scope/<pkg>}, {@code /NAME/@scope%2f<pkg>}: the
  *       packument, mutable, in two variants chosen by the client's {@code Accept}:
  *       {@value #ABBREVIATED} when the client prefers it, else {@value #FULL}. Upstream URL
- *       {@code <root>/<pkg>} ({@code <root>/@scope%2f<pkg>} for scoped names). Served with
+ *       {@code <root>/<pkg>} ({@code <root>/@scope%2F<pkg>} for scoped names, as the HTTP client sends it). Served with
  *       {@code Vary: Accept} and every {@code versions.*.dist.tarball} rewritten to Corral's URL.
  *   <li>{@code /NAME/<pkg>/-/<file>.tgz} (scoped: {@code /NAME/@scope/<pkg>/-/<file>.tgz}): the
  *       tarball, immutable. Its upstream URL and expected digest come from a packument already in
@@ -129,7 +129,7 @@ public final class NpmRepository implements Repository {
   /** The upstream URL of a packument: scoped names with the slash encoded, as npm sends them. */
   String packumentUrl(String pkg) {
     return root + "/" + (pkg.startsWith("@") ? PathSegment.encode(pkg.substring(0, pkg.indexOf('/')))
-        + "%2f" + PathSegment.encode(pkg.substring(pkg.indexOf('/') + 1)) : PathSegment.encode(pkg));
+        + "%2F" + PathSegment.encode(pkg.substring(pkg.indexOf('/') + 1)) : PathSegment.encode(pkg));
   }
 
   ArtifactKey packumentKey(String pkg, String variant) {

@@ -67,7 +67,7 @@ class NpmRepositoryTest {
     ArtifactKey twoSegments = artifact("application/json", "@demo", "scoped").key();
     ArtifactKey encoded = artifact("application/json", "@demo/scoped").key();
     assertEquals(twoSegments, encoded);
-    assertEquals(ROOT + "/@demo%2fscoped", encoded.url());
+    assertEquals(ROOT + "/@demo%2Fscoped", encoded.url());
     assertTrue(repo.allowsEncodedSlash());
   }
 
