@@ -199,6 +199,24 @@ class RegistryHttpTest {
   }
 
   @Test
+  void rewrittenPackumentAnswersConditionalAndHeadRequests() throws Exception {
+    byte[] tgz = TestNode.bytes(200, 9);
+    json("/registry/cond", packument("cond", "1.0.0", upstream.url("/registry/cond/-/cond-1.0.0.tgz"), tgz));
+    HttpResponse<byte[]> first = get("/npm/cond", "Accept", "application/json");
+    String etag = first.headers().firstValue("ETag").orElseThrow();
+    HttpResponse<byte[]> again = get("/npm/cond", "Accept", "application/json", "If-None-Match", etag);
+    assertEquals(304, again.statusCode());
+    HttpResponse<byte[]> head = client.send(TestNode.request(server, "/npm/cond")
+        .method("HEAD", java.net.http.HttpRequest.BodyPublishers.noBody()).header("Accept", "application/json").build(),
+        HttpResponse.BodyHandlers.ofByteArray());
+    assertEquals(200, head.statusCode());
+    assertEquals(0, head.body().length);
+    assertEquals(String.valueOf(first.body().length), head.headers().firstValue("Content-Length").orElse(null));
+    assertEquals("Accept", head.headers().firstValue("Vary").orElse(null));
+    assertEquals(1, upstream.requests("/registry/cond"));
+  }
+
+  @Test
   void otherNpmEndpointsAreNotFoundOrRefused() {
     assertEquals(404, get("/npm/-/v1/search?text=x").statusCode());
     assertEquals(404, get("/npm/-/ping").statusCode());
