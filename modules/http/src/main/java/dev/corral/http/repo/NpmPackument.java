@@ -8,7 +8,9 @@ import java.io.IOException;
 import java.net.URI;
 import java.util.Base64;
 import java.util.HexFormat;
+import java.util.LinkedHashMap;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Pattern;
 import org.apache.pekko.util.ByteString;
@@ -78,17 +80,18 @@ final class NpmPackument {
   }
 
   /**
-   * The tarball a packument names under Corral's file name {@code file}: its upstream URL
-   * (http or https only) and expected digest. Empty when no version names it or the body is not
-   * a packument.
+   * The tarballs a packument names, by Corral's file name: upstream URL (http or https only) and
+   * expected digest. The first version naming a file wins; empty when the body is not a
+   * packument.
    */
-  static Optional<Tarball> find(ByteString packument, String packageName, String file) {
+  static Map<String, Tarball> tarballs(ByteString packument, String packageName) {
+    Map<String, Tarball> out = new LinkedHashMap<>();
     if (!JsonDocuments.looksLikeJson(packument)) {
-      return Optional.empty();
+      return out;
     }
     try (JsonParser p = JsonDocuments.parser(packument)) {
       if (p.nextToken() != JsonToken.START_OBJECT) {
-        return Optional.empty();
+        return out;
       }
       while (p.nextToken() == JsonToken.FIELD_NAME) {
         String field = p.currentName();
@@ -103,20 +106,17 @@ final class NpmPackument {
             p.skipChildren();
             continue;
           }
-          Optional<Tarball> t = version(p, packageName, version, file);
-          if (t.isPresent()) {
-            return t;
-          }
+          version(p, packageName, version, out);
         }
       }
     } catch (IOException | RuntimeException e) {
-      return Optional.empty();
+      return out; // what could be read
     }
-    return Optional.empty();
+    return out;
   }
 
   /** Reads one version object (the parser is on its START_OBJECT) up to its END_OBJECT. */
-  private static Optional<Tarball> version(JsonParser p, String packageName, String version, String file)
+  private static void version(JsonParser p, String packageName, String version, Map<String, Tarball> out)
       throws IOException {
     String tarball = null;
     String integrity = null;
@@ -143,11 +143,13 @@ final class NpmPackument {
         }
       }
     }
-    if (tarball == null || !isHttp(tarball)
-        || !fileName(packageName, version, tarball).map(file::equals).orElse(false)) {
-      return Optional.empty();
+    if (tarball == null || !isHttp(tarball)) {
+      return;
     }
-    return Optional.of(new Tarball(tarball, expected(integrity, shasum)));
+    Optional<String> file = fileName(packageName, version, tarball);
+    if (file.isPresent() && !out.containsKey(file.get())) {
+      out.put(file.get(), new Tarball(tarball, expected(integrity, shasum)));
+    }
   }
 
   private static boolean isHttp(String url) {

@@ -39,6 +39,8 @@ public final class NpmRepository implements Repository {
 
   private final String name;
   private final String root;
+  /** Every tarball request reads its packument's tarballs; parsed once per packument body. */
+  private final ParsedBodies<NpmPackument.Tarball> parsed = new ParsedBodies<>(200_000);
 
   public NpmRepository(String name, String url) {
     this.name = name;
@@ -144,8 +146,10 @@ public final class NpmRepository implements Repository {
 
   private Target tarball(String pkg, String file, Lookup lookup) {
     for (String variant : List.of(FULL, ABBREVIATED)) {
-      Optional<NpmPackument.Tarball> named = lookup.cached(packumentKey(pkg, variant))
-          .flatMap(body -> NpmPackument.find(body, pkg, file));
+      ArtifactKey packument = packumentKey(pkg, variant);
+      Optional<NpmPackument.Tarball> named = lookup.cached(packument)
+          .flatMap(body -> Optional.ofNullable(
+              parsed.get(packument, body, b -> NpmPackument.tarballs(b, pkg)).get(file)));
       if (named.isPresent()) {
         return Target.Artifact.immutable(
             new ArtifactKey(name, named.get().url(), "", named.get().expected().orElse(null)));

@@ -43,6 +43,8 @@ public final class PypiRepository implements Repository {
 
   private final String name;
   private final String root;
+  /** Every file request reads its project's page; parsed once per page body. */
+  private final ParsedBodies<SimpleIndex.File> parsed = new ParsedBodies<>(200_000);
 
   public PypiRepository(String name, String url) {
     this.name = name;
@@ -130,7 +132,7 @@ public final class PypiRepository implements Repository {
       if (body.isEmpty()) {
         return new Target.NotFound("no such project upstream: " + normalized.get());
       }
-      Map<String, SimpleIndex.File> files = SimpleIndex.files(body.get(), page.url());
+      Map<String, SimpleIndex.File> files = parsed.get(page, body.get(), b -> SimpleIndex.files(b, page.url()));
       SimpleIndex.File f = files.get(filename);
       if (f != null) {
         return Target.Artifact.immutable(new ArtifactKey(name, f.url(), "", f.expected().orElse(null)));
