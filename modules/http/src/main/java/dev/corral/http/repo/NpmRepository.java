@@ -41,6 +41,7 @@ public final class NpmRepository implements Repository {
   private final String root;
   /** Every tarball request reads its packument's tarballs; parsed once per packument body. */
   private final ParsedBodies<NpmPackument.Tarball> parsed = new ParsedBodies<>(200_000);
+  private final RewrittenBodies rewritten = new RewrittenBodies(64L * 1024 * 1024);
 
   public NpmRepository(String name, String url) {
     this.name = name;
@@ -141,7 +142,8 @@ public final class NpmRepository implements Repository {
   private Target packument(String pkg, RepoRequest request) {
     ArtifactKey key = packumentKey(pkg, variant(request.accept()));
     String base = request.baseUrl();
-    return new Target.Artifact(key, true, Optional.of(body -> NpmPackument.rewrite(body, pkg, base)), VARY);
+    BodyRewrite rewrite = rewritten.memoized(pkg + '\n' + base, body -> NpmPackument.rewrite(body, pkg, base));
+    return new Target.Artifact(key, true, Optional.of(rewrite), VARY);
   }
 
   private Target tarball(String pkg, String file, Lookup lookup) {

@@ -45,6 +45,7 @@ public final class PypiRepository implements Repository {
   private final String root;
   /** Every file request reads its project's page; parsed once per page body. */
   private final ParsedBodies<SimpleIndex.File> parsed = new ParsedBodies<>(200_000);
+  private final RewrittenBodies rewritten = new RewrittenBodies(64L * 1024 * 1024);
 
   public PypiRepository(String name, String url) {
     this.name = name;
@@ -113,7 +114,8 @@ public final class PypiRepository implements Repository {
     }
     ArtifactKey key = pageKey(normalized.get(), variant(request.accept(), request.rawQuery()));
     String filesBase = request.baseUrl() + "/-/files/" + normalized.get();
-    return new Target.Artifact(key, true, Optional.of(body -> SimpleIndex.rewrite(body, filesBase)), VARY);
+    BodyRewrite rewrite = rewritten.memoized(filesBase, body -> SimpleIndex.rewrite(body, filesBase));
+    return new Target.Artifact(key, true, Optional.of(rewrite), VARY);
   }
 
   private CompletionStage<Target> file(String project, String filename, Lookup lookup) {
