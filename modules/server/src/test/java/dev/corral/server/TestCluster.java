@@ -38,7 +38,9 @@ final class TestCluster implements AutoCloseable {
     String url = "jdbc:h2:file:" + dir.resolve("shared-db").resolve("corral")
         + ";DB_CLOSE_ON_EXIT=FALSE;DATABASE_TO_UPPER=false";
     this.shared = "jdbc-durable-state-store.slick.db.url = \"" + url + "\"\n"
-        + "pekko-persistence-jdbc.shared-databases.slick.db.url = \"" + url + "\"\n";
+        + "pekko-persistence-jdbc.shared-databases.slick.db.url = \"" + url + "\"\n"
+        // When the whole test cluster stops at once nobody is left to confirm the exits.
+        + "pekko.coordinated-shutdown.phases.cluster-exiting.timeout = 2 s\n";
   }
 
   /** Starts {@code n} nodes and returns once every node sees all of them Up. */
@@ -118,14 +120,28 @@ final class TestCluster implements AutoCloseable {
     return rest;
   }
 
+  /** Stops every node at once (one by one, the last ones would wait for hand-offs to the gone). */
   @Override
   public void close() {
+    List<Thread> stopping = new ArrayList<>();
     for (CorralServer s : nodes) {
+      Thread t = new Thread(() -> {
+        try {
+          s.close();
+        } catch (Exception e) {
+          // the others still stop
+        }
+      });
+      t.start();
+      stopping.add(t);
+    }
+    for (Thread t : stopping) {
       try {
-        s.close();
-      } catch (Exception e) {
-        // the others still stop
+        t.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
       }
     }
+    nodes.clear();
   }
 }

@@ -338,6 +338,9 @@ final class SharedAsks {
     if (reply instanceof FetchEntity.Stored s && s.via() == Via.MISS) {
       return new FetchEntity.Stored(Via.COALESCED, s.artifact());
     }
+    if (reply instanceof FetchEntity.NotFound nf && nf.via() == Via.MISS) {
+      return new FetchEntity.NotFound(Via.COALESCED, nf.status(), nf.headers());
+    }
     if (reply instanceof FetchEntity.Streaming s && s.via() == Via.MISS) {
       return new FetchEntity.Streaming(Via.COALESCED, s.status(), s.headers(), s.length(), s.downloadId());
     }
