@@ -49,7 +49,7 @@ import org.junit.jupiter.api.io.TempDir;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class GoClientIT {
   private static final Duration CLIENT_TIMEOUT = Duration.ofMinutes(3);
-  private static final List<String> MODULES =
+  static final List<String> MODULES =
       List.of("example.com/demo@v1.0.0", "example.com/Upper@v0.1.0", "example.com/demo@latest");
 
   private Path dir;
@@ -62,13 +62,21 @@ class GoClientIT {
   @BeforeAll
   void start(@TempDir Path tmp) throws Exception {
     dir = tmp;
-    installGoIfMissing();
-    Path root = Files.createDirectories(dir.resolve("upstream"));
-    module(root, "example.com/demo", "example.com/demo", List.of("v1.0.0", "v1.1.0"));
-    module(root, "example.com/Upper", "example.com/!upper", List.of("v0.1.0"));
-    fixture = new FixtureRegistry(root).type(".info", "application/json").type("list", "text/plain");
+    fixture = fixture(dir, sums);
     node = CorralProcess.serve("go-it", List.of(), dir.resolve("data"), List.of(), "go=go:" + fixture.url() + "/");
     goproxy = node.awaitListening(Duration.ofSeconds(60)) + "/go";
+  }
+
+  /**
+   * Installs go when missing, and serves a GOPROXY tree under {@code dir/upstream}: example.com/demo
+   * v1.0.0 and v1.1.0, example.com/Upper v0.1.0; {@code sums} gets the expected h1: sums.
+   */
+  static FixtureRegistry fixture(Path dir, Map<String, String[]> sums) throws Exception {
+    installGoIfMissing();
+    Path root = Files.createDirectories(dir.resolve("upstream"));
+    module(root, "example.com/demo", "example.com/demo", List.of("v1.0.0", "v1.1.0"), sums);
+    module(root, "example.com/Upper", "example.com/!upper", List.of("v0.1.0"), sums);
+    return new FixtureRegistry(root).type(".info", "application/json").type("list", "text/plain");
   }
 
   @AfterAll
@@ -120,6 +128,11 @@ class GoClientIT {
   // ---- the client -------------------------------------------------------------------------------
 
   private ClientRun download(Path home, List<String> modules) {
+    return download(goproxy, home, modules);
+  }
+
+  /** {@code go mod download -json modules...} with GOPROXY and a fresh module cache under {@code home}. */
+  static ClientRun download(String goproxy, Path home, List<String> modules) {
     try {
       Path work = Files.createDirectories(home.resolve("work"));
       Map<String, String> env = new TreeMap<>(Map.of(
@@ -145,6 +158,10 @@ class GoClientIT {
 
   /** The go command's sums of what it downloaded are those of the files built here. */
   private void assertSums(ClientRun r) {
+    assertSums(sums, r);
+  }
+
+  static void assertSums(Map<String, String[]> sums, ClientRun r) {
     Matcher m = ENTRY.matcher(r.output());
     int seen = 0;
     while (m.find()) {
@@ -171,7 +188,8 @@ class GoClientIT {
 
   // ---- the fixture: a static GOPROXY tree ---------------------------------------------------------
 
-  private void module(Path root, String path, String encoded, List<String> versions) throws Exception {
+  private static void module(Path root, String path, String encoded, List<String> versions,
+      Map<String, String[]> sums) throws Exception {
     Path v = Files.createDirectories(root.resolve(encoded).resolve("@v"));
     Files.writeString(v.resolve("list"), String.join("\n", versions) + "\n");
     for (String version : versions) {

@@ -60,11 +60,21 @@ class MavenClientIT {
   private Path dir;
   private FixtureRegistry fixture;
   private CorralProcess node;
-  private String mirror;
 
   @BeforeAll
   void start(@TempDir Path tmp) throws Exception {
     dir = tmp;
+    fixture = fixture(dir);
+    node = CorralProcess.serve("maven-it", List.of(), dir.resolve("data"), List.of(), "m2=maven:" + fixture.url() + "/");
+    clients(dir, node.awaitListening(Duration.ofSeconds(60)) + "/m2/");
+  }
+
+  /**
+   * The upstream: a file-layout repository under {@code dir/upstream} with demo-base, demo-lib
+   * (and its maven-metadata.xml) and demo-bad (a jar not matching its .sha1), every file with
+   * .sha1 and .md5, Maven's plugins served from this build's local repository.
+   */
+  static FixtureRegistry fixture(Path dir) throws Exception {
     assertTrue(ClientRun.onPath("mvn"), "mvn is not on the PATH: this test runs the real Maven client");
     Path root = Files.createDirectories(dir.resolve("upstream"));
     byte[] baseJar = jar("demo/base.txt", "base 1.0.0");
@@ -86,18 +96,20 @@ class MavenClientIT {
     publish(root, "com/example/demo-bad/1.0.0/demo-bad-1.0.0.jar", jar("demo/bad.txt", "good"));
     Files.write(root.resolve("com/example/demo-bad/1.0.0/demo-bad-1.0.0.jar"), jar("demo/bad.txt", "evil"));
 
-    fixture = new FixtureRegistry(root).type(".pom", "text/xml").type(".xml", "text/xml");
-    fixture.route(this::fromLocalRepository);
+    FixtureRegistry fixture = new FixtureRegistry(root).type(".pom", "text/xml").type(".xml", "text/xml");
+    return fixture.route(request -> fromLocalRepository(root, request));
+  }
 
-    node = CorralProcess.serve("maven-it", List.of(), dir.resolve("data"), List.of(), "m2=maven:" + fixture.url() + "/");
-    mirror = node.awaitListening(Duration.ofSeconds(60)) + "/m2/";
+  /** settings.xml with the mirror, and the projects {@code consumer} and {@code bad-consumer}, under {@code dir}. */
+  static void clients(Path dir, String mirror) throws IOException {
+    Files.createDirectories(dir);
     Files.writeString(dir.resolve("settings.xml"), """
         <settings>
           <mirrors><mirror><id>corral</id><mirrorOf>*</mirrorOf><url>%s</url></mirror></mirrors>
         </settings>
         """.formatted(mirror));
-    consumer("consumer", dependency("demo-lib", "[1.0,2.0)"));
-    consumer("bad-consumer", dependency("demo-bad", "1.0.0"));
+    consumer(dir, "consumer", dependency("demo-lib", "[1.0,2.0)"));
+    consumer(dir, "bad-consumer", dependency("demo-bad", "1.0.0"));
   }
 
   @AfterAll
@@ -167,6 +179,11 @@ class MavenClientIT {
   // ---- the client ---------------------------------------------------------------------------------
 
   private ClientRun mvn(String project, Path localRepo) {
+    return mvn(dir, project, localRepo);
+  }
+
+  /** {@code mvn -C compile} of {@code dir/project} with {@code dir/settings.xml} and a fresh local repository. */
+  static ClientRun mvn(Path dir, String project, Path localRepo) {
     try {
       return ClientRun.run(dir.resolve(project), MAVEN_ENV, CLIENT_TIMEOUT, List.of("mvn", "-B", "-ntp", "-C",
           "-Dstyle.color=never", "-s", dir.resolve("settings.xml").toString(),
@@ -179,7 +196,7 @@ class MavenClientIT {
     }
   }
 
-  private void consumer(String name, String dependencies) throws IOException {
+  private static void consumer(Path dir, String name, String dependencies) throws IOException {
     Path project = Files.createDirectories(dir.resolve(name));
     Files.writeString(project.resolve("pom.xml"), """
         <project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -203,9 +220,9 @@ class MavenClientIT {
   // ---- the fixture ----------------------------------------------------------------------------------
 
   /** Maven's plugins, from this build's local repository, with checksums computed on the fly. */
-  private Optional<FixtureRegistry.Answer> fromLocalRepository(FixtureRegistry.Request request) {
+  private static Optional<FixtureRegistry.Answer> fromLocalRepository(Path root, FixtureRegistry.Request request) {
     String rel = request.path().substring(1);
-    if (rel.contains("..") || Files.isRegularFile(fixture.root().resolve(rel))) {
+    if (rel.contains("..") || Files.isRegularFile(root.resolve(rel))) {
       return Optional.empty();
     }
     try {
