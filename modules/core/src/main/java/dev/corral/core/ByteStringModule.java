@@ -4,6 +4,8 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.databind.DeserializationContext;
 import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import com.fasterxml.jackson.databind.deser.std.StdDeserializer;
 import com.fasterxml.jackson.databind.module.SimpleModule;
 import com.fasterxml.jackson.databind.ser.std.StdSerializer;
@@ -16,16 +18,27 @@ import org.apache.pekko.util.ByteString;
  * chunks (no intermediate array); read back as the array Jackson decoded, wrapped without a copy.
  * Registered through {@code pekko.serialization.jackson.jackson-modules} in this module's
  * {@code reference.conf}.
+ *
+ * <p>The (de)serializers are attached to {@link ByteString} as class annotations (a mix-in), not
+ * only registered by type: Jackson asks modules registered later first, and the Scala module
+ * (also in Pekko's list) takes a ByteString for a Scala collection. Which module comes last
+ * depends on the order of the {@code reference.conf} files (in the shaded server jar, Corral's
+ * comes first), while a class annotation wins whatever the order.
  */
 public final class ByteStringModule extends SimpleModule {
   public ByteStringModule() {
     super("corral-bytestring");
     addSerializer(ByteString.class, new Writer());
     addDeserializer(ByteString.class, new Reader());
+    setMixInAnnotation(ByteString.class, Annotated.class);
   }
 
+  @JsonSerialize(using = Writer.class)
+  @JsonDeserialize(using = Reader.class)
+  private abstract static class Annotated {}
+
   private static final class Writer extends StdSerializer<ByteString> {
-    Writer() {
+    public Writer() {
       super(ByteString.class);
     }
 
@@ -36,7 +49,7 @@ public final class ByteStringModule extends SimpleModule {
   }
 
   private static final class Reader extends StdDeserializer<ByteString> {
-    Reader() {
+    public Reader() {
       super(ByteString.class);
     }
 
