@@ -25,11 +25,6 @@ import org.junit.jupiter.api.io.TempDir;
  *
  * <p>Tagged {@code cross-node} like {@link CrossNodeIT}: left out of the default run until the
  * cross-node data path is enabled there (run with {@code -Dit.excludedGroups=none}).
- *
- * <p>Known state when written: the go test passes; the maven test hangs (the clients time out
- * after 3 minutes) because replies carrying inline bodies between nodes fail to deserialize in
- * the shaded server jar ({@code FetchEntity$Inline}: argument type mismatch / ClassCastException
- * in every node's log), so waiters on a node other than the entity's are never answered.
  */
 @Tag("cross-node")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
