@@ -25,8 +25,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * Issue 3's "done when" for coalescing across nodes, on 3 real processes and one PostgreSQL:
  * requests for one key spread round-robin over the nodes cause exactly one upstream request, and
  * every client gets the exact bytes.
- *
-*/
+ */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class CrossNodeIT {
   private static final int ONE_MIB = 1024 * 1024;
