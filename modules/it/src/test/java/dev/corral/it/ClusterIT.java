@@ -11,6 +11,9 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
 import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,6 +22,8 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -90,7 +95,9 @@ class ClusterIT {
       endpoints.append(endpoints.length() == 0 ? "" : ", ").append("{ host = \"127.0.0.1\", port = ").append(port).append(" }");
     }
     Path conf = temp.resolve("bootstrap.conf");
-    Files.writeString(conf, "pekko.discovery.config.services.corral.endpoints = [" + endpoints + "]\n");
+    // Writable management routes only here, so that the test can down a member through them.
+    Files.writeString(conf, "pekko.discovery.config.services.corral.endpoints = [" + endpoints + "]\n"
+        + "pekko.management.http.route-providers-read-only = false\n");
     List<CorralProcess> nodes = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
       nodes.add(processes.serve("boot-" + (i + 1), List.of(), temp.resolve("data-" + i),
@@ -111,6 +118,19 @@ class ClusterIT {
     view.awaitReady(FORM);
     assertTrue(nodes.stream().allMatch(n -> n.stdout().contains("Cluster Bootstrap (config discovery)")),
         "every node used bootstrap");
+
+    // A downed node serves nothing more: its process exits by itself, with code 1, so that a
+    // supervisor starts it again.
+    Matcher self = Pattern.compile("\"selfNode\"\\s*:\\s*\"([^\"]+)\"").matcher(view.members(2));
+    assertTrue(self.find(), view.members(2));
+    HttpResponse<String> down = Http.CLIENT.send(HttpRequest.newBuilder(
+            URI.create(view.management(0) + "/cluster/members/" + self.group(1)))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .PUT(HttpRequest.BodyPublishers.ofString("operation=Down")).build(), HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, down.statusCode(), down.body());
+    assertEquals(1, nodes.get(2).awaitExit(Duration.ofSeconds(60)), nodes.get(2).output());
+    assertTrue(nodes.get(2).stdout().contains("exiting"), nodes.get(2).output());
+    view.awaitMembersUp(0, 2, Duration.ofSeconds(30));
   }
 
   /** Nothing answers on the management port at this machine's other addresses (when it has one). */
