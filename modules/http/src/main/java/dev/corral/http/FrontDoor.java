@@ -7,15 +7,23 @@ import dev.corral.core.fetch.FetchPolicy;
 import dev.corral.core.fetch.Node;
 import dev.corral.core.fetch.Waiters;
 import dev.corral.core.store.StoredArtifact;
+import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.UpstreamException;
 import dev.corral.core.upstream.UpstreamRequest;
+import dev.corral.http.repo.Lookup;
+import dev.corral.http.repo.RepoRequest;
+import dev.corral.http.peer.PeerEndpoint;
 import dev.corral.http.repo.Repository;
+import dev.corral.http.repo.Target;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -23,6 +31,7 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -30,7 +39,9 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.IncomingConnection;
 import org.apache.pekko.http.javadsl.ServerBinding;
+import org.apache.pekko.http.javadsl.model.AttributeKey;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpHeader;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpMethods;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
@@ -55,6 +66,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class FrontDoor {
   private static final Logger log = LoggerFactory.getLogger(FrontDoor.class);
+  /** On a stale copy served because its revalidation failed upstream (stale-if-error). */
+  static final RawHeader REVALIDATION_FAILED = RawHeader.create("Warning", "111 - \"Revalidation Failed\"");
 
   private final ActorSystem<?> system;
   private final Node node;
@@ -62,19 +75,36 @@ public final class FrontDoor {
   private final Map<String, Repository> repos;
   private final Optional<String> adminToken;
   private final ArtifactResponses responses;
+  private final PublicBase publicBase;
+  private final PeerEndpoint peer;
   private final AtomicBoolean ready = new AtomicBoolean(false);
   private final AtomicBoolean draining = new AtomicBoolean(false);
   /** Response bodies being sent right now (streamed ones; strict bodies go out at once). */
   private final AtomicInteger streamingResponses = new AtomicInteger();
 
+  /** The addresses of a request's connection, for {@link PublicBase}. */
+  private record Addresses(InetSocketAddress local, InetSocketAddress remote) {}
+
+  private static final AttributeKey<Addresses> ADDRESSES = AttributeKey.create("corral-addresses", Addresses.class);
+
+  /** Most a metadata body may be when it is read whole (rewritten, or looked up by a repository). */
+  static final int WHOLE_BODY_LIMIT = 128 * 1024 * 1024;
+
   public FrontDoor(ActorSystem<?> system, Node node, Waiters waiters, Map<String, Repository> repos,
       Optional<String> adminToken) {
+    this(system, node, waiters, repos, adminToken, PublicBase.local());
+  }
+
+  public FrontDoor(ActorSystem<?> system, Node node, Waiters waiters, Map<String, Repository> repos,
+      Optional<String> adminToken, PublicBase publicBase) {
+    this.publicBase = publicBase;
     this.system = system;
     this.node = node;
     this.waiters = waiters;
     this.repos = Map.copyOf(repos);
     this.adminToken = adminToken;
     this.responses = new ArtifactResponses(node.store(), node.hot(), node.io());
+    this.peer = new PeerEndpoint(node);
   }
 
   /** Binds and serves; each connection gets its own flow so its closing cancels its waiters. */
@@ -83,18 +113,23 @@ public final class FrontDoor {
     return Http.get(system)
         .newServerAt(host, port)
         .connectionSource()
-        .to(Sink.foreach((IncomingConnection c) -> c.handleWith(connectionFlow(), mat)))
+        .to(Sink.foreach((IncomingConnection c) -> c.handleWith(connectionFlow(c.localAddress(), c.remoteAddress()), mat)))
         .run(mat);
   }
 
   Flow<HttpRequest, HttpResponse, ?> connectionFlow() {
+    return connectionFlow(null, null);
+  }
+
+  Flow<HttpRequest, HttpResponse, ?> connectionFlow(InetSocketAddress local, InetSocketAddress remote) {
     ConnectionScope scope = new ConnectionScope(waiters.cancels());
+    Addresses addresses = new Addresses(local, remote);
     return Flow.of(HttpRequest.class)
         .watchTermination((mat, done) -> {
           done.whenComplete((d, e) -> scope.closed());
           return mat;
         })
-        .map(r -> r.addAttribute(ConnectionScope.KEY, scope))
+        .map(r -> r.addAttribute(ConnectionScope.KEY, scope).addAttribute(ADDRESSES, addresses))
         .mapAsync(1, this::handle)
         .map(this::counted);
   }
@@ -178,26 +213,182 @@ public final class FrontDoor {
     if (!repo.allowsEncodedSlash() && ok.segments().stream().anyMatch(s -> s.indexOf('/') >= 0)) {
       return done(count("", "rejected", text(400, "encoded '/' in a path segment")));
     }
-    Optional<ArtifactKey> key = repo.key(ok.segments(), ok.upstreamPath(), request.getUri().rawQueryString());
-    if (key.isEmpty()) {
-      return done(count(repo.name(), "error", text(404, "no artifact at this path")));
+    RepoRequest repoRequest = new RepoRequest(ok.segments(), ok.upstreamPath(), request.getUri().rawQueryString(),
+        request.getHeader("Accept").map(HttpHeader::value), baseUrl(request) + "/" + repo.name());
+    CompletionStage<Target> resolved;
+    try {
+      resolved = repo.resolve(repoRequest, new CacheLookup(request));
+    } catch (RuntimeException e) {
+      resolved = CompletableFuture.failedFuture(e);
     }
-    return serve(request, key.get());
+    return resolved
+        .thenCompose(target -> target(request, repo, target))
+        .exceptionally(e -> {
+          Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+          if (t instanceof Lookup.LookupFailed f) {
+            return count(repo.name(), "error", text(f.status(), f.getMessage()));
+          }
+          log.error("resolving {} in {} failed", ok.upstreamPath(), repo.name(), t);
+          return count(repo.name(), "error", text(500, "internal error"));
+        });
   }
 
-  private CompletionStage<HttpResponse> serve(HttpRequest request, ArtifactKey key) {
-    Optional<StoredArtifact> hit = node.store().lookup(key);
+  private CompletionStage<HttpResponse> target(HttpRequest request, Repository repo, Target target) {
+    if (target instanceof Target.Artifact a) {
+      CompletionStage<HttpResponse> served =
+          a.rewrite().isPresent() ? rewritten(request, a) : serve(request, a.key(), a.mutable());
+      return a.headers().isEmpty() ? served : served.thenApply(r -> r.addHeaders(raw(a.headers())));
+    }
+    if (target instanceof Target.Answer a) {
+      // An answer made from what Corral holds counts as a hit; a refusal as an error.
+      String result = a.status() < 300 ? "hit" : "error";
+      return done(count(repo.name(), result, HttpResponse.create().withStatus(StatusCodes.get(a.status()))
+          .withEntity(HttpEntities.create(ContentTypes.parse(a.contentType()), a.body()))
+          .addHeaders(raw(a.headers()))));
+    }
+    if (target instanceof Target.Rejected r) {
+      return done(count(repo.name(), "rejected", text(400, r.reason())));
+    }
+    return done(count(repo.name(), "error", text(404, ((Target.NotFound) target).reason())));
+  }
+
+  /**
+   * A metadata body served rewritten: rewriting happens when a body is served, never in what is
+   * stored. The stored body is read whole and rewritten; conditional requests and ranges are
+   * answered against the rewritten bytes, whose ETag is their own hash.
+   */
+  private CompletionStage<HttpResponse> rewritten(HttpRequest request, Target.Artifact a) {
+    HttpRequest whole = withoutHeaders(request, "Range", "If-Range", "If-None-Match", "If-Modified-Since");
+    return serve(whole, a.key(), a.mutable()).thenCompose(r -> {
+      if (r.status().intValue() != 200) {
+        return done(r);
+      }
+      Via via = Via.valueOf(r.getHeader("X-Cache").map(HttpHeader::value).orElse(Via.HIT.name()));
+      return r.entity().toStrict(WHOLE_BODY_WAIT.toMillis(), WHOLE_BODY_LIMIT, Materializer.matFromSystem(system))
+          .thenApply(strict -> {
+            ByteString body = a.rewrite().get().rewrite(strict.getData());
+            List<Header> headers = new ArrayList<>();
+            headers.add(new Header("Content-Type", strict.getContentType().toString()));
+            headers.add(new Header("ETag", "\"" + sha256(body).substring(0, 32) + "\""));
+            for (HttpHeader h : r.getHeaders()) {
+              String n = h.lowercaseName();
+              if (n.equals("last-modified") || n.equals("cache-control") || n.equals("expires")) {
+                headers.add(new Header(h.name(), h.value()));
+              }
+            }
+            HttpResponse out = responses.bytes(request, via, 200, headers, body);
+            for (HttpHeader h : r.getHeaders()) { // what the serve path said of staleness
+              if (h.lowercaseName().startsWith("x-corral-") || h.lowercaseName().equals("warning")) {
+                out = out.addHeader(h);
+              }
+            }
+            return out;
+          });
+    });
+  }
+
+  private static final Duration WHOLE_BODY_WAIT = Duration.ofMinutes(5);
+
+  /** Reads other keys for a repository's {@link Repository#resolve}, on behalf of the same client. */
+  private class CacheLookup implements Lookup {
+    private final HttpRequest client;
+
+    CacheLookup(HttpRequest client) {
+      this.client = client;
+    }
+
+    @Override
+    public CompletionStage<Optional<ByteString>> body(ArtifactKey key, boolean mutable) {
+      HttpRequest get = HttpRequest.GET("/");
+      Optional<ConnectionScope> scope = client.getAttribute(ConnectionScope.KEY);
+      if (scope.isPresent()) {
+        get = get.addAttribute(ConnectionScope.KEY, scope.get()); // the client hanging up cancels it too
+      }
+      return serve(get, key, mutable).thenCompose(r -> {
+        int status = r.status().intValue();
+        if (status == 200) {
+          return r.entity().toStrict(WHOLE_BODY_WAIT.toMillis(), WHOLE_BODY_LIMIT, Materializer.matFromSystem(system))
+              .thenApply(strict -> Optional.of(strict.getData()));
+        }
+        r.discardEntityBytes(system);
+        if (status == 404 || status == 410) {
+          return CompletableFuture.completedFuture(Optional.<ByteString>empty());
+        }
+        return CompletableFuture.failedFuture(new Lookup.LookupFailed(status == 504 ? 504 : 502,
+            "could not read " + key.url() + " (" + status + ")"));
+      });
+    }
+
+    @Override
+    public Optional<ByteString> cached(ArtifactKey key) {
+      Optional<StoredArtifact> stored = node.store().lookup(key);
+      if (stored.isEmpty()) {
+        return Optional.empty();
+      }
+      Optional<ByteString> hot = node.hot().get(stored.get().sha256());
+      if (hot.isPresent()) {
+        return hot;
+      }
+      try {
+        return stored.get().size() <= WHOLE_BODY_LIMIT ? Optional.of(node.store().readAll(stored.get())) : Optional.empty();
+      } catch (IOException e) {
+        return Optional.empty();
+      }
+    }
+  }
+
+  /** The base URL clients reach this node at (see {@link PublicBase}). */
+  private String baseUrl(HttpRequest request) {
+    Addresses a = request.getAttribute(ADDRESSES).orElse(new Addresses(null, null));
+    Optional<String> host = request.getHeader("X-Forwarded-Host").map(HttpHeader::value)
+        .or(() -> request.getHeader("Host").map(HttpHeader::value));
+    return publicBase.of(a.local(), a.remote(), request.getHeader("X-Forwarded-Proto").map(HttpHeader::value), host);
+  }
+
+  private static HttpRequest withoutHeaders(HttpRequest request, String... names) {
+    HttpRequest out = request;
+    for (String n : names) {
+      out = out.removeHeader(n);
+    }
+    return out;
+  }
+
+  private static List<HttpHeader> raw(List<Header> headers) {
+    return headers.stream().map(h -> (HttpHeader) RawHeader.create(h.name(), h.value())).toList();
+  }
+
+  private static String sha256(ByteString bytes) {
+    try {
+      MessageDigest md = MessageDigest.getInstance("SHA-256");
+      md.update(bytes.asByteBuffer());
+      return HexFormat.of().formatHex(md.digest());
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * Answers a GET or HEAD for a key. A stored copy is served from this node's store at once when
+   * the key is immutable, or when it is mutable metadata still within the repository's metadata
+   * TTL; otherwise the key's entity decides (fetch, coalesce, or serve stale and revalidate).
+   *
+   * @param mutable the key is metadata that changes upstream (the repository adapter says so; see
+   *     {@link Target.Artifact})
+   */
+  public CompletionStage<HttpResponse> serve(HttpRequest request, ArtifactKey key, boolean mutable) {
+    Optional<StoredArtifact> hit = node.store().lookup(key)
+        .filter(a -> !mutable || node.policy(key.repo()).isFresh(a, node.clock().millis()));
     if (hit.isPresent()) {
       return responses.stored(request, Via.HIT, hit.get())
-          .thenCompose(r -> r.isPresent() ? done(count(key.repo(), Via.HIT, r.get())) : miss(request, key));
+          .thenCompose(r -> r.isPresent() ? done(count(key.repo(), Via.HIT, r.get())) : miss(request, key, mutable));
     }
-    return miss(request, key);
+    return miss(request, key, mutable);
   }
 
-  private CompletionStage<HttpResponse> miss(HttpRequest request, ArtifactKey key) {
+  private CompletionStage<HttpResponse> miss(HttpRequest request, ArtifactKey key, boolean mutable) {
     ConnectionScope scope = request.getAttribute(ConnectionScope.KEY).orElse(null);
     long token = scope != null ? scope.reserve() : waiters.cancels().reserve();
-    return waiters.await(key, token)
+    return waiters.await(key, token, mutable)
         .thenCompose(answer -> answer(request, key, answer))
         .whenComplete((r, e) -> {
           if (scope != null) {
@@ -227,6 +418,22 @@ public final class FrontDoor {
           .thenApply(r -> r.isPresent() ? count(repo, s.via(), r.get())
               : count(repo, "error", text(502, "stored bytes of this artifact are missing or corrupt")));
     }
+    if (reply instanceof FetchEntity.Stale s) {
+      return responses.stored(request, Via.STALE, s.artifact()).thenCompose(r -> {
+        if (r.isPresent()) {
+          return done(count(repo, Via.STALE, s.revalidationFailed() ? r.get().addHeader(REVALIDATION_FAILED) : r.get()));
+        }
+        // The revalidation replaced the stale bytes between the answer and this read: the
+        // store now holds the fresh copy.
+        Optional<StoredArtifact> current = node.store().lookup(key);
+        if (current.isEmpty()) {
+          return done(count(repo, "error", text(502, "stored bytes of this artifact are missing or corrupt")));
+        }
+        return responses.stored(request, Via.HIT, current.get())
+            .thenApply(c -> c.isPresent() ? count(repo, Via.HIT, c.get())
+                : count(repo, "error", text(502, "stored bytes of this artifact are missing or corrupt")));
+      });
+    }
     if (reply instanceof FetchEntity.Streaming s) {
       var growing = node.downloads().find(s.downloadId());
       if (growing.isPresent()) {
@@ -255,7 +462,8 @@ public final class FrontDoor {
   /** The budget ran out and the repository allows it: one direct, uncached fetch for this client. */
   private CompletionStage<HttpResponse> bypass(ArtifactKey key) {
     String repo = key.repo();
-    return node.upstream().get(UpstreamRequest.get(repo, key.url()))
+    List<Header> accept = key.variant().isEmpty() ? List.of() : List.of(new Header("Accept", key.variant()));
+    return node.upstream().get(new UpstreamRequest(repo, key.url(), accept))
         .thenApply(r -> {
           if (r.status() == 200) {
             var type = ArtifactResponses.contentType(r.headers());
@@ -306,6 +514,9 @@ public final class FrontDoor {
     if (get && path.equals("/-/metrics")) {
       return metrics();
     }
+    if (path.startsWith(PeerEndpoint.PREFIX)) {
+      return peer.handle(request, path); // internal: other nodes copy bytes from here
+    }
     if (path.startsWith("/-/cache/")) {
       if (request.method() != HttpMethods.DELETE) {
         return text(405, "purge with DELETE").addHeader(RawHeader.create("Allow", "DELETE"));
@@ -334,10 +545,27 @@ public final class FrontDoor {
       return text(404, "unknown repository: " + ok.repo());
     }
     Optional<String> q = repoPath.contains("?") ? Optional.of(repoPath.substring(repoPath.indexOf('?') + 1)) : Optional.empty();
-    Optional<ArtifactKey> key = repo.key(ok.segments(), ok.upstreamPath(), q);
+    // Purge resolves with what this node holds (a cached packument names a tarball's digest) and
+    // never fetches to find out.
+    Lookup cachedOnly = new CacheLookup(request) {
+      @Override
+      public CompletionStage<Optional<ByteString>> body(ArtifactKey k, boolean mutable) {
+        return CompletableFuture.completedFuture(cached(k));
+      }
+    };
+    Optional<ArtifactKey> key;
+    try {
+      RepoRequest repoRequest = new RepoRequest(ok.segments(), ok.upstreamPath(), q,
+          request.getHeader("Accept").map(HttpHeader::value), baseUrl(request) + "/" + repo.name());
+      Target target = repo.resolve(repoRequest, cachedOnly).toCompletableFuture().get(10, TimeUnit.SECONDS);
+      key = target instanceof Target.Artifact a ? Optional.of(a.key()) : Optional.empty();
+    } catch (Exception e) {
+      return text(500, "purge failed: " + e.getMessage());
+    }
     if (key.isEmpty()) {
       return text(404, "no artifact at this path");
     }
+
     boolean held;
     try {
       held = node.store().remove(key.get());

@@ -119,7 +119,8 @@ final class ClusterJoin {
       }
       log.info("management endpoints on {}", uri);
     }
-    if (c.selfJoin()) {
+    boolean seedsInPekkoConfig = !system.settings().config().getStringList("pekko.cluster.seed-nodes").isEmpty();
+    if (c.selfJoin() && !seedsInPekkoConfig) { // seed nodes may also come as raw Pekko settings
       cluster.join(cluster.selfAddress());
     } else if (c.discovery() != ClusterSettings.Discovery.NONE) {
       ClusterBootstrap.get(system.classicSystem()).start();

@@ -13,7 +13,13 @@ import dev.corral.core.fetch.Waiters;
 import dev.corral.core.store.DiskStore;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.http.FrontDoor;
+import dev.corral.http.PublicBase;
+import dev.corral.http.peer.HttpPeerBlobs;
 import dev.corral.http.repo.GenericRepository;
+import dev.corral.http.repo.GoRepository;
+import dev.corral.http.repo.MavenRepository;
+import dev.corral.http.repo.NpmRepository;
+import dev.corral.http.repo.PypiRepository;
 import dev.corral.http.repo.Repository;
 import dev.corral.http.upstream.HttpUpstream;
 import dev.corral.http.upstream.RepoUpstream;
@@ -56,10 +62,12 @@ public final class CorralServer implements AutoCloseable {
   private final ServerBinding binding;
   private final Node node;
   private final CancelRegistry cancels;
+  private final Waiters waiters;
   private final String nodeName;
 
   private CorralServer(ActorSystem<Void> system, FrontDoor frontDoor, ServerBinding binding, Node node,
-      CancelRegistry cancels, String nodeName) {
+      CancelRegistry cancels, Waiters waiters, String nodeName) {
+    this.waiters = waiters;
     this.nodeName = nodeName;
     this.system = system;
     this.frontDoor = frontDoor;
@@ -90,24 +98,22 @@ public final class CorralServer implements AutoCloseable {
       Map<String, FetchPolicy> policies = new HashMap<>();
       Map<String, Repository> repos = new LinkedHashMap<>();
       for (RepoSettings r : settings.repos()) {
-        if (!r.type().equals("generic")) {
-          throw new SettingsException("corral.repos." + r.name() + ".type",
-              r.type() + " is not served yet (only generic)");
-        }
         upstreams.put(r.name(), new RepoUpstream(r.url(), upstreamSettings(r)));
         policies.put(r.name(), policy(r));
-        repos.put(r.name(), new GenericRepository(r.name(), r.url()));
+        repos.put(r.name(), repository(r));
       }
       HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams);
       Node node = new Node(store, new HotBlobs(settings.memoryCacheBytes()), KeyRecords.of(system), upstream, metrics,
           name -> policies.getOrDefault(name, FetchPolicy.defaults()), Ticker.systemTicker(), io);
       FetchEntity.init(system, node, ENTITY_IDLE);
       CancelRegistry cancels = new CancelRegistry(Ticker.systemTicker(), settings.tombstoneTtl(), 100_000);
-      Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node);
-      FrontDoor frontDoor = new FrontDoor(system, node, waiters, repos, settings.adminToken());
+      Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node, system);
+      FrontDoor frontDoor = new FrontDoor(system, node, waiters, repos, settings.adminToken(),
+          new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()));
       ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort())
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
-      CorralServer server = new CorralServer(system, frontDoor, binding, node, cancels, nodeName);
+      connectPeers(system, settings, node, store, binding.localAddress());
+      CorralServer server = new CorralServer(system, frontDoor, binding, node, cancels, waiters, nodeName);
       server.drainOnShutdown(settings.drainTimeout(), settings.repos().stream().map(RepoSettings::name).toList());
       NodeName.register(metrics, nodeName);
       // Ready once this node is an Up member: a one-node cluster is Up at once (waited for
@@ -127,6 +133,30 @@ public final class CorralServer implements AutoCloseable {
       system.terminate();
       throw e;
     }
+  }
+
+  /**
+   * Lets this node exchange bytes with the other nodes: its peer URL (where its internal peer
+   * endpoint is reached, listed in key records as a holder), the client that reads other nodes'
+   * endpoints, and the largest body sent inside a reply (half of Artery's large frame, so no reply
+   * can ever exceed it). Evictions tell the key's entity that this node no longer holds the bytes.
+   */
+  private static void connectPeers(ActorSystem<?> system, CorralSettings settings, Node node, DiskStore store,
+      InetSocketAddress bound) {
+    Config config = system.settings().config();
+    String host = settings.httpHost();
+    if (host.isEmpty() || host.equals("0.0.0.0") || host.equals("::") || host.equals("[::]")) {
+      host = config.getString("pekko.remote.artery.canonical.hostname"); // how peers reach this node
+    }
+    if (host.contains(":") && !host.startsWith("[")) {
+      host = "[" + host + "]";
+    }
+    String selfUrl = "http://" + host + ":" + bound.getPort();
+    long frame = config.getBytes("pekko.remote.artery.advanced.maximum-large-frame-size");
+    node.peering(new Node.Peering(selfUrl, new HttpPeerBlobs(system), frame / 2));
+    ClusterSharding sharding = ClusterSharding.get(system);
+    store.onEvicted(keyId -> sharding.entityRefFor(FetchEntity.TYPE_KEY, keyId).tell(new FetchEntity.Dropped(selfUrl)));
+    log.info("peer endpoint for other nodes: {}/-/peer/ (internal: firewall it to the cluster's nodes)", selfUrl);
   }
 
   /**
@@ -239,6 +269,16 @@ public final class CorralServer implements AutoCloseable {
     return node;
   }
 
+  /** The node's front door (tests drive {@link FrontDoor#serve} with keys of their own). */
+  FrontDoor frontDoor() {
+    return frontDoor;
+  }
+
+  /** The node's waiting side (joins sent to entities, for tests). */
+  public Waiters waiters() {
+    return waiters;
+  }
+
   /** The node's cancel tokens: one registration per waiter currently waiting on a fetch. */
   public CancelRegistry cancels() {
     return cancels;
@@ -265,6 +305,19 @@ public final class CorralServer implements AutoCloseable {
         .resolve();
   }
 
+  /** The adapter of a repository's type. */
+  static Repository repository(RepoSettings r) {
+    return switch (r.type()) {
+      case "generic" -> new GenericRepository(r.name(), r.url());
+      case "maven" -> new MavenRepository(r.name(), r.url());
+      case "go" -> new GoRepository(r.name(), r.url(), r.sumdbUrl());
+      case "npm" -> new NpmRepository(r.name(), r.url());
+      case "pypi" -> new PypiRepository(r.name(), r.url());
+      // one line per registry type
+      default -> throw new SettingsException("corral.repos." + r.name() + ".type", r.type() + " is not served yet");
+    };
+  }
+
   static UpstreamSettings upstreamSettings(RepoSettings r) {
     return new UpstreamSettings(r.connectTimeout(), r.firstByteTimeout(), r.idleTimeout(), r.retries(),
         r.retryBackoff(), r.maxRedirects(), r.maxConnections(),
@@ -273,6 +326,7 @@ public final class CorralServer implements AutoCloseable {
 
   static FetchPolicy policy(RepoSettings r) {
     return new FetchPolicy(r.inlineLimitBytes(), r.negativeTtl(), r.waiterBudget(),
-        r.onBudgetExhausted() == RepoSettings.OnBudgetExhausted.BYPASS, r.maxWaiters(), r.maxOrphanFetches());
+        r.onBudgetExhausted() == RepoSettings.OnBudgetExhausted.BYPASS, r.maxWaiters(), r.maxOrphanFetches(),
+        r.metadataTtl(), r.maxStale());
   }
 }

@@ -1,5 +1,6 @@
 package dev.corral.server;
 
+import dev.corral.http.TrustedProxies;
 import com.typesafe.config.Config;
 import java.net.URI;
 import java.nio.file.Path;
@@ -19,6 +20,7 @@ import java.util.Optional;
  * @param memoryCacheBytes heap for the most used small artifacts (0: none)
  * @param adminToken the admin token file's contents, trimmed; never shown by {@link #toString()}
  * @param publicBaseUrl how clients reach this node, when set
+ * @param trustedProxies proxies whose forwarded headers are believed (none by default)
  * @param repos sorted by name; may be empty (then {@link #warnings()} says so)
  * @param cluster how the node joins its cluster and where its management endpoints listen
  * @param journal the shared database of the key records; empty: embedded H2 under the data dir
@@ -35,6 +37,7 @@ public record CorralSettings(
     long memoryCacheBytes,
     Optional<String> adminToken,
     Optional<URI> publicBaseUrl,
+    TrustedProxies trustedProxies,
     Duration drainTimeout,
     Duration tombstoneTtl,
     List<RepoSettings> repos,
@@ -48,6 +51,7 @@ public record CorralSettings(
     Objects.requireNonNull(dataDir, "dataDir");
     Objects.requireNonNull(adminToken, "adminToken");
     Objects.requireNonNull(publicBaseUrl, "publicBaseUrl");
+    Objects.requireNonNull(trustedProxies, "trustedProxies");
     Objects.requireNonNull(drainTimeout, "drainTimeout");
     Objects.requireNonNull(tombstoneTtl, "tombstoneTtl");
     Objects.requireNonNull(cluster, "cluster");
@@ -83,6 +87,7 @@ public record CorralSettings(
         + ", maxSizeBytes=" + maxSizeBytes
         + ", adminToken=" + (adminToken.isPresent() ? "***" : "none")
         + ", publicBaseUrl=" + publicBaseUrl.map(URI::toString).orElse("none")
+        + ", trustedProxies=" + trustedProxies
         + ", drainTimeout=" + drainTimeout
         + ", tombstoneTtl=" + tombstoneTtl
         + ", repos=" + repos

@@ -91,12 +91,18 @@ final class JournalDatabase {
     } catch (ExecutionException | TimeoutException e) {
       // Statements that fail are skipped by the tool; whatever is still wrong shows in checkSchema.
     }
-    checkSchema();
+    // The URL Pekko really uses: raw Pekko settings in the config file may point it elsewhere.
+    String effective = system.settings().config().getString("jdbc-durable-state-store.slick.db.url");
+    checkSchema(effective);
   }
 
   /** Fails with the setting's name when {@code durable_state} is missing or lacks a column. */
   void checkSchema() {
-    try (Connection c = connect(); Statement s = c.createStatement()) {
+    checkSchema(url);
+  }
+
+  private void checkSchema(String url) {
+    try (Connection c = connect(url); Statement s = c.createStatement()) {
       s.setQueryTimeout(TIMEOUT_SECONDS);
       s.executeQuery(SCHEMA_PROBE).close();
     } catch (SQLException e) {
@@ -110,6 +116,10 @@ final class JournalDatabase {
   }
 
   private Connection connect() throws SQLException {
+    return connect(url);
+  }
+
+  private Connection connect(String url) throws SQLException {
     Properties props = new Properties();
     if (journal.isPresent()) {
       journal.get().user().ifPresent(u -> props.setProperty("user", u));

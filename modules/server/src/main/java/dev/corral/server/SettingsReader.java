@@ -1,5 +1,6 @@
 package dev.corral.server;
 
+import dev.corral.http.TrustedProxies;
 import static dev.corral.server.SettingValues.quoted;
 
 import com.typesafe.config.Config;
@@ -123,6 +124,13 @@ final class SettingsReader {
               .map(f -> readSecretFile(SettingSources.path(f, label(tokenPath)), label(tokenPath)));
       String basePath = path(Setting.PUBLIC_BASE_URL);
       Optional<URI> publicBaseUrl = optionalText(basePath).map(u -> url(basePath, u));
+      String proxiesPath = path(Setting.TRUSTED_PROXIES);
+      TrustedProxies trustedProxies;
+      try {
+        trustedProxies = optionalText(proxiesPath).map(TrustedProxies::parse).orElse(TrustedProxies.none());
+      } catch (IllegalArgumentException e) {
+        throw new SettingsException(label(proxiesPath), e.getMessage());
+      }
       Duration drainTimeout = duration(path(Setting.DRAIN_TIMEOUT), false);
       Duration tombstoneTtl = duration(path(Setting.TOMBSTONE_TTL), true);
       List<RepoSettings> repos = repos();
@@ -134,8 +142,8 @@ final class SettingsReader {
         warnings.add("no repositories configured (--repo NAME=TYPE:URL): every request will get 404");
       }
       return new CorralSettings(
-          host, port, dataDir, maxSize, memoryCacheSize, adminToken, publicBaseUrl, drainTimeout, tombstoneTtl,
-          repos, cluster, journal, config, warnings);
+          host, port, dataDir, maxSize, memoryCacheSize, adminToken, publicBaseUrl, trustedProxies, drainTimeout,
+          tombstoneTtl, repos, cluster, journal, config, warnings);
     });
   }
 
@@ -331,7 +339,23 @@ final class SettingsReader {
         whole(field(name, RepoSetting.MAX_WAITERS), 1),
         whole(field(name, RepoSetting.MAX_ORPHAN_FETCHES), 0),
         size(field(name, RepoSetting.INLINE_LIMIT), 0),
-        credential(name));
+        credential(name),
+        duration(field(name, RepoSetting.METADATA_TTL), false),
+        duration(field(name, RepoSetting.MAX_STALE), false),
+        sumdbUrl(name, type));
+  }
+
+  private Optional<String> sumdbUrl(String name, String type) {
+    String path = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.SUMDB_URL.key());
+    if (!has(path)) {
+      return Optional.empty();
+    }
+    if (!type.equals("go")) {
+      throw error(path, "only go repositories proxy a checksum database");
+    }
+    String url = text(path).trim();
+    url(path, url);
+    return Optional.of(url);
   }
 
   /** The repository's own path for the key if set there, else the repo-defaults path. */

@@ -116,4 +116,21 @@ class CliTest {
       assertTrue(markdown.contains("`" + s.env() + "`"), s.env());
     }
   }
+
+  @Test
+  void readmeShowsTheCurrentSettingsTable() throws Exception {
+    // The README's table is pasted from Setting.markdownTable(); a setting added without
+    // refreshing it fails here. Regenerate with -Dcorral.readme.update=true.
+    java.nio.file.Path readme = java.nio.file.Path.of("../../README.md");
+    String text = java.nio.file.Files.readString(readme);
+    if (Boolean.getBoolean("corral.readme.update")) { // mvn ... -Dcorral.readme.update=true
+      int start = text.indexOf("| Flag | HOCON");
+      int repoTable = text.indexOf("| Key | Default", start);
+      int end = text.indexOf("\n\n", repoTable);
+      text = text.substring(0, start) + Setting.markdownTable().strip() + text.substring(end);
+      java.nio.file.Files.writeString(readme, text);
+    }
+    assertTrue(text.contains(Setting.markdownTable().strip()),
+        "README.md's settings table differs from Setting.markdownTable()");
+  }
 }

@@ -1,12 +1,13 @@
 package dev.corral.http.repo;
 
 import dev.corral.core.ArtifactKey;
-import java.util.List;
-import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 
 /**
  * A plain HTTP upstream: {@code /{name}/{path}?{query}} is {@code URL/{path}?{query}}, joined
- * with exactly one {@code /}. The query is part of the upstream URL and so of the key.
+ * with exactly one {@code /}. The query is part of the upstream URL and so of the key. Everything
+ * is immutable and served as stored.
  */
 public final class GenericRepository implements Repository {
   private final String name;
@@ -27,8 +28,9 @@ public final class GenericRepository implements Repository {
   }
 
   @Override
-  public Optional<ArtifactKey> key(List<String> segments, String upstreamPath, Optional<String> rawQuery) {
-    String url = base + upstreamPath + rawQuery.filter(q -> !q.isEmpty()).map(q -> "?" + q).orElse("");
-    return Optional.of(ArtifactKey.of(name, url));
+  public CompletionStage<Target> resolve(RepoRequest request, Lookup lookup) {
+    String url = base + request.upstreamPath()
+        + request.rawQuery().filter(q -> !q.isEmpty()).map(q -> "?" + q).orElse("");
+    return CompletableFuture.completedFuture(Target.Artifact.immutable(ArtifactKey.of(name, url)));
   }
 }

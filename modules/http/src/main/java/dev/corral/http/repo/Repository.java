@@ -1,12 +1,15 @@
 package dev.corral.http.repo;
 
-import dev.corral.core.ArtifactKey;
-import java.util.List;
-import java.util.Optional;
+import java.util.concurrent.CompletionStage;
 
 /**
- * One configured repository: how a request path of its type maps to an upstream URL and a key.
- * One implementation per registry type; {@link GenericRepository} is plain HTTP.
+ * One configured repository: how a request path of its type maps to what Corral fetches and
+ * serves. One implementation per registry type; {@link GenericRepository} is plain HTTP.
+ *
+ * <p>Contract: {@link #resolve} never throws and never fetches anything itself; when it must know
+ * another document (a packument, a checksum file) it reads it through the {@link Lookup}, so that
+ * read is coalesced and cached like any request. A repository can never make Corral fetch a URL
+ * that neither its configured upstream root nor a document from that upstream named.
  */
 public interface Repository {
 
@@ -18,13 +21,6 @@ public interface Repository {
     return false;
   }
 
-  /**
-   * The key of a request.
-   *
-   * @param segments the decoded path segments after the repository name
-   * @param upstreamPath the same segments re-encoded for the upstream URL, starting with {@code /}
-   * @param rawQuery the query string as the client sent it, if any
-   * @return the key, or empty when this type has no artifact at that path
-   */
-  Optional<ArtifactKey> key(List<String> segments, String upstreamPath, Optional<String> rawQuery);
+  /** What the request names. */
+  CompletionStage<Target> resolve(RepoRequest request, Lookup lookup);
 }

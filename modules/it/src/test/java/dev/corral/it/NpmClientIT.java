@@ -1,0 +1,271 @@
+package dev.corral.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The real {@code npm} client through a Corral process: {@code npm install} of a scoped package
+ * whose dependency tree is three packages deep, from packages made with {@code npm pack} during
+ * the test and served by a fixture registry on 127.0.0.1 whose packuments name the fixture's own
+ * tarball URLs (so an un-rewritten URL would bypass Corral). Each install uses a fresh npm cache.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class NpmClientIT {
+  private static final Duration CLIENT_TIMEOUT = Duration.ofSeconds(90);
+
+  /** The tree: @demo/scoped -> demo-pkg ^1.0.0 -> demo-dep ^1.0.0. */
+  private record Pkg(String name, String dependency, String fixtureFile) {
+    String unscoped() {
+      return name.substring(name.indexOf('/') + 1);
+    }
+
+    /** The packument path as Corral asks the registry for it (npm itself sends %2f). */
+    String packumentPath() {
+      return "/" + name.replace("/", "%2F");
+    }
+
+    String tarballPath() {
+      return "/" + name + "/-/" + fixtureFile;
+    }
+  }
+
+  private static final List<Pkg> PACKAGES = List.of(
+      new Pkg("@demo/scoped", "demo-pkg", "scoped-1.0.0.tgz"),
+      new Pkg("demo-pkg", "demo-dep", "demo-pkg-1.0.0.tgz"),
+      new Pkg("demo-dep", null, "demo-dep-1.0.0.tgz"));
+
+  private static final Map<String, byte[]> tarballs = new LinkedHashMap<>();
+
+  /**
+   * One Corral process for the class (a JVM start costs ~10 s on this machine); each test has
+   * its own repository and fixture, so its keys and upstream counts are its own.
+   */
+  private static final List<String> REPOS = List.of("install", "three", "tampered");
+
+  private Path work;
+  private final Map<String, FixtureRegistry> fixtures = new LinkedHashMap<>();
+  private CorralProcess node;
+  private String corral;
+  private final ExecutorService pool = Executors.newFixedThreadPool(3);
+
+  /** Packs each package with the real {@code npm pack}. */
+  private static void pack(Path packed) throws Exception {
+    ClientCommand.require("npm", "NpmClientIT");
+    ClientCommand.require("node", "NpmClientIT");
+    for (Pkg p : PACKAGES) {
+      Path src = packed.resolve("src-" + p.unscoped());
+      Files.createDirectories(src);
+      String deps = p.dependency() == null ? "{}" : "{\"" + p.dependency() + "\": \"^1.0.0\"}";
+      Files.writeString(src.resolve("package.json"), """
+          {"name": "%s", "version": "1.0.0", "main": "index.js", "license": "MIT", "dependencies": %s}
+          """.formatted(p.name(), deps));
+      String below = p.dependency() == null ? "''" : "' > ' + require('" + p.dependency() + "')";
+      Files.writeString(src.resolve("index.js"), "module.exports = '" + p.name() + "@1.0.0' + " + below + ";\n");
+      Path out = packed.resolve("out-" + p.unscoped());
+      Files.createDirectories(out);
+      ClientCommand.run(src, npmEnv(), CLIENT_TIMEOUT, List.of("npm", "pack", "--pack-destination", out.toString(),
+          "--userconfig", "/dev/null", "--cache", packed.resolve("pack-cache").toString())).ok();
+      try (var files = Files.list(out)) {
+        Path tgz = files.filter(f -> f.toString().endsWith(".tgz")).findFirst()
+            .orElseThrow(() -> new AssertionError("npm pack wrote no .tgz for " + p.name()));
+        tarballs.put(p.name(), Files.readAllBytes(tgz));
+      }
+    }
+  }
+
+  @BeforeAll
+  void startCorral(@TempDir Path dir) throws Exception {
+    work = dir;
+    pack(work.resolve("packed"));
+    List<String> repos = new ArrayList<>();
+    for (String repo : REPOS) {
+      FixtureRegistry f = startFixture(work.resolve("upstream-" + repo));
+      fixtures.put(repo, f);
+      repos.add(repo + "=npm:" + f.url() + "/");
+    }
+    node = CorralProcess.serve("npm-clients", List.of(), work.resolve("data"), List.of(), repos.toArray(String[]::new));
+    corral = node.awaitListening(Duration.ofSeconds(60));
+  }
+
+  @AfterAll
+  void stop() {
+    pool.shutdownNow();
+    if (node != null) {
+      node.close();
+    }
+    fixtures.values().forEach(FixtureRegistry::close);
+  }
+
+  /** The environment without the caller's npm settings. */
+  private static Map<String, String> npmEnv() {
+    Map<String, String> env = new LinkedHashMap<>();
+    System.getenv().keySet().stream().filter(k -> k.toLowerCase().startsWith("npm_config_"))
+        .forEach(k -> env.put(k, "")); // ProcessBuilder cannot unset through putAll; empty = default
+    return env;
+  }
+
+  /** Serves the packed tarballs and packuments naming the fixture's own tarball URLs. */
+  private static FixtureRegistry startFixture(Path root) throws IOException {
+    FixtureRegistry fixture = new FixtureRegistry(root);
+    Map<String, byte[]> packuments = new LinkedHashMap<>();
+    for (Pkg p : PACKAGES) {
+      Path file = fixture.root().resolve(p.tarballPath().substring(1));
+      Files.createDirectories(file.getParent());
+      Files.write(file, tarballs.get(p.name()));
+      packuments.put(p.packumentPath(), packument(p, fixture.url() + p.tarballPath()).getBytes(StandardCharsets.UTF_8));
+    }
+    fixture.route(r -> Optional.ofNullable(packuments.get(r.path()))
+        .map(body -> FixtureRegistry.Answer.of(200, "application/json", body)));
+    return fixture;
+  }
+
+  private static String packument(Pkg p, String tarballUrl) {
+    byte[] tgz = tarballs.get(p.name());
+    String deps = p.dependency() == null ? "{}" : "{\"" + p.dependency() + "\":\"^1.0.0\"}";
+    return """
+        {"_id":"%s","name":"%s","dist-tags":{"latest":"1.0.0"},
+         "time":{"created":"2026-01-01T00:00:00.000Z","modified":"2026-01-01T00:00:00.000Z","1.0.0":"2026-01-01T00:00:00.000Z"},
+         "versions":{"1.0.0":{"name":"%s","version":"1.0.0","main":"index.js","license":"MIT","dependencies":%s,
+           "dist":{"tarball":"%s","shasum":"%s","integrity":"sha512-%s"}}}}
+        """.formatted(p.name(), p.name(), p.name(), deps, tarballUrl,
+        HexFormat.of().formatHex(digest("SHA-1", tgz)), Base64.getEncoder().encodeToString(digest("SHA-512", tgz)));
+  }
+
+  private static byte[] digest(String algorithm, byte[] b) {
+    try {
+      return MessageDigest.getInstance(algorithm).digest(b);
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * {@code npm install @demo/scoped} in a new project with a fresh cache. Audit stays on: its
+   * POST is refused by Corral and must not break the install.
+   */
+  private ClientCommand.Result install(String repo, String project, String... extra) throws Exception {
+    Path dir = work.resolve(project);
+    Files.createDirectories(dir);
+    Files.writeString(dir.resolve("package.json"), "{\"name\":\"" + project + "\",\"version\":\"1.0.0\",\"private\":true}\n");
+    List<String> cmd = new ArrayList<>(List.of("npm", "install", "@demo/scoped", "--registry", corral + "/" + repo + "/",
+        "--cache", work.resolve(project + "-cache").toString(), "--userconfig", "/dev/null",
+        "--no-fund", "--no-update-notifier", "--loglevel", "http"));
+    cmd.addAll(List.of(extra));
+    return ClientCommand.run(dir, npmEnv(), CLIENT_TIMEOUT, cmd);
+  }
+
+  /** The installed tree loads, and the lockfile resolved every package through Corral. */
+  private void assertInstalled(String repo, String project) throws Exception {
+    Path dir = work.resolve(project);
+    ClientCommand.Result loaded = ClientCommand.run(dir, npmEnv(), CLIENT_TIMEOUT,
+        List.of("node", "-e", "console.log(require('@demo/scoped'))")).ok();
+    assertEquals("@demo/scoped@1.0.0 > demo-pkg@1.0.0 > demo-dep@1.0.0", loaded.output().trim());
+    String lock = Files.readString(dir.resolve("package-lock.json"));
+    Matcher m = Pattern.compile("\"resolved\": \"([^\"]+)\"").matcher(lock);
+    List<String> resolved = new ArrayList<>();
+    while (m.find()) {
+      resolved.add(m.group(1));
+    }
+    String base = corral + "/" + repo;
+    assertEquals(List.of(base + "/@demo/scoped/-/scoped-1.0.0.tgz", base + "/demo-dep/-/demo-dep-1.0.0.tgz",
+        base + "/demo-pkg/-/demo-pkg-1.0.0.tgz"), resolved.stream().sorted().toList(), lock);
+  }
+
+  private static void assertOnlyCorralAskedTheFixture(FixtureRegistry fixture) {
+    for (FixtureRegistry.Request r : fixture.requests()) {
+      assertFalse(r.header("User-Agent").orElse("").startsWith("npm/"), "npm reached the fixture directly: " + r);
+    }
+  }
+
+  @Test
+  void installOfAScopedTreeGoesThroughCorral() throws Exception {
+    FixtureRegistry fixture = fixtures.get("install");
+    ClientCommand.Result r = install("install", "app").ok();
+    assertInstalled("install", "app");
+    assertOnlyCorralAskedTheFixture(fixture);
+    for (Pkg p : PACKAGES) {
+      assertEquals(1, fixture.count(p.packumentPath()), p.packumentPath() + "\n" + r.output());
+      assertEquals(1, fixture.count(p.tarballPath()), p.tarballPath());
+    }
+    assertEquals(Map.of(), fixture.repeated());
+    assertTrue(r.output().contains("POST 405"), "npm's audit was refused and the install went on\n" + r.output());
+  }
+
+  @Test
+  void threeInstallsAtOnceFetchEachFileOnceAndAReplayNeedsNoUpstream() throws Exception {
+    FixtureRegistry fixture = fixtures.get("three");
+    List<CompletableFuture<ClientCommand.Result>> runs = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      String project = "three" + i;
+      runs.add(CompletableFuture.supplyAsync(() -> {
+        try {
+          return install("three", project);
+        } catch (Exception e) {
+          throw new RuntimeException(e);
+        }
+      }, pool));
+    }
+    for (int i = 0; i < 3; i++) {
+      runs.get(i).get(CLIENT_TIMEOUT.toSeconds() + 10, TimeUnit.SECONDS).ok();
+      assertInstalled("three", "three" + i);
+    }
+    assertOnlyCorralAskedTheFixture(fixture);
+    assertEquals(Map.of(), fixture.repeated(), "every fixture path was requested once");
+    assertEquals(2 * PACKAGES.size(), fixture.requests().size(), fixture.requests().toString());
+
+    // warm cache, upstream gone: a fresh client still installs everything
+    fixture.close();
+    install("three", "replay").ok();
+    assertInstalled("three", "replay");
+  }
+
+  @Test
+  void tamperedTarballFailsTheInstallAndIsNeverCached() throws Exception {
+    FixtureRegistry fixture = fixtures.get("tampered");
+    byte[] good = tarballs.get("demo-dep");
+    byte[] bad = good.clone();
+    bad[bad.length / 2] ^= 0x20;
+    // after the packument route, matching only the tarball's path
+    fixture.route(r -> r.path().equals("/demo-dep/-/demo-dep-1.0.0.tgz")
+        ? Optional.of(FixtureRegistry.Answer.of(200, "application/octet-stream", bad)) : Optional.empty());
+
+    ClientCommand.Result r = install("tampered", "bad", "--fetch-retries=0");
+    assertNotEquals(0, r.exit(), "npm must fail on tampered bytes\n" + r.output());
+    assertTrue(r.output().contains("502"), r.output());
+    assertFalse(Files.exists(work.resolve("bad/node_modules/demo-dep/index.js")));
+    assertEquals(List.of(), ClientCommand.filesWithContent(work.resolve("data"), bad), "bad bytes stored");
+
+    String goodHex = HexFormat.of().formatHex(digest("SHA-512", good));
+    String badHex = HexFormat.of().formatHex(digest("SHA-512", bad));
+    String log = node.stdout();
+    assertTrue(log.lines().anyMatch(l -> l.contains("WARN") && l.contains("/demo-dep/-/demo-dep-1.0.0.tgz")
+        && l.contains(goodHex) && l.contains(badHex)), "a warning names the key and both digests\n" + log);
+  }
+}

@@ -1,0 +1,329 @@
+package dev.corral.server;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import dev.corral.http.upstream.FakeUpstream;
+import java.net.http.HttpClient;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.Base64;
+import java.util.HexFormat;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.io.TempDir;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The npm and pypi repository types over real HTTP against a fake upstream: rewriting with the
+ * base URL a client reached Corral at, {@code Vary}, variants as separate keys, tarballs and
+ * wheels resolved through cached metadata, and tampered bytes answered 502, never cached, and
+ * logged with both digests.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class RegistryHttpTest {
+  record Doc(String type, byte[] body) {}
+
+  private static final String CORGI = "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*";
+  private static final String PIP_ACCEPT =
+      "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01";
+
+  private final Map<String, Doc> docs = new ConcurrentHashMap<>();
+  private FakeUpstream upstream;
+  private CorralServer server;
+  private HttpClient client;
+  private String corral;
+  private final ListAppender<ILoggingEvent> fetchLog = new ListAppender<>();
+
+  @BeforeAll
+  void start(@TempDir Path dir) throws Exception {
+    upstream = new FakeUpstream((exchange, n) -> {
+      Doc d = docs.get(exchange.getRequestURI().getPath());
+      if (d == null) {
+        FakeUpstream.send(exchange, 404, new byte[0]);
+        return;
+      }
+      exchange.getResponseHeaders().add("Content-Type", d.type());
+      FakeUpstream.send(exchange, 200, d.body());
+    });
+    server = TestNode.start(dir, upstream.url("/"), """
+        corral.repos {
+          npm { type = npm, url = "%s", retries = 0 }
+          py { type = pypi, url = "%s", retries = 0 }
+        }
+        """.formatted(upstream.url("/registry/"), upstream.url("/simple/")));
+    client = TestNode.client();
+    corral = "http://127.0.0.1:" + server.address().getPort();
+    fetchLog.start();
+    ((Logger) LoggerFactory.getLogger("dev.corral.core.fetch.Fetch")).addAppender(fetchLog);
+  }
+
+  @AfterAll
+  void stop() throws Exception {
+    ((Logger) LoggerFactory.getLogger("dev.corral.core.fetch.Fetch")).detachAppender(fetchLog);
+    if (server != null) {
+      server.close();
+    }
+    upstream.close();
+  }
+
+  private HttpResponse<byte[]> get(String target, String... headers) {
+    return TestNode.get(client, server, target, headers);
+  }
+
+  private static String text(HttpResponse<byte[]> r) {
+    return new String(r.body(), StandardCharsets.UTF_8);
+  }
+
+  private static String sri512(byte[] b) throws Exception {
+    return "sha512-" + Base64.getEncoder().encodeToString(MessageDigest.getInstance("SHA-512").digest(b));
+  }
+
+  private static String hex(String algorithm, byte[] b) throws Exception {
+    return HexFormat.of().formatHex(MessageDigest.getInstance(algorithm).digest(b));
+  }
+
+  private void json(String path, String body) {
+    docs.put(path, new Doc("application/json", body.getBytes(StandardCharsets.UTF_8)));
+  }
+
+  private String packument(String name, String version, String tarballUrl, byte[] tarball) throws Exception {
+    return """
+        {"name":"%s","dist-tags":{"latest":"%s"},"versions":{"%s":{"name":"%s","version":"%s",
+         "dist":{"tarball":"%s","integrity":"%s","shasum":"%s"}}}}
+        """.formatted(name, version, version, name, version, tarballUrl, sri512(tarball), hex("SHA-1", tarball));
+  }
+
+  /** Lines Fetch logged at WARN that mention {@code text}. */
+  private String warnings(String text) {
+    return fetchLog.list.stream().filter(e -> e.getLevel() == ch.qos.logback.classic.Level.WARN)
+        .map(ILoggingEvent::getFormattedMessage).filter(m -> m.contains(text))
+        .reduce("", (a, b) -> a + b + "\n");
+  }
+
+  // ---- npm ------------------------------------------------------------------------------------
+
+  @Test
+  void packumentIsRewrittenToTheClientsBaseUrlWithVaryAndCachedPerVariant() throws Exception {
+    byte[] tgz = TestNode.bytes(3000, 1);
+    json("/registry/alpha", packument("alpha", "1.0.0", upstream.url("/registry/alpha/-/alpha-1.0.0.tgz"), tgz));
+    docs.put("/registry/alpha/-/alpha-1.0.0.tgz", new Doc("application/octet-stream", tgz));
+
+    HttpResponse<byte[]> full = get("/npm/alpha", "Accept", "application/json");
+    assertEquals(200, full.statusCode());
+    assertEquals("Accept", full.headers().firstValue("Vary").orElse(null));
+    assertEquals("MISS", TestNode.xCache(full));
+    assertTrue(text(full).contains("\"tarball\":\"" + corral + "/npm/alpha/-/alpha-1.0.0.tgz\""), text(full));
+    assertFalse(text(full).contains(upstream.url("/")), "no upstream URL is served");
+
+    // a client's own Host / X-Forwarded-Host never changes what is served (no trusted proxy here)
+    HttpResponse<byte[]> hostile = get("/npm/alpha", "Accept", "application/json", "X-Forwarded-Host", "evil.example",
+        "X-Forwarded-Proto", "https");
+    assertEquals("HIT", TestNode.xCache(hostile));
+    assertArrayEquals(full.body(), hostile.body());
+
+    HttpResponse<byte[]> corgi = get("/npm/alpha", "Accept", CORGI);
+    assertEquals(200, corgi.statusCode());
+    assertEquals("MISS", TestNode.xCache(corgi), "the abbreviated form is its own key");
+    assertEquals("Accept", corgi.headers().firstValue("Vary").orElse(null));
+    assertEquals("HIT", TestNode.xCache(get("/npm/alpha", "Accept", CORGI)));
+    assertEquals(2, upstream.requests("/registry/alpha"));
+
+    HttpResponse<byte[]> t = get("/npm/alpha/-/alpha-1.0.0.tgz");
+    assertEquals(200, t.statusCode());
+    assertArrayEquals(tgz, t.body());
+    assertEquals(1, upstream.requests("/registry/alpha/-/alpha-1.0.0.tgz"));
+  }
+
+  @Test
+  void scopedPackumentInBothSpellingsIsOneFetchAndItsTarballComesFromTheUrlThePackumentNames() throws Exception {
+    byte[] tgz = TestNode.bytes(5000, 2);
+    json("/registry/@demo/scoped",
+        packument("@demo/scoped", "2.0.0", upstream.url("/cdn/scoped-2.0.0.tgz"), tgz));
+    docs.put("/cdn/scoped-2.0.0.tgz", new Doc("application/octet-stream", tgz));
+
+    HttpResponse<byte[]> encoded = get("/npm/@demo%2fscoped", "Accept", "application/json");
+    assertEquals(200, encoded.statusCode(), text(encoded));
+    HttpResponse<byte[]> plain = get("/npm/@demo/scoped", "Accept", "application/json");
+    assertEquals("HIT", TestNode.xCache(plain));
+    assertEquals(1, upstream.requests("/registry/@demo/scoped"));
+    assertTrue(upstream.seen.stream().anyMatch(s -> s.path().equals("/registry/@demo/scoped")));
+    assertTrue(text(plain).contains(corral + "/npm/@demo/scoped/-/scoped-2.0.0.tgz"), text(plain));
+
+    HttpResponse<byte[]> t = get("/npm/@demo/scoped/-/scoped-2.0.0.tgz");
+    assertEquals(200, t.statusCode());
+    assertArrayEquals(tgz, t.body());
+    assertEquals(1, upstream.requests("/cdn/scoped-2.0.0.tgz"));
+    assertEquals(0, upstream.requests("/registry/@demo/scoped/-/scoped-2.0.0.tgz"));
+  }
+
+  @Test
+  void tarballWithoutAPackumentIsFetchedFromTheStandardPath() {
+    byte[] tgz = TestNode.bytes(100, 3);
+    docs.put("/registry/lonely/-/lonely-1.0.0.tgz", new Doc("application/octet-stream", tgz));
+    HttpResponse<byte[]> t = get("/npm/lonely/-/lonely-1.0.0.tgz");
+    assertEquals(200, t.statusCode());
+    assertArrayEquals(tgz, t.body());
+    assertEquals(0, upstream.requests("/registry/lonely"), "a tarball never fetches its packument");
+  }
+
+  @Test
+  void tamperedTarballIs502NotCachedAndLoggedWithBothDigests() throws Exception {
+    byte[] good = TestNode.bytes(4000, 4);
+    byte[] bad = good.clone();
+    bad[100] ^= 1;
+    json("/registry/tampered", packument("tampered", "1.0.0", upstream.url("/registry/tampered/-/tampered-1.0.0.tgz"), good));
+    docs.put("/registry/tampered/-/tampered-1.0.0.tgz", new Doc("application/octet-stream", bad));
+    assertEquals(200, get("/npm/tampered", "Accept", "application/json").statusCode());
+
+    HttpResponse<byte[]> first = get("/npm/tampered/-/tampered-1.0.0.tgz");
+    assertEquals(502, first.statusCode());
+    assertNull(TestNode.xCache(first));
+    HttpResponse<byte[]> second = get("/npm/tampered/-/tampered-1.0.0.tgz");
+    assertEquals(502, second.statusCode());
+    assertEquals(2, upstream.requests("/registry/tampered/-/tampered-1.0.0.tgz"), "the bad bytes were not cached");
+    String w = warnings("/registry/tampered/-/tampered-1.0.0.tgz");
+    assertTrue(w.contains(hex("SHA-512", good)) && w.contains(hex("SHA-512", bad)), "warning: " + w);
+  }
+
+  @Test
+  void rewrittenPackumentAnswersConditionalAndHeadRequests() throws Exception {
+    byte[] tgz = TestNode.bytes(200, 9);
+    json("/registry/cond", packument("cond", "1.0.0", upstream.url("/registry/cond/-/cond-1.0.0.tgz"), tgz));
+    HttpResponse<byte[]> first = get("/npm/cond", "Accept", "application/json");
+    String etag = first.headers().firstValue("ETag").orElseThrow();
+    HttpResponse<byte[]> again = get("/npm/cond", "Accept", "application/json", "If-None-Match", etag);
+    assertEquals(304, again.statusCode());
+    HttpResponse<byte[]> head = client.send(TestNode.request(server, "/npm/cond")
+        .method("HEAD", java.net.http.HttpRequest.BodyPublishers.noBody()).header("Accept", "application/json").build(),
+        HttpResponse.BodyHandlers.ofByteArray());
+    assertEquals(200, head.statusCode());
+    assertEquals(0, head.body().length);
+    assertEquals(String.valueOf(first.body().length), head.headers().firstValue("Content-Length").orElse(null));
+    assertEquals("Accept", head.headers().firstValue("Vary").orElse(null));
+    assertEquals(1, upstream.requests("/registry/cond"));
+  }
+
+  @Test
+  void otherNpmEndpointsAreNotFoundOrRefused() {
+    assertEquals(404, get("/npm/-/v1/search?text=x").statusCode());
+    assertEquals(404, get("/npm/-/ping").statusCode());
+    assertEquals(404, get("/npm/alpha/1.0.0").statusCode());
+    assertEquals(400, get("/npm/%2e%2e/x").statusCode());
+    assertEquals(400, get("/npm/a%2fb").statusCode());
+    assertEquals(400, get("/npm/@demo%2f..%2fx").statusCode());
+  }
+
+  // ---- pypi -----------------------------------------------------------------------------------
+
+  private String wheelName(String project) {
+    return project.replace('-', '_') + "-1.0.0-py3-none-any.whl";
+  }
+
+  private byte[] publishJson(String project, byte[] wheel, byte[] metadata) throws Exception {
+    String file = wheelName(project);
+    docs.put("/files/" + file, new Doc("application/octet-stream", wheel));
+    docs.put("/files/" + file + ".metadata", new Doc("application/octet-stream", metadata));
+    String page = """
+        {"meta":{"api-version":"1.0"},"name":"%s","files":[{"filename":"%s","url":"../../files/%s",
+         "hashes":{"sha256":"%s"},"core-metadata":{"sha256":"%s"}}]}
+        """.formatted(project, file, file, hex("SHA-256", wheel), hex("SHA-256", metadata));
+    docs.put("/simple/" + project + "/", new Doc("application/vnd.pypi.simple.v1+json", page.getBytes(StandardCharsets.UTF_8)));
+    return page.getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void jsonPageKeepsItsContentTypeAndPointsFilesAtCorral() throws Exception {
+    byte[] wheel = TestNode.bytes(2000, 5);
+    byte[] metadata = "Metadata-Version: 2.1\nName: json-pkg\nVersion: 1.0.0\n".getBytes(StandardCharsets.UTF_8);
+    publishJson("json-pkg", wheel, metadata);
+
+    HttpResponse<byte[]> page = get("/py/JSON_Pkg/", "Accept", PIP_ACCEPT);
+    assertEquals(200, page.statusCode(), text(page));
+    assertEquals("application/vnd.pypi.simple.v1+json", page.headers().firstValue("Content-Type").orElse(null));
+    assertEquals("Accept", page.headers().firstValue("Vary").orElse(null));
+    String files = corral + "/py/-/files/json-pkg/";
+    assertTrue(text(page).contains("\"url\":\"" + files + wheelName("json-pkg") + "\""), text(page));
+    assertEquals("HIT", TestNode.xCache(get("/py/json.pkg/", "Accept", PIP_ACCEPT)), "normalised key");
+
+    HttpResponse<byte[]> m = get("/py/-/files/json-pkg/" + wheelName("json-pkg") + ".metadata");
+    assertEquals(200, m.statusCode());
+    assertArrayEquals(metadata, m.body());
+    HttpResponse<byte[]> w = get("/py/-/files/json-pkg/" + wheelName("json-pkg"));
+    assertEquals(200, w.statusCode());
+    assertArrayEquals(wheel, w.body());
+    assertEquals(1, upstream.requests("/simple/json-pkg/"), "the file requests read the cached page");
+    assertEquals(404, get("/py/-/files/json-pkg/json_pkg-9.9.9-py3-none-any.whl").statusCode());
+    assertEquals(0, upstream.requests("/files/json_pkg-9.9.9-py3-none-any.whl"), "never fetched: the page does not name it");
+  }
+
+  @Test
+  void htmlPageKeepsItsContentTypeFragmentsAndMetadataAttributes() throws Exception {
+    byte[] wheel = TestNode.bytes(1500, 6);
+    String file = wheelName("html-pkg");
+    docs.put("/elsewhere/" + file, new Doc("application/octet-stream", wheel));
+    String html = "<!DOCTYPE html><html><body><a href=\"" + upstream.url("/elsewhere/" + file) + "#sha256="
+        + hex("SHA-256", wheel) + "\" data-requires-python=\"&gt;=3.8\">" + file + "</a></body></html>";
+    docs.put("/simple/html-pkg/", new Doc("text/html; charset=utf-8", html.getBytes(StandardCharsets.UTF_8)));
+
+    HttpResponse<byte[]> page = get("/py/html-pkg/", "Accept", "text/html");
+    assertEquals(200, page.statusCode());
+    assertTrue(page.headers().firstValue("Content-Type").orElse("").startsWith("text/html"));
+    assertEquals("Accept", page.headers().firstValue("Vary").orElse(null));
+    assertTrue(text(page).contains("href=\"" + corral + "/py/-/files/html-pkg/" + file + "#sha256=" + hex("SHA-256", wheel)
+        + "\" data-requires-python=\"&gt;=3.8\""), text(page));
+
+    HttpResponse<byte[]> w = get("/py/-/files/html-pkg/" + file);
+    assertEquals(200, w.statusCode());
+    assertArrayEquals(wheel, w.body());
+    assertEquals(1, upstream.requests("/elsewhere/" + file));
+    assertEquals(404, get("/py/-/files/html-pkg/" + file + ".metadata").statusCode(), "the page offers no metadata");
+  }
+
+  @Test
+  void fileRequestWithNoPageCachedReadsThePageOnce() throws Exception {
+    byte[] wheel = TestNode.bytes(1000, 7);
+    publishJson("cold-pkg", wheel, "m".getBytes(StandardCharsets.UTF_8));
+    HttpResponse<byte[]> w = get("/py/-/files/cold-pkg/" + wheelName("cold-pkg"));
+    assertEquals(200, w.statusCode());
+    assertArrayEquals(wheel, w.body());
+    assertEquals(1, upstream.requests("/simple/cold-pkg/"));
+    assertEquals(404, get("/py/-/files/no-such-project/x-1.0.whl").statusCode());
+  }
+
+  @Test
+  void tamperedWheelIs502NotCachedAndLoggedWithBothDigests() throws Exception {
+    byte[] good = TestNode.bytes(3000, 8);
+    byte[] bad = good.clone();
+    bad[7] ^= 1;
+    publishJson("bad-pkg", good, "m".getBytes(StandardCharsets.UTF_8));
+    String file = wheelName("bad-pkg");
+    docs.put("/files/" + file, new Doc("application/octet-stream", bad));
+
+    assertEquals(502, get("/py/-/files/bad-pkg/" + file).statusCode());
+    assertEquals(502, get("/py/-/files/bad-pkg/" + file).statusCode());
+    assertEquals(2, upstream.requests("/files/" + file), "the bad bytes were not cached");
+    String w = warnings("/files/" + file);
+    assertTrue(w.contains(hex("SHA-256", good)) && w.contains(hex("SHA-256", bad)), "warning: " + w);
+  }
+
+  @Test
+  void otherPypiPathsAreNotFoundOrRefused() {
+    assertEquals(400, get("/py/").statusCode());
+    assertEquals(404, get("/py/-/files/x").statusCode());
+    assertEquals(400, get("/py/not%20a%20name/").statusCode());
+    assertEquals(400, get("/py/a%2fb/").statusCode());
+  }
+}
