@@ -162,6 +162,10 @@ class MavenGoHttpTest {
       assertEquals(200, sum.statusCode(), alg[0]);
       assertEquals(hex(alg[1], meta.body()), new String(sum.body(), UTF_8), alg[0]);
     }
+    HttpResponse<byte[]> head = client.send(TestNode.request(server, "/m2/com/example/meta/maven-metadata.xml.sha1")
+        .method("HEAD", java.net.http.HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofByteArray());
+    assertEquals(200, head.statusCode());
+    assertEquals(0, head.body().length);
     assertEquals(1, upstream.requests("/m/com/example/meta/maven-metadata.xml"));
     assertEquals(0, upstream.requests("/m/com/example/meta/maven-metadata.xml.sha1"));
     assertEquals(404, get(client, server, "/m2/com/example/none/maven-metadata.xml.sha1").statusCode());
