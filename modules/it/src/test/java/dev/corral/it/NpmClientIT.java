@@ -67,7 +67,7 @@ class NpmClientIT {
    * One Corral process for the class (a JVM start costs ~10 s on this machine); each test has
    * its own repository and fixture, so its keys and upstream counts are its own.
    */
-  private static final List<String> REPOS = List.of("install", "three", "tampered");
+  private static final List<String> REPOS = List.of("install", "three", "tampered", "ci");
 
   private Path work;
   private final Map<String, FixtureRegistry> fixtures = new LinkedHashMap<>();
@@ -216,6 +216,32 @@ class NpmClientIT {
     }
     assertEquals(Map.of(), fixture.repeated());
     assertTrue(r.output().contains("POST 405"), "npm's audit was refused and the install went on\n" + r.output());
+  }
+
+  /**
+   * {@code npm ci} from a lockfile asks for tarballs only. Against a repository with no packument
+   * cached, Corral fetches them from the registry's standard path (no digest known) and npm checks
+   * them against the lockfile's integrity.
+   */
+  @Test
+  void npmCiFromALockfileFetchesTarballsWithoutPackuments() throws Exception {
+    install("install", "locked").ok();
+    Path dir = work.resolve("ci-app");
+    Files.createDirectories(dir);
+    Files.copy(work.resolve("locked/package.json"), dir.resolve("package.json"));
+    String lock = Files.readString(work.resolve("locked/package-lock.json"));
+    Files.writeString(dir.resolve("package-lock.json"), lock.replace(corral + "/install/", corral + "/ci/"));
+
+    ClientCommand.Result r = ClientCommand.run(dir, npmEnv(), CLIENT_TIMEOUT, List.of("npm", "ci",
+        "--registry", corral + "/ci/", "--cache", work.resolve("ci-cache").toString(), "--userconfig", "/dev/null",
+        "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel", "http")).ok();
+    assertInstalled("ci", "ci-app");
+    FixtureRegistry fixture = fixtures.get("ci");
+    for (Pkg p : PACKAGES) {
+      assertEquals(0, fixture.count(p.packumentPath()), "npm ci needs no packument\n" + r.output());
+      assertEquals(1, fixture.count(p.tarballPath()), p.tarballPath());
+    }
+    assertOnlyCorralAskedTheFixture(fixture);
   }
 
   @Test
