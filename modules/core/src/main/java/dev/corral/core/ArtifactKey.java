@@ -14,7 +14,8 @@ import java.util.Objects;
  *
  * @param repo the configured repository name
  * @param url the absolute upstream URL, already normalised by the repository adapter
- * @param variant the representation variant ("" when the URL has only one)
+ * @param variant the representation variant: the {@code Accept} header Corral sends upstream for
+ *     that representation ("" when the URL has only one; then no {@code Accept} is sent)
  * @param expected the expected digest, or {@code null} when none is known
  */
 public record ArtifactKey(String repo, String url, String variant, Digest expected)

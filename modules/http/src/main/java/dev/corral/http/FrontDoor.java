@@ -7,11 +7,12 @@ import dev.corral.core.fetch.FetchPolicy;
 import dev.corral.core.fetch.Node;
 import dev.corral.core.fetch.Waiters;
 import dev.corral.core.store.StoredArtifact;
+import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.UpstreamException;
 import dev.corral.core.upstream.UpstreamRequest;
-import dev.corral.core.upstream.Header;
 import dev.corral.http.repo.Lookup;
 import dev.corral.http.repo.RepoRequest;
+import dev.corral.http.peer.PeerEndpoint;
 import dev.corral.http.repo.Repository;
 import dev.corral.http.repo.Target;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
@@ -65,6 +66,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class FrontDoor {
   private static final Logger log = LoggerFactory.getLogger(FrontDoor.class);
+  /** On a stale copy served because its revalidation failed upstream (stale-if-error). */
+  static final RawHeader REVALIDATION_FAILED = RawHeader.create("Warning", "111 - \"Revalidation Failed\"");
 
   private final ActorSystem<?> system;
   private final Node node;
@@ -73,6 +76,7 @@ public final class FrontDoor {
   private final Optional<String> adminToken;
   private final ArtifactResponses responses;
   private final PublicBase publicBase;
+  private final PeerEndpoint peer;
   private final AtomicBoolean ready = new AtomicBoolean(false);
   private final AtomicBoolean draining = new AtomicBoolean(false);
   /** Response bodies being sent right now (streamed ones; strict bodies go out at once). */
@@ -100,6 +104,7 @@ public final class FrontDoor {
     this.repos = Map.copyOf(repos);
     this.adminToken = adminToken;
     this.responses = new ArtifactResponses(node.store(), node.hot(), node.io());
+    this.peer = new PeerEndpoint(node);
   }
 
   /** Binds and serves; each connection gets its own flow so its closing cancels its waiters. */
@@ -363,23 +368,27 @@ public final class FrontDoor {
   }
 
   /**
-   * Serves a key: from this node's store on a hit, else through its fetch entity.
+   * Answers a GET or HEAD for a key. A stored copy is served from this node's store at once when
+   * the key is immutable, or when it is mutable metadata still within the repository's metadata
+   * TTL; otherwise the key's entity decides (fetch, coalesce, or serve stale and revalidate).
    *
-   * @param mutable whether the key is metadata that changes upstream (see {@link Target.Artifact})
+   * @param mutable the key is metadata that changes upstream (the repository adapter says so; see
+   *     {@link Target.Artifact})
    */
-  private CompletionStage<HttpResponse> serve(HttpRequest request, ArtifactKey key, boolean mutable) {
-    Optional<StoredArtifact> hit = node.store().lookup(key);
+  public CompletionStage<HttpResponse> serve(HttpRequest request, ArtifactKey key, boolean mutable) {
+    Optional<StoredArtifact> hit = node.store().lookup(key)
+        .filter(a -> !mutable || node.policy(key.repo()).isFresh(a, node.clock().millis()));
     if (hit.isPresent()) {
       return responses.stored(request, Via.HIT, hit.get())
-          .thenCompose(r -> r.isPresent() ? done(count(key.repo(), Via.HIT, r.get())) : miss(request, key));
+          .thenCompose(r -> r.isPresent() ? done(count(key.repo(), Via.HIT, r.get())) : miss(request, key, mutable));
     }
-    return miss(request, key);
+    return miss(request, key, mutable);
   }
 
-  private CompletionStage<HttpResponse> miss(HttpRequest request, ArtifactKey key) {
+  private CompletionStage<HttpResponse> miss(HttpRequest request, ArtifactKey key, boolean mutable) {
     ConnectionScope scope = request.getAttribute(ConnectionScope.KEY).orElse(null);
     long token = scope != null ? scope.reserve() : waiters.cancels().reserve();
-    return waiters.await(key, token)
+    return waiters.await(key, token, mutable)
         .thenCompose(answer -> answer(request, key, answer))
         .whenComplete((r, e) -> {
           if (scope != null) {
@@ -409,6 +418,22 @@ public final class FrontDoor {
           .thenApply(r -> r.isPresent() ? count(repo, s.via(), r.get())
               : count(repo, "error", text(502, "stored bytes of this artifact are missing or corrupt")));
     }
+    if (reply instanceof FetchEntity.Stale s) {
+      return responses.stored(request, Via.STALE, s.artifact()).thenCompose(r -> {
+        if (r.isPresent()) {
+          return done(count(repo, Via.STALE, s.revalidationFailed() ? r.get().addHeader(REVALIDATION_FAILED) : r.get()));
+        }
+        // The revalidation replaced the stale bytes between the answer and this read: the
+        // store now holds the fresh copy.
+        Optional<StoredArtifact> current = node.store().lookup(key);
+        if (current.isEmpty()) {
+          return done(count(repo, "error", text(502, "stored bytes of this artifact are missing or corrupt")));
+        }
+        return responses.stored(request, Via.HIT, current.get())
+            .thenApply(c -> c.isPresent() ? count(repo, Via.HIT, c.get())
+                : count(repo, "error", text(502, "stored bytes of this artifact are missing or corrupt")));
+      });
+    }
     if (reply instanceof FetchEntity.Streaming s) {
       var growing = node.downloads().find(s.downloadId());
       if (growing.isPresent()) {
@@ -437,7 +462,8 @@ public final class FrontDoor {
   /** The budget ran out and the repository allows it: one direct, uncached fetch for this client. */
   private CompletionStage<HttpResponse> bypass(ArtifactKey key) {
     String repo = key.repo();
-    return node.upstream().get(UpstreamRequest.get(repo, key.url()))
+    List<Header> accept = key.variant().isEmpty() ? List.of() : List.of(new Header("Accept", key.variant()));
+    return node.upstream().get(new UpstreamRequest(repo, key.url(), accept))
         .thenApply(r -> {
           if (r.status() == 200) {
             var type = ArtifactResponses.contentType(r.headers());
@@ -487,6 +513,9 @@ public final class FrontDoor {
     }
     if (get && path.equals("/-/metrics")) {
       return metrics();
+    }
+    if (path.startsWith(PeerEndpoint.PREFIX)) {
+      return peer.handle(request, path); // internal: other nodes copy bytes from here
     }
     if (path.startsWith("/-/cache/")) {
       if (request.method() != HttpMethods.DELETE) {

@@ -22,12 +22,12 @@ public final class Cli {
   /** The exit code for bad input (usage errors and bad settings). */
   public static final int BAD_INPUT = 2;
 
-  private static final List<String> COMMANDS = List.of("serve", "help");
+  private static final List<String> COMMANDS = List.of("serve", "db init", "help");
 
   private Cli() {}
 
   /** What the command line asks for. */
-  public sealed interface Command permits Serve, Help, Invalid {
+  public sealed interface Command permits Serve, DbInit, Help, Invalid {
     /** The process's exit code once the command has been carried out (for Serve: a clean stop). */
     default int exitCode() {
       return 0;
@@ -36,6 +36,13 @@ public final class Cli {
 
   /** {@code corral serve [options]}: run a node with these settings. */
   public record Serve(CorralSettings settings) implements Command {}
+
+  /**
+   * {@code corral db init [options]}: create the tables in the configured database ({@code
+   * --journal}, else the embedded one under {@code --data-dir}) and exit; the same options as
+   * serve are accepted, so one environment or config file serves both.
+   */
+  public record DbInit(CorralSettings settings) implements Command {}
 
   /** {@code corral help}, {@code --help}, {@code -h}: print {@code text} to stdout, exit 0. */
   public record Help(String text) implements Command {}
@@ -71,6 +78,20 @@ public final class Cli {
         } catch (SettingsException e) {
           return new Invalid(e.getMessage());
         }
+      case "db":
+        if (options.length == 0 || !options[0].equals("init")) {
+          return new Invalid("unknown command " + SettingValues.quoted(String.join(" ", args))
+              + " (known: db init)\n" + usageLine());
+        }
+        String[] dbOptions = Arrays.copyOfRange(options, 1, options.length);
+        if (Arrays.asList(dbOptions).contains("--help") || Arrays.asList(dbOptions).contains("-h")) {
+          return new Help(helpText());
+        }
+        try {
+          return new DbInit(CorralSettings.load(dbOptions, env));
+        } catch (SettingsException e) {
+          return new Invalid(e.getMessage());
+        }
       default:
         return new Invalid(
             "unknown command " + SettingValues.quoted(command)
@@ -96,7 +117,7 @@ public final class Cli {
   }
 
   private static String usageLine() {
-    return "usage: corral serve [options] | corral help";
+    return "usage: corral serve [options] | corral db init [options] | corral help";
   }
 
   /** The {@code --help} text, generated from {@link Setting} and {@link RepoSetting}. */
@@ -105,6 +126,7 @@ public final class Cli {
     out.append("Corral: a clustered pull-through cache for package registries.\n\n");
     out.append("Usage:\n");
     out.append("  corral serve [options]   run a node\n");
+    out.append("  corral db init [options] create the tables in the database (--journal) and exit\n");
     out.append("  corral help              show this text\n\n");
     out.append("Options of serve (each also as environment variable and HOCON setting;\n");
     out.append("precedence: command line > environment > --config file > built-in default):\n\n");

@@ -3,7 +3,6 @@ package dev.corral.server;
 import com.github.benmanes.caffeine.cache.Ticker;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
-import com.typesafe.config.ConfigValueFactory;
 import dev.corral.core.CancelRegistry;
 import dev.corral.core.Metrics;
 import dev.corral.core.fetch.FetchEntity;
@@ -15,7 +14,10 @@ import dev.corral.core.store.DiskStore;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.http.FrontDoor;
 import dev.corral.http.PublicBase;
+import dev.corral.http.peer.HttpPeerBlobs;
 import dev.corral.http.repo.GenericRepository;
+import dev.corral.http.repo.GoRepository;
+import dev.corral.http.repo.MavenRepository;
 import dev.corral.http.repo.Repository;
 import dev.corral.http.upstream.HttpUpstream;
 import dev.corral.http.upstream.RepoUpstream;
@@ -38,11 +40,8 @@ import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
-import org.apache.pekko.cluster.typed.Cluster;
-import org.apache.pekko.cluster.typed.Join;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.http.javadsl.ServerBinding;
-import org.apache.pekko.persistence.jdbc.testkit.javadsl.SchemaUtils;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -60,9 +59,13 @@ public final class CorralServer implements AutoCloseable {
   private final ServerBinding binding;
   private final Node node;
   private final CancelRegistry cancels;
+  private final Waiters waiters;
+  private final String nodeName;
 
   private CorralServer(ActorSystem<Void> system, FrontDoor frontDoor, ServerBinding binding, Node node,
-      CancelRegistry cancels) {
+      CancelRegistry cancels, Waiters waiters, String nodeName) {
+    this.waiters = waiters;
+    this.nodeName = nodeName;
     this.system = system;
     this.frontDoor = frontDoor;
     this.binding = binding;
@@ -72,13 +75,18 @@ public final class CorralServer implements AutoCloseable {
 
   /** Starts a node and returns once it listens and is ready. */
   public static CorralServer start(CorralSettings settings) throws Exception {
-    Files.createDirectories(settings.dataDir());
     Path dataDir = settings.dataDir().toAbsolutePath().normalize();
+    JournalDatabase database = new JournalDatabase(settings.journal(), dataDir);
+    database.checkConnection();
+    Files.createDirectories(settings.dataDir());
+    NodeName.set(settings.cluster().nodeName()
+        .orElse(settings.cluster().host() + ":" + settings.cluster().port()));
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "corral", pekkoConfig(settings, dataDir));
     try {
-      SchemaUtils.createIfNotExists(system).toCompletableFuture().get(60, TimeUnit.SECONDS);
-      Cluster cluster = Cluster.get(system);
-      cluster.manager().tell(Join.create(cluster.selfMember().address()));
+      database.createTables(system);
+      CompletableFuture<Done> memberUp = ClusterJoin.start(system, settings.cluster());
+      String nodeName = settings.cluster().nodeName().orElse(ClusterJoin.selfHostPort(system));
+      NodeName.set(nodeName);
 
       Metrics metrics = new Metrics();
       Executor io = system.dispatchers().lookup(DispatcherSelector.blocking());
@@ -96,14 +104,25 @@ public final class CorralServer implements AutoCloseable {
           name -> policies.getOrDefault(name, FetchPolicy.defaults()), Ticker.systemTicker(), io);
       FetchEntity.init(system, node, ENTITY_IDLE);
       CancelRegistry cancels = new CancelRegistry(Ticker.systemTicker(), settings.tombstoneTtl(), 100_000);
-      Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node);
+      Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node, system);
       FrontDoor frontDoor = new FrontDoor(system, node, waiters, repos, settings.adminToken(),
           new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()));
       ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort())
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
-      CorralServer server = new CorralServer(system, frontDoor, binding, node, cancels);
+      connectPeers(system, settings, node, store, binding.localAddress());
+      CorralServer server = new CorralServer(system, frontDoor, binding, node, cancels, waiters, nodeName);
       server.drainOnShutdown(settings.drainTimeout(), settings.repos().stream().map(RepoSettings::name).toList());
-      frontDoor.ready(true);
+      NodeName.register(metrics, nodeName);
+      // Ready once this node is an Up member: a one-node cluster is Up at once (waited for
+      // here); a node joining others becomes ready when they have let it in.
+      if (settings.cluster().selfJoin()) {
+        memberUp.get(30, TimeUnit.SECONDS);
+      }
+      memberUp.thenRun(() -> {
+        if (CoordinatedShutdown.get(system).getShutdownReason().isEmpty()) {
+          frontDoor.ready(true);
+        }
+      });
       InetSocketAddress a = binding.localAddress();
       log.info("listening on http://{}:{}", a.getHostString(), a.getPort());
       return server;
@@ -111,6 +130,30 @@ public final class CorralServer implements AutoCloseable {
       system.terminate();
       throw e;
     }
+  }
+
+  /**
+   * Lets this node exchange bytes with the other nodes: its peer URL (where its internal peer
+   * endpoint is reached, listed in key records as a holder), the client that reads other nodes'
+   * endpoints, and the largest body sent inside a reply (half of Artery's large frame, so no reply
+   * can ever exceed it). Evictions tell the key's entity that this node no longer holds the bytes.
+   */
+  private static void connectPeers(ActorSystem<?> system, CorralSettings settings, Node node, DiskStore store,
+      InetSocketAddress bound) {
+    Config config = system.settings().config();
+    String host = settings.httpHost();
+    if (host.isEmpty() || host.equals("0.0.0.0") || host.equals("::") || host.equals("[::]")) {
+      host = config.getString("pekko.remote.artery.canonical.hostname"); // how peers reach this node
+    }
+    if (host.contains(":") && !host.startsWith("[")) {
+      host = "[" + host + "]";
+    }
+    String selfUrl = "http://" + host + ":" + bound.getPort();
+    long frame = config.getBytes("pekko.remote.artery.advanced.maximum-large-frame-size");
+    node.peering(new Node.Peering(selfUrl, new HttpPeerBlobs(system), frame / 2));
+    ClusterSharding sharding = ClusterSharding.get(system);
+    store.onEvicted(keyId -> sharding.entityRefFor(FetchEntity.TYPE_KEY, keyId).tell(new FetchEntity.Dropped(selfUrl)));
+    log.info("peer endpoint for other nodes: {}/-/peer/ (internal: firewall it to the cluster's nodes)", selfUrl);
   }
 
   /**
@@ -160,12 +203,70 @@ public final class CorralServer implements AutoCloseable {
     return binding.localAddress();
   }
 
+  /** The node's stable name ({@code --node-name}, else its cluster host:port). */
+  public String nodeName() {
+    return nodeName;
+  }
+
+  /**
+   * {@code corral db init}: creates the missing tables in the configured database and checks
+   * them, without joining a cluster (a local actor system just for the schema tool).
+   *
+   * @return the database's URL
+   * @throws SettingsException naming the setting when the database cannot be reached or used
+   */
+  public static String initDatabase(CorralSettings settings) throws Exception {
+    Path dataDir = settings.dataDir().toAbsolutePath().normalize();
+    JournalDatabase database = new JournalDatabase(settings.journal(), dataDir);
+    database.checkConnection();
+    if (settings.journal().isEmpty()) {
+      Files.createDirectories(dataDir);
+    }
+    Config local = ConfigFactory.parseString("pekko.actor.provider = local\npekko.loglevel = WARNING")
+        .withFallback(pekkoConfig(settings, dataDir));
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "corral-db-init", local);
+    try {
+      database.createTables(system);
+      return database.url();
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+  }
+
+  /**
+   * For the process: exit when the node stops without being asked to by a signal, such as when
+   * the split brain resolver downs it (its actor system ends, and a JVM left running would
+   * serve nothing). Exit code 1, so a supervisor restarts it and it joins afresh.
+   */
+  void exitWhenStopped() {
+    system.getWhenTerminated().thenRun(() -> {
+      boolean signalled = CoordinatedShutdown.get(system).getShutdownReason()
+          .map(r -> r == CoordinatedShutdown.jvmExitReason()).orElse(false);
+      if (!signalled) {
+        log.warn("the node stopped ({}); exiting", CoordinatedShutdown.get(system).getShutdownReason()
+            .map(Object::toString).orElse("no reason given"));
+        System.exit(1);
+      }
+    });
+  }
+
   public ActorSystem<Void> system() {
     return system;
   }
 
   public Node node() {
     return node;
+  }
+
+  /** The node's front door (tests drive {@link FrontDoor#serve} with keys of their own). */
+  FrontDoor frontDoor() {
+    return frontDoor;
+  }
+
+  /** The node's waiting side (joins sent to entities, for tests). */
+  public Waiters waiters() {
+    return waiters;
   }
 
   /** The node's cancel tokens: one registration per waiter currently waiting on a fetch. */
@@ -180,25 +281,15 @@ public final class CorralServer implements AutoCloseable {
   }
 
   static Config pekkoConfig(CorralSettings settings, Path dataDir) {
-    String h2 = "jdbc:h2:file:" + dataDir.resolve("db").resolve("corral") + ";DB_CLOSE_ON_EXIT=FALSE;DATABASE_TO_UPPER=false";
-    Config slick = ConfigFactory.parseString("""
-        profile = "slick.jdbc.H2Profile$"
-        db { driver = "org.h2.Driver", user = "sa", password = "", numThreads = 4, maxConnections = 4, minConnections = 1 }
-        """).withValue("db.url", ConfigValueFactory.fromAnyRef(h2));
-    // One database for the key records (durable state). The journal's settings point at it too
-    // because the schema tool reads them; Corral writes no events.
-    Config db = ConfigFactory.empty()
-        .withValue("jdbc-durable-state-store.slick", slick.root())
-        .withValue("pekko-persistence-jdbc.shared-databases.slick", slick.root())
-        .withValue("jdbc-journal.use-shared-db", ConfigValueFactory.fromAnyRef("slick"))
-        .withValue("jdbc-snapshot-store.use-shared-db", ConfigValueFactory.fromAnyRef("slick"))
-        .withValue("jdbc-read-journal.use-shared-db", ConfigValueFactory.fromAnyRef("slick"));
+    Config db = new JournalDatabase(settings.journal(), dataDir).pekkoConfig();
     // The drain task runs in service-requests-done, whose default timeout (5 s) would cut it short.
     Config drain = ConfigFactory.parseString("pekko.coordinated-shutdown.phases.service-requests-done.timeout = "
         + (settings.drainTimeout().toMillis() + 5_000) + "ms");
     return settings.raw()
         .withFallback(drain)
+        .withFallback(ClusterJoin.pekkoConfig(settings.cluster()))
         .withFallback(db)
+        .withFallback(ConfigFactory.parseResources("corral-cluster.conf"))
         .withFallback(ConfigFactory.parseResources("corral-node.conf"))
         .withFallback(ConfigFactory.load())
         .resolve();
@@ -210,6 +301,8 @@ public final class CorralServer implements AutoCloseable {
       case "generic" -> new GenericRepository(r.name(), r.url());
       case "npm" -> new dev.corral.http.repo.NpmRepository(r.name(), r.url());
       case "pypi" -> new dev.corral.http.repo.PypiRepository(r.name(), r.url());
+      case "maven" -> new MavenRepository(r.name(), r.url());
+      case "go" -> new GoRepository(r.name(), r.url(), r.sumdbUrl());
       // one line per registry type
       default -> throw new SettingsException("corral.repos." + r.name() + ".type", r.type() + " is not served yet");
     };
@@ -223,6 +316,7 @@ public final class CorralServer implements AutoCloseable {
 
   static FetchPolicy policy(RepoSettings r) {
     return new FetchPolicy(r.inlineLimitBytes(), r.negativeTtl(), r.waiterBudget(),
-        r.onBudgetExhausted() == RepoSettings.OnBudgetExhausted.BYPASS, r.maxWaiters(), r.maxOrphanFetches());
+        r.onBudgetExhausted() == RepoSettings.OnBudgetExhausted.BYPASS, r.maxWaiters(), r.maxOrphanFetches(),
+        r.metadataTtl(), r.maxStale());
   }
 }

@@ -22,6 +22,8 @@ import java.util.Optional;
  * @param publicBaseUrl how clients reach this node, when set
  * @param trustedProxies proxies whose forwarded headers are believed (none by default)
  * @param repos sorted by name; may be empty (then {@link #warnings()} says so)
+ * @param cluster how the node joins its cluster and where its management endpoints listen
+ * @param journal the shared database of the key records; empty: embedded H2 under the data dir
  * @param raw the merged HOCON (corral section plus anything else the file holds, such as
  *     {@code pekko}), with substitutions resolved where they could be. Put it in front of the
  *     Pekko reference configuration: {@code raw.withFallback(ConfigFactory.load())}.
@@ -39,6 +41,8 @@ public record CorralSettings(
     Duration drainTimeout,
     Duration tombstoneTtl,
     List<RepoSettings> repos,
+    ClusterSettings cluster,
+    Optional<JournalSettings> journal,
     Config raw,
     List<String> warnings) {
 
@@ -50,6 +54,8 @@ public record CorralSettings(
     Objects.requireNonNull(trustedProxies, "trustedProxies");
     Objects.requireNonNull(drainTimeout, "drainTimeout");
     Objects.requireNonNull(tombstoneTtl, "tombstoneTtl");
+    Objects.requireNonNull(cluster, "cluster");
+    Objects.requireNonNull(journal, "journal");
     Objects.requireNonNull(raw, "raw");
     repos = List.copyOf(repos);
     warnings = List.copyOf(warnings);
@@ -85,6 +91,8 @@ public record CorralSettings(
         + ", drainTimeout=" + drainTimeout
         + ", tombstoneTtl=" + tombstoneTtl
         + ", repos=" + repos
+        + ", cluster=" + cluster
+        + ", journal=" + journal.map(JournalSettings::toString).orElse("embedded H2")
         + "]";
   }
 }

@@ -26,10 +26,23 @@ public final class Main {
       System.err.println("corral: " + invalid.message());
       System.exit(invalid.exitCode());
     }
+    if (command instanceof Cli.DbInit init) {
+      try {
+        System.out.println("corral: tables ready in " + CorralServer.initDatabase(init.settings()));
+        System.exit(0);
+      } catch (SettingsException e) {
+        System.err.println("corral: " + e.getMessage());
+        System.exit(2);
+      } catch (Exception e) {
+        System.err.println("corral: db init failed: " + e);
+        System.exit(1);
+      }
+    }
     CorralSettings settings = ((Cli.Serve) command).settings();
     settings.warnings().forEach(w -> System.err.println("corral: warning: " + w));
     try {
-      CorralServer.start(settings); // logs "listening on http://<host>:<port>"
+      CorralServer server = CorralServer.start(settings); // logs "listening on http://<host>:<port>"
+      server.exitWhenStopped();
     } catch (SettingsException e) {
       System.err.println("corral: " + e.getMessage());
       System.exit(2);

@@ -4,8 +4,8 @@ import java.util.Arrays;
 import java.util.Optional;
 
 /**
- * The keys allowed under {@code corral.repos.NAME}. All but {@code type}, {@code url} and
- * {@code credentials} may also be set once for every repository under
+ * The keys allowed under {@code corral.repos.NAME}. All but {@code type}, {@code url},
+ * {@code credentials} and {@code sumdb-url} may also be set once for every repository under
  * {@code corral.repo-defaults}, whose built-in values are in {@code corral-defaults.conf}.
  * Any other key is an error, so that a typo is not silently ignored.
  */
@@ -21,6 +21,12 @@ public enum RepoSetting {
   MAX_REDIRECTS("max-redirects", true, null, "Redirects followed upstream"),
   MAX_CONNECTIONS("max-connections", true, null, "Open connections to the upstream, at most"),
   NEGATIVE_TTL("negative-ttl", true, null, "How long an upstream not-found is remembered"),
+  METADATA_TTL("metadata-ttl", true, null,
+      "How long cached mutable metadata (package indexes, maven-metadata.xml) is served without"
+          + " revalidating it upstream (0s: revalidate on every request)"),
+  MAX_STALE("max-stale", true, null,
+      "How long past metadata-ttl a stale copy is still served at once (X-Cache: STALE) while it"
+          + " revalidates or while the upstream fails; older copies wait for the upstream"),
   WAITER_BUDGET("waiter-budget", true, "2 x first-byte-timeout + 3s",
       "How long a waiter waits for a fetch's outcome to begin"),
   ON_BUDGET_EXHAUSTED("on-budget-exhausted", true, null,
@@ -32,7 +38,9 @@ public enum RepoSetting {
       "Bodies up to this size are answered only once complete and verified"),
   CREDENTIALS("credentials", false, null,
       "{ type = basic, username, password-env | password-file } or"
-          + " { type = bearer, token-env | token-file }");
+          + " { type = bearer, token-env | token-file }"),
+  SUMDB_URL("sumdb-url", false, null,
+      "go only: a Go checksum database to proxy under /NAME/sumdb/HOST[:PORT]/ (else 404 there)");
 
   private final String key;
   private final boolean inRepoDefaults;

@@ -16,6 +16,9 @@ import java.util.Optional;
  * @param waiterBudget as configured, or 2 x firstByteTimeout + 3 s
  * @param maxOrphanFetches fetches that keep running with no waiter left, at most
  * @param inlineLimitBytes bodies up to this size are answered only once complete
+ * @param metadataTtl how long a stored copy of mutable metadata is fresh
+ * @param maxStale how long past its TTL a stale copy may still be served at once
+ * @param sumdbUrl go repositories: the checksum database proxied under {@code sumdb/}, if any
  */
 public record RepoSettings(
     String name,
@@ -34,7 +37,23 @@ public record RepoSettings(
     int maxWaiters,
     int maxOrphanFetches,
     long inlineLimitBytes,
-    Optional<Credential> credential) {
+    Optional<Credential> credential,
+    Duration metadataTtl,
+    Duration maxStale,
+    Optional<String> sumdbUrl) {
+
+  /** With the core's default metadata TTL and max-stale. */
+  public RepoSettings(String name, String type, String url, Duration connectTimeout,
+      Duration firstByteTimeout, Duration idleTimeout, int retries, Duration retryBackoff,
+      int maxRedirects, int maxConnections, Duration negativeTtl, Duration waiterBudget,
+      OnBudgetExhausted onBudgetExhausted, int maxWaiters, int maxOrphanFetches,
+      long inlineLimitBytes, Optional<Credential> credential) {
+    this(name, type, url, connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff,
+        maxRedirects, maxConnections, negativeTtl, waiterBudget, onBudgetExhausted, maxWaiters,
+        maxOrphanFetches, inlineLimitBytes, credential,
+        dev.corral.core.fetch.FetchPolicy.DEFAULT_METADATA_TTL,
+        dev.corral.core.fetch.FetchPolicy.DEFAULT_MAX_STALE, Optional.empty());
+  }
 
   /** Repository types the parser accepts. */
   public static final java.util.List<String> KNOWN_TYPES =
@@ -85,5 +104,8 @@ public record RepoSettings(
     Objects.requireNonNull(waiterBudget, "waiterBudget");
     Objects.requireNonNull(onBudgetExhausted, "onBudgetExhausted");
     Objects.requireNonNull(credential, "credential");
+    Objects.requireNonNull(metadataTtl, "metadataTtl");
+    Objects.requireNonNull(maxStale, "maxStale");
+    Objects.requireNonNull(sumdbUrl, "sumdbUrl");
   }
 }

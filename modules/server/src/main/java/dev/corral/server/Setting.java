@@ -39,7 +39,32 @@ public enum Setting {
   DRAIN_TIMEOUT("--drain-timeout", "corral.drain-timeout", "CORRAL_DRAIN_TIMEOUT", "DURATION",
       "How long a graceful stop lets in-flight fetches finish"),
   TOMBSTONE_TTL("--tombstone-ttl", "corral.tombstone-ttl", "CORRAL_TOMBSTONE_TTL", "DURATION",
-      "How long a cancel that arrived before its registration is remembered");
+      "How long a cancel that arrived before its registration is remembered"),
+  CLUSTER_HOST("--cluster-host", "corral.cluster.host", "CORRAL_CLUSTER_HOST", "HOST",
+      "Host name or address other nodes reach this node's cluster port at (Artery canonical host)"),
+  CLUSTER_PORT("--cluster-port", "corral.cluster.port", "CORRAL_CLUSTER_PORT", "PORT",
+      "TCP port of the cluster transport (Artery); 0 picks a free port"),
+  SEED_NODES("--seed-nodes", "corral.cluster.seed-nodes", "CORRAL_SEED_NODES", "HOST:PORT[,...]",
+      "Cluster ports of the nodes to join, comma-separated (the same list on every node). Without"
+          + " seed nodes or discovery the node forms a cluster of its own"),
+  DISCOVERY("--discovery", "corral.cluster.discovery", "CORRAL_DISCOVERY", "METHOD",
+      "Cluster Bootstrap instead of seed nodes: none, config (contact points listed in"
+          + " pekko.discovery.config.services.corral) or kubernetes-api (pods labelled app=corral)"),
+  NODE_NAME("--node-name", "corral.cluster.node-name", "CORRAL_NODE_NAME", "NAME",
+      "Stable name of this node in logs and metrics (default: cluster host:port)"),
+  MANAGEMENT_HOST("--management-host", "corral.management.host", "CORRAL_MANAGEMENT_HOST", "HOST",
+      "Address Pekko Management's HTTP endpoints bind to (they can show and change membership)"),
+  MANAGEMENT_PORT("--management-port", "corral.management.port", "CORRAL_MANAGEMENT_PORT", "PORT",
+      "Port of Pekko Management's HTTP endpoints; off unless set or --discovery is used (then 7626)"),
+  JOURNAL("--journal", "corral.journal.url", "CORRAL_JOURNAL", "URL",
+      "Database of the key records for a cluster: jdbc:postgresql://HOST:PORT/DB (default: an"
+          + " embedded H2 database under the data directory, for one node)"),
+  JOURNAL_USER("--journal-user", "corral.journal.user", "CORRAL_JOURNAL_USER", "USER",
+      "User name for --journal"),
+  JOURNAL_PASSWORD("--journal-password", "corral.journal.password", "CORRAL_JOURNAL_PASSWORD", "PASSWORD",
+      "Password for --journal (visible in the process list: prefer --journal-password-file)"),
+  JOURNAL_PASSWORD_FILE("--journal-password-file", "corral.journal.password-file",
+      "CORRAL_JOURNAL_PASSWORD_FILE", "FILE", "File holding the password for --journal (read at start-up, trimmed)");
 
   private final String flag;
   private final String path;

@@ -29,6 +29,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeSet;
@@ -133,14 +134,16 @@ final class SettingsReader {
       Duration drainTimeout = duration(path(Setting.DRAIN_TIMEOUT), false);
       Duration tombstoneTtl = duration(path(Setting.TOMBSTONE_TTL), true);
       List<RepoSettings> repos = repos();
+      ClusterSettings cluster = cluster();
+      Optional<JournalSettings> journal = journal();
 
       List<String> warnings = new ArrayList<>(sourceWarnings);
       if (repos.isEmpty()) {
         warnings.add("no repositories configured (--repo NAME=TYPE:URL): every request will get 404");
       }
       return new CorralSettings(
-          host, port, dataDir, maxSize, memoryCacheSize, adminToken, publicBaseUrl, trustedProxies, drainTimeout, tombstoneTtl,
-          repos, config, warnings);
+          host, port, dataDir, maxSize, memoryCacheSize, adminToken, publicBaseUrl, trustedProxies, drainTimeout,
+          tombstoneTtl, repos, cluster, journal, config, warnings);
     });
   }
 
@@ -190,6 +193,85 @@ final class SettingsReader {
         .map(RepoSetting::key)
         .collect(Collectors.joining(", "));
   }
+
+  // ---- cluster and journal
+
+  private ClusterSettings cluster() {
+    String host = host(path(Setting.CLUSTER_HOST));
+    int port = port(path(Setting.CLUSTER_PORT));
+    String seedsPath = path(Setting.SEED_NODES);
+    List<String> seeds = new ArrayList<>();
+    if (has(seedsPath)) {
+      ConfigValue value = config.getValue(seedsPath);
+      List<String> items = value.valueType() == ConfigValueType.LIST
+          ? config.getStringList(seedsPath)
+          : Arrays.asList(text(seedsPath).split(","));
+      for (String item : items) {
+        seeds.add(seedNode(seedsPath, item.trim()));
+      }
+    }
+    String discoveryPath = path(Setting.DISCOVERY);
+    String discoveryText = text(discoveryPath).trim();
+    ClusterSettings.Discovery discovery = ClusterSettings.Discovery.parse(discoveryText)
+        .orElseThrow(() -> error(discoveryPath, quoted(discoveryText) + " is not none, config or kubernetes-api"));
+    if (!seeds.isEmpty() && discovery != ClusterSettings.Discovery.NONE) {
+      throw error(seedsPath, "set seed nodes or " + label(discoveryPath) + ", not both");
+    }
+    String namePath = path(Setting.NODE_NAME);
+    Optional<String> nodeName = optionalText(namePath).map(String::trim);
+    if (nodeName.isPresent() && !NODE_NAME.matcher(nodeName.get()).matches()) {
+      throw error(namePath, quoted(nodeName.get()) + " is not a node name (" + NODE_NAME.pattern() + ")");
+    }
+    String managementHost = host(path(Setting.MANAGEMENT_HOST));
+    String managementPortPath = path(Setting.MANAGEMENT_PORT);
+    OptionalInt managementPort =
+        has(managementPortPath) ? OptionalInt.of(port(managementPortPath)) : OptionalInt.empty();
+    return new ClusterSettings(host, port, seeds, discovery, nodeName, managementHost, managementPort);
+  }
+
+  private static final java.util.regex.Pattern NODE_NAME =
+      java.util.regex.Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:-]{0,62}");
+
+  private String seedNode(String path, String item) {
+    int colon = item.lastIndexOf(':');
+    String host = colon < 0 ? "" : item.substring(0, colon);
+    int port = colon < 0 ? -1 : SettingValues.port(item.substring(colon + 1));
+    if (host.isEmpty() || host.chars().anyMatch(c -> Character.isWhitespace(c) || c == '/' || c == '@')
+        || port <= 0) {
+      throw error(path, quoted(item) + " is not HOST:PORT (a seed node's cluster host and port)");
+    }
+    return host + ":" + port;
+  }
+
+  private Optional<JournalSettings> journal() {
+    String urlPath = path(Setting.JOURNAL);
+    String userPath = path(Setting.JOURNAL_USER);
+    String passwordPath = path(Setting.JOURNAL_PASSWORD);
+    String filePath = path(Setting.JOURNAL_PASSWORD_FILE);
+    if (!has(urlPath)) {
+      for (String p : List.of(userPath, passwordPath, filePath)) {
+        if (has(p)) {
+          throw error(p, "needs " + Setting.JOURNAL.flag() + " (the embedded database takes no credentials)");
+        }
+      }
+      return Optional.empty();
+    }
+    String url = text(urlPath).trim();
+    if (!JDBC_POSTGRES.matcher(url).matches()) {
+      throw error(urlPath, quoted(url) + " is not jdbc:postgresql://HOST:PORT/DB");
+    }
+    Optional<String> user = optionalText(userPath);
+    if (has(passwordPath) && has(filePath)) {
+      throw error(filePath, "set " + label(passwordPath) + " or " + label(filePath) + ", not both");
+    }
+    Optional<String> password = has(filePath)
+        ? Optional.of(readSecretFile(SettingSources.path(text(filePath), label(filePath)), label(filePath)))
+        : optionalText(passwordPath);
+    return Optional.of(new JournalSettings(url, user, password, label(urlPath)));
+  }
+
+  private static final java.util.regex.Pattern JDBC_POSTGRES =
+      java.util.regex.Pattern.compile("jdbc:postgresql://[^/\\s]+(:\\d+)?/[^/\\s?]+(\\?\\S*)?");
 
   // ---- repositories
 
@@ -257,7 +339,23 @@ final class SettingsReader {
         whole(field(name, RepoSetting.MAX_WAITERS), 1),
         whole(field(name, RepoSetting.MAX_ORPHAN_FETCHES), 0),
         size(field(name, RepoSetting.INLINE_LIMIT), 0),
-        credential(name));
+        credential(name),
+        duration(field(name, RepoSetting.METADATA_TTL), false),
+        duration(field(name, RepoSetting.MAX_STALE), false),
+        sumdbUrl(name, type));
+  }
+
+  private Optional<String> sumdbUrl(String name, String type) {
+    String path = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.SUMDB_URL.key());
+    if (!has(path)) {
+      return Optional.empty();
+    }
+    if (!type.equals("go")) {
+      throw error(path, "only go repositories proxy a checksum database");
+    }
+    String url = text(path).trim();
+    url(path, url);
+    return Optional.of(url);
   }
 
   /** The repository's own path for the key if set there, else the repo-defaults path. */

@@ -82,6 +82,29 @@ class CliTest {
   }
 
   @Test
+  void theReadmeHoldsTheGeneratedSettingsTable() throws java.io.IOException {
+    // Surefire runs in the module directory; the README is at the repository root.
+    java.nio.file.Path readme = java.nio.file.Path.of(System.getProperty("user.dir")).resolve("../../README.md");
+    String text = java.nio.file.Files.readString(readme);
+    assertTrue(text.contains(Setting.markdownTable()),
+        "README.md's settings table is out of date; replace it with Setting.markdownTable():\n"
+            + Setting.markdownTable());
+  }
+
+  @Test
+  void dbInitTakesTheServeOptions() {
+    Cli.DbInit init = assertInstanceOf(Cli.DbInit.class,
+        parse("db", "init", "--journal", "jdbc:postgresql://127.0.0.1:5432/corral", "--journal-user", "u"));
+    assertEquals("jdbc:postgresql://127.0.0.1:5432/corral", init.settings().journal().orElseThrow().url());
+    assertEquals(0, init.exitCode());
+    Cli.Invalid bad = assertInstanceOf(Cli.Invalid.class, parse("db", "init", "--journal", "jdbc:mysql://x/y"));
+    assertEquals("--journal: \"jdbc:mysql://x/y\" is not jdbc:postgresql://HOST:PORT/DB", bad.message());
+    assertEquals(2, assertInstanceOf(Cli.Invalid.class, parse("db")).exitCode());
+    assertEquals(2, assertInstanceOf(Cli.Invalid.class, parse("db", "drop")).exitCode());
+    assertTrue(Cli.helpText().contains("corral db init"));
+  }
+
+  @Test
   void tableMatchesTheLoader() {
     // Every defaultable repo key has a built-in default or a computed one, and the table's
     // environment variables are exactly the ones the loader reads.
@@ -92,5 +115,22 @@ class CliTest {
     for (Setting s : Setting.values()) {
       assertTrue(markdown.contains("`" + s.env() + "`"), s.env());
     }
+  }
+
+  @Test
+  void readmeShowsTheCurrentSettingsTable() throws Exception {
+    // The README's table is pasted from Setting.markdownTable(); a setting added without
+    // refreshing it fails here. Regenerate with -Dcorral.readme.update=true.
+    java.nio.file.Path readme = java.nio.file.Path.of("../../README.md");
+    String text = java.nio.file.Files.readString(readme);
+    if (Boolean.getBoolean("corral.readme.update")) { // mvn ... -Dcorral.readme.update=true
+      int start = text.indexOf("| Flag | HOCON");
+      int repoTable = text.indexOf("| Key | Default", start);
+      int end = text.indexOf("\n\n", repoTable);
+      text = text.substring(0, start) + Setting.markdownTable().strip() + text.substring(end);
+      java.nio.file.Files.writeString(readme, text);
+    }
+    assertTrue(text.contains(Setting.markdownTable().strip()),
+        "README.md's settings table differs from Setting.markdownTable()");
   }
 }

@@ -88,6 +88,8 @@ class CorralSettingsTest {
     assertEquals(16, r.maxOrphanFetches());
     assertEquals(8L << 20, r.inlineLimitBytes());
     assertEquals(Optional.empty(), r.credential());
+    assertEquals(Duration.ofMinutes(5), r.metadataTtl());
+    assertEquals(Duration.ofHours(24), r.maxStale());
     assertTrue(load("--repo", "files=generic:http://127.0.0.1:9/a").warnings().isEmpty());
   }
 
@@ -292,6 +294,39 @@ class CorralSettingsTest {
     assertEquals(8, fast.maxConnections());
     assertEquals(Duration.ofSeconds(5), fast.connectTimeout());
     assertEquals(Duration.ofMillis(500), fast.waiterBudget());
+  }
+
+  @Test
+  void freshnessAndNegativeTtlPerRepoAndInRepoDefaults() throws IOException {
+    Path conf = file("f.conf", """
+        corral {
+          repo-defaults { metadata-ttl = 1m, max-stale = 2h, negative-ttl = 10s }
+          repos {
+            own { type = generic, url = "http://127.0.0.1:9/own", metadata-ttl = 0s, max-stale = 0s, negative-ttl = 0s }
+            shared { type = generic, url = "http://127.0.0.1:9/shared" }
+          }
+        }
+        """);
+    CorralSettings s = load("--config", conf.toString());
+    RepoSettings own = s.repo("own").orElseThrow();
+    assertEquals(Duration.ZERO, own.metadataTtl());
+    assertEquals(Duration.ZERO, own.maxStale());
+    assertEquals(Duration.ZERO, own.negativeTtl());
+    RepoSettings shared = s.repo("shared").orElseThrow();
+    assertEquals(Duration.ofMinutes(1), shared.metadataTtl());
+    assertEquals(Duration.ofHours(2), shared.maxStale());
+    assertEquals(Duration.ofSeconds(10), shared.negativeTtl());
+    var policy = CorralServer.policy(shared);
+    assertEquals(Duration.ofMinutes(1), policy.metadataTtl());
+    assertEquals(Duration.ofHours(2), policy.maxStale());
+    assertEquals(Duration.ofSeconds(10), policy.negativeTtl());
+  }
+
+  @Test
+  void aNegativeMetadataTtlIsRejected() throws IOException {
+    Path conf = file("n.conf", "corral.repo-defaults.metadata-ttl = -1s");
+    assertEquals("corral.repo-defaults.metadata-ttl",
+        fails("--config", conf.toString(), "--repo", "x=generic:http://127.0.0.1:9/").setting());
   }
 
   @Test
@@ -551,5 +586,23 @@ class CorralSettingsTest {
     Path conf = file("s.conf", "corral.http.port = 1\ncorral.http.port = ${?PORT_FROM_ENV}");
     assertEquals(4242, load(Map.of("PORT_FROM_ENV", "4242"), "--config", conf.toString()).httpPort());
     assertEquals(1, load(Map.of(), "--config", conf.toString()).httpPort());
+  }
+
+  // ---- sumdb-url (go only)
+
+  @Test
+  void sumdbUrlIsReadForGoRepositoriesOnly() throws IOException {
+    Path ok = file("go.conf", "corral.repos.go { type = go, url = \"http://127.0.0.1:9/g\","
+        + " sumdb-url = \"http://127.0.0.1:8/db\" }");
+    assertEquals(java.util.Optional.of("http://127.0.0.1:8/db"), only(load("--config", ok.toString())).sumdbUrl());
+    assertEquals(java.util.Optional.empty(), only(load("--repo", "go=go:http://127.0.0.1:9/g")).sumdbUrl());
+
+    Path generic = file("generic.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/g\","
+        + " sumdb-url = \"http://127.0.0.1:8/db\" }");
+    assertTrue(fails("--config", generic.toString()).getMessage().contains("sumdb-url"));
+    Path bad = file("bad.conf", "corral.repos.go { type = go, url = \"http://127.0.0.1:9/g\", sumdb-url = \"ftp://x\" }");
+    assertTrue(fails("--config", bad.toString()).getMessage().contains("sumdb-url"));
+    Path inDefaults = file("defaults.conf", "corral.repo-defaults.sumdb-url = \"http://127.0.0.1:8/db\"");
+    fails("--config", inDefaults.toString());
   }
 }

@@ -8,8 +8,11 @@ import dev.corral.core.upstream.UpstreamException;
 import dev.corral.core.upstream.UpstreamRequest;
 import dev.corral.core.upstream.UpstreamResponse;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -45,11 +48,37 @@ final class Fetch {
   private final ActorSystem<?> system;
   private final SharedKillSwitch kill;
   private final long downloadId;
+  /** The stored copy this fetch revalidates (a conditional GET), or null for a plain fetch. */
+  private final StoredArtifact revalidating;
 
-  private Fetch(Node node, ArtifactKey key, ActorSystem<?> system) {
+  /** Validators a 304 may update in the stored copy's headers (RFC 9111 4.3.4). */
+  private static final Set<String> REFRESHED_BY_304 =
+      Set.of("etag", "last-modified", "cache-control", "expires");
+
+  private final Origin origin;
+
+  /**
+   * Where the bytes come from: the peers listed, in order, each asked for {@code path}; then the
+   * upstream if {@code thenUpstream}. A peer's bytes must hash to {@code sha256} when it is known,
+   * and are stored with {@code headers} (the holder's record), not with the peer's own.
+   */
+  record Origin(List<String> peers, String path, String sha256, List<Header> headers, boolean thenUpstream) {
+    static final Origin UPSTREAM = new Origin(List.of(), null, null, null, true);
+  }
+
+  /** No listed peer gave the bytes. */
+  private static final class PeerUnavailable extends IOException {
+    PeerUnavailable(String message) {
+      super(message);
+    }
+  }
+
+  private Fetch(Node node, ArtifactKey key, StoredArtifact revalidating, ActorSystem<?> system, Origin origin) {
     this.node = node;
     this.key = key;
+    this.revalidating = revalidating;
     this.system = system;
+    this.origin = origin;
     this.downloadId = node.downloads().nextId();
     this.kill = KillSwitches.shared("fetch-" + downloadId);
   }
@@ -62,7 +91,28 @@ final class Fetch {
    */
   static Fetch start(Node node, ArtifactKey key, ActorSystem<?> system,
       Consumer<Outcome.Streaming> onStreaming, Consumer<Outcome> onDone) {
-    Fetch fetch = new Fetch(node, key, system);
+    return start(node, key, null, system, Origin.UPSTREAM, onStreaming, onDone);
+  }
+
+  /**
+   * Starts a conditional GET with the validators of {@code revalidating}: a 304 refreshes it in
+   * the store ({@link Outcome.Revalidated}), a 200 replaces it, a 404/410 removes it.
+   */
+  static Fetch start(Node node, ArtifactKey key, StoredArtifact revalidating, ActorSystem<?> system,
+      Consumer<Outcome.Streaming> onStreaming, Consumer<Outcome> onDone) {
+    return start(node, key, revalidating, system, Origin.UPSTREAM, onStreaming, onDone);
+  }
+
+  /** Starts a download from {@code origin} (peers holding verified copies, then maybe the upstream). */
+  static Fetch start(Node node, ArtifactKey key, ActorSystem<?> system, Origin origin,
+      Consumer<Outcome.Streaming> onStreaming, Consumer<Outcome> onDone) {
+    return start(node, key, null, system, origin, onStreaming, onDone);
+  }
+
+  /** Starts a fetch from {@code origin}, conditional when {@code revalidating} is given. */
+  static Fetch start(Node node, ArtifactKey key, StoredArtifact revalidating, ActorSystem<?> system,
+      Origin origin, Consumer<Outcome.Streaming> onStreaming, Consumer<Outcome> onDone) {
+    Fetch fetch = new Fetch(node, key, revalidating, system, origin);
     CompletionStage<Outcome> done;
     try {
       done = fetch.run(onStreaming);
@@ -82,23 +132,95 @@ final class Fetch {
   }
 
   private CompletionStage<Outcome> run(Consumer<Outcome.Streaming> onStreaming) {
-    return node.upstream()
-        .get(UpstreamRequest.get(key.repo(), key.url()))
-        .thenCompose(response -> onResponse(response, onStreaming));
+    return fromPeer(0, onStreaming);
   }
 
-  private CompletionStage<Outcome> onResponse(UpstreamResponse response, Consumer<Outcome.Streaming> onStreaming) {
+  /** Asks the peers from the i-th on; the first that answers 200 gives the bytes. */
+  private CompletionStage<Outcome> fromPeer(int i, Consumer<Outcome.Streaming> onStreaming) {
+    if (i >= origin.peers().size()) {
+      if (!origin.thenUpstream()) {
+        return CompletableFuture.failedFuture(new PeerUnavailable("no peer gave " + origin.path()));
+      }
+      return node.upstream()
+          .get(new UpstreamRequest(key.repo(), key.url(), requestHeaders()))
+          .thenCompose(response -> onResponse(response, null, null, onStreaming));
+    }
+    String peer = origin.peers().get(i);
+    PeerBlobs client = node.peering() == null ? null : node.peering().client();
+    if (client == null) {
+      return fromPeer(origin.peers().size(), onStreaming);
+    }
+    CompletionStage<UpstreamResponse> asked;
+    try {
+      asked = client.get(peer, origin.path());
+    } catch (RuntimeException e) {
+      asked = CompletableFuture.failedFuture(e);
+    }
+    return asked
+        .handle((response, error) -> {
+          if (error == null && response.status() == 200 && response.contentLength().isPresent()) {
+            return onResponse(response, origin.sha256(), origin.headers(), onStreaming);
+          }
+          if (response != null) {
+            response.body().runWith(Sink.cancelled(), system);
+          }
+          log.info("peer {} could not give {} for {}: {}", peer, origin.path(), key,
+              error != null ? unwrap(error).toString() : "status " + response.status());
+          return fromPeer(i + 1, onStreaming);
+        })
+        .thenCompose(next -> next);
+  }
+
+  /** The variant's Accept header (K1: the variant is what Corral asks for) and any validators. */
+  private List<Header> requestHeaders() {
+    List<Header> headers = new ArrayList<>(2);
+    if (!key.variant().isEmpty()) {
+      headers.add(new Header("Accept", key.variant()));
+    }
+    if (revalidating != null) {
+      header(revalidating.headers(), "etag").ifPresent(v -> headers.add(new Header("If-None-Match", v)));
+      header(revalidating.headers(), "last-modified").ifPresent(v -> headers.add(new Header("If-Modified-Since", v)));
+    }
+    return headers;
+  }
+
+  private static Optional<String> header(List<Header> headers, String lowerCaseName) {
+    return headers.stream()
+        .filter(h -> h.name().toLowerCase(Locale.ROOT).equals(lowerCaseName))
+        .map(Header::value)
+        .findFirst();
+  }
+
+  private CompletionStage<Outcome> onResponse(UpstreamResponse response, String expectedSha256, List<Header> fixedHeaders,
+      Consumer<Outcome.Streaming> onStreaming) {
     int status = response.status();
     if (status == 404 || status == 410) {
       response.body().runWith(Sink.cancelled(), system);
-      return CompletableFuture.completedFuture(new Outcome.NotFound(status, kept(response.headers())));
+      Outcome.NotFound notFound = new Outcome.NotFound(status, kept(response.headers()));
+      if (revalidating != null) {
+        // The artifact is gone upstream: the stale copy must not be served again.
+        return CompletableFuture.supplyAsync(() -> {
+          try {
+            node.store().remove(key);
+          } catch (IOException e) {
+            throw new CompletionException(e);
+          }
+          return notFound;
+        }, node.io());
+      }
+      return CompletableFuture.completedFuture(notFound);
+    }
+    if (status == 304 && revalidating != null) {
+      response.body().runWith(Sink.cancelled(), system);
+      List<Header> headers = refreshed(revalidating.headers(), kept(response.headers()));
+      return CompletableFuture.supplyAsync(() -> touch(headers), node.io());
     }
     if (status != 200) {
       response.body().runWith(Sink.cancelled(), system);
       return CompletableFuture.completedFuture(
           new Outcome.Failed(502, "upstream answered " + status));
     }
-    List<Header> headers = kept(response.headers());
+    List<Header> headers = fixedHeaders != null ? fixedHeaders : kept(response.headers());
     long length = response.contentLength().orElse(-1);
     long inlineLimit = node.policy(key.repo()).inlineLimit();
     BlobWriter opened = null;
@@ -143,7 +265,8 @@ final class Fetch {
             .withAttributes(ActorAttributes.dispatcher("pekko.actor.default-blocking-io-dispatcher"))
             .run(system);
     return written
-        .thenApplyAsync(done -> commit(writer, length, headers, stream, memory, seen[0] <= inlineLimit), node.io())
+        .thenApplyAsync(done -> commit(writer, length, headers, stream, memory, seen[0] <= inlineLimit, expectedSha256),
+            node.io())
         .whenComplete((outcome, error) -> {
           if (error != null) {
             writer.close();
@@ -156,11 +279,20 @@ final class Fetch {
   }
 
   private Outcome commit(BlobWriter writer, long length, List<Header> headers, GrowingBlob stream,
-      ByteStringBuilder memory, boolean fitsInline) {
+      ByteStringBuilder memory, boolean fitsInline, String expectedSha256) {
     try {
       writer.finish();
       if (length >= 0 && writer.written() != length) {
         throw new IOException("upstream body ended at " + writer.written() + " of " + length + " bytes");
+      }
+      if (expectedSha256 != null && !expectedSha256.equals(writer.sha256())) {
+        log.warn("bytes of {} from a peer hash to sha256:{}, not the recorded {}; nothing stored",
+            key, writer.sha256(), expectedSha256);
+        writer.close();
+        if (stream != null) {
+          stream.fail(new IOException("digest mismatch"));
+        }
+        return new Outcome.Failed(502, "a peer's copy does not match the recorded sha256");
       }
       if (key.expected() != null) {
         String actual = key.expected().algorithm().equals("sha256") ? writer.sha256() : writer.extraDigest();
@@ -190,9 +322,48 @@ final class Fetch {
     }
   }
 
+  /** A 304: the stored copy is current again from now. */
+  private Outcome touch(List<Header> headers) {
+    try {
+      Optional<StoredArtifact> touched = node.store().touch(key, headers, node.clock().millis());
+      // Empty when a commit or removal overtook this revalidation: serve what is there now.
+      Optional<StoredArtifact> current = touched.isPresent() ? touched : node.store().lookup(key);
+      return current.<Outcome>map(Outcome.Revalidated::new)
+          .orElseGet(() -> new Outcome.Failed(502, "the cached copy vanished while it was revalidated"));
+    } catch (IOException e) {
+      throw new CompletionException(e);
+    }
+  }
+
+  /** The stored headers with the validators a 304 sent replacing theirs. */
+  private static List<Header> refreshed(List<Header> stored, List<Header> fromNotModified) {
+    Set<String> replaced = new HashSet<>();
+    for (Header h : fromNotModified) {
+      String name = h.name().toLowerCase(Locale.ROOT);
+      if (REFRESHED_BY_304.contains(name)) {
+        replaced.add(name);
+      }
+    }
+    List<Header> out = new ArrayList<>();
+    for (Header h : stored) {
+      if (!replaced.contains(h.name().toLowerCase(Locale.ROOT))) {
+        out.add(h);
+      }
+    }
+    for (Header h : fromNotModified) {
+      if (replaced.contains(h.name().toLowerCase(Locale.ROOT))) {
+        out.add(h);
+      }
+    }
+    return out;
+  }
+
   /** Maps any failure to the answer waiters get. */
   private Outcome failure(Throwable error) {
     Throwable e = unwrap(error);
+    if (e instanceof PeerUnavailable) {
+      return new Outcome.Unavailable(e.getMessage());
+    }
     if (e instanceof UpstreamException u) {
       log.warn("fetch of {} failed: {}", key, u.getMessage());
       return u.isTimeout()

@@ -21,7 +21,10 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 import org.apache.pekko.persistence.typed.PersistenceId;
+import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.util.ByteString;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The one Cluster Sharding entity per artifact key: the single place, cluster-wide, where "who
@@ -33,6 +36,11 @@ import org.apache.pekko.util.ByteString;
  * (F4) and, when idle, passivates itself; it never passivates mid-fetch (L1). When it stops for
  * any reason, every remaining waiter is told to ask again (L2).
  *
+ * <p>For mutable metadata ({@link Join#mutable()}) a stored copy past the repository's metadata
+ * TTL is revalidated by one conditional fetch; meanwhile a copy within max-stale is answered at
+ * once ({@link Stale}), and it is still served, saying so, when the upstream fails. See
+ * docs/architecture.md, "Freshness of mutable metadata".
+ *
  * <p>The persisted record (durable state: what is cached for the key, not a history of fetches)
  * is the truth about the key; the node's store is the truth about the node's bytes (L3). The
  * entity writes it through {@link KeyRecords} after each fetch and never waits for it: a plain
@@ -41,20 +49,38 @@ import org.apache.pekko.util.ByteString;
  */
 public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
 
+  private static final Logger log = LoggerFactory.getLogger(FetchEntity.class);
+
   public static final EntityTypeKey<Command> TYPE_KEY = EntityTypeKey.create(Command.class, "Fetch");
 
   // ---- protocol -------------------------------------------------------------------------------
 
   public sealed interface Command extends CborSerializable {}
 
-  /** A waiter asks for the key's outcome. {@code token} identifies it for {@link Leave}. */
-  public record Join(ArtifactKey key, long token, ActorRef<Reply> replyTo) implements Command {}
+  /**
+   * A waiter asks for the key's outcome. {@code token} identifies it for {@link Leave}.
+   * {@code mutable}: the key is metadata that changes upstream (a stored copy is served only
+   * while fresh, then revalidated); false for immutable artifacts, which are never revalidated.
+   */
+  public record Join(ArtifactKey key, long token, ActorRef<Reply> replyTo, boolean mutable)
+      implements Command {
+    /** An immutable artifact's Join. */
+    public Join(ArtifactKey key, long token, ActorRef<Reply> replyTo) {
+      this(key, token, replyTo, false);
+    }
+  }
 
   /** The waiter's client went away: forget its registration (C2). Never disturbs the others (C3). */
   public record Leave(long token) implements Command {}
 
   /** Forget what is cached for the key (the node removed the bytes from its own store). */
   public record Purge(ActorRef<Done> replyTo) implements Command {}
+
+  /** The node at {@code peerUrl} committed a verified copy of the key's bytes (replica directory). */
+  public record Holding(String peerUrl, String sha256) implements Command {}
+
+  /** The node at {@code peerUrl} no longer holds the key's bytes (it evicted them). */
+  public record Dropped(String peerUrl) implements Command {}
 
   /** Sharding's stop message for passivation and hand-off. */
   public enum Stop implements Command { INSTANCE }
@@ -67,8 +93,10 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
 
   private record RecordWritten(long revision, Throwable failure) implements Command {}
 
+  private record RecordRead(long flightId, Record record) implements Command {}
+
   /** How an answer relates to the upstream, for the {@code X-Cache} header. */
-  public enum Via { MISS, COALESCED, HIT, NEGATIVE }
+  public enum Via { MISS, COALESCED, HIT, NEGATIVE, STALE, REVALIDATED, PEER }
 
   /** What a waiter is told. */
   public sealed interface Reply extends CborSerializable {}
@@ -79,9 +107,39 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
   /** The bytes are committed in this node's store: serve them from there. */
   public record Stored(Via via, StoredArtifact artifact) implements Reply {}
 
+  /**
+   * A stale copy of mutable metadata, committed in this node's store, served at once while one
+   * revalidation runs ({@code X-Cache: STALE}). {@code revalidationFailed}: the last revalidation
+   * failed upstream, so this is the last good copy (stale-if-error).
+   */
+  public record Stale(StoredArtifact artifact, boolean revalidationFailed) implements Reply {}
+
   /** A large body that streams from {@link Downloads} while it downloads. */
   public record Streaming(Via via, int status, List<Header> headers, long length, long downloadId)
       implements Reply {}
+
+  /**
+   * For a waiter on another node: a small verified body inside the reply. Bounded by
+   * {@link Node.Peering#inlineLimit()} so that it always fits Artery's large-message frame (a
+   * larger message would be dropped with only a log line). The waiter's node checks the SHA-256,
+   * answers its clients and keeps a replica.
+   */
+  public record Inline(Via via, int status, List<Header> headers, ByteString bytes, String sha256)
+      implements Reply {}
+
+  /**
+   * For a waiter on another node: read the body from the node at {@code peerUrl}, which holds it
+   * committed ({@code downloadId < 0}; {@code sha256} names the blob) or is still downloading it
+   * (download {@code downloadId}; {@code sha256} is null). The waiter's node copies it once,
+   * streams the copy to its clients and keeps a verified replica.
+   */
+  public record FromPeer(Via via, int status, List<Header> headers, long length, String peerUrl, String sha256,
+      long downloadId) implements Reply {
+    /** The path of the bytes on the peer's endpoint. */
+    public String path() {
+      return downloadId >= 0 ? PeerBlobs.downloadPath(downloadId) : PeerBlobs.blobPath(sha256);
+    }
+  }
 
   /** The upstream said the artifact does not exist (404 or 410). */
   public record NotFound(Via via, int status, List<Header> headers) implements Reply {}
@@ -92,9 +150,48 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
   /** The entity stopped before the outcome was known: ask again (W3), never the upstream. */
   public record Retry(String reason) implements Reply {}
 
-  /** The persisted record of a key: what this cluster has cached for it, or null. */
-  public record Record(StoredArtifact cached) implements CborSerializable {
+  /**
+   * The persisted record of a key: what this cluster has cached for it (or null), and the peer
+   * URLs of the nodes holding verified copies of those bytes (the replica directory).
+   */
+  public record Record(StoredArtifact cached, List<String> holders) implements CborSerializable {
     static final Record EMPTY = new Record(null);
+
+    public Record {
+      holders = holders == null || cached == null ? List.of() : List.copyOf(holders);
+    }
+
+    public Record(StoredArtifact cached) {
+      this(cached, List.of());
+    }
+
+    /** {@code holder} committed {@code artifact}: other holders stay if they hold the same bytes. */
+    Record committed(StoredArtifact artifact, String holder) {
+      List<String> kept = cached != null && cached.sha256().equals(artifact.sha256())
+          ? new ArrayList<>(holders) : new ArrayList<>();
+      if (holder != null && !kept.contains(holder)) {
+        kept.add(holder);
+      }
+      return new Record(artifact, kept);
+    }
+
+    Record holding(String holder, String sha256) {
+      if (cached == null || !cached.sha256().equals(sha256) || holders.contains(holder)) {
+        return this;
+      }
+      List<String> more = new ArrayList<>(holders);
+      more.add(holder);
+      return new Record(cached, more);
+    }
+
+    Record dropped(String holder) {
+      if (!holders.contains(holder)) {
+        return this;
+      }
+      List<String> fewer = new ArrayList<>(holders);
+      fewer.remove(holder);
+      return new Record(cached, fewer);
+    }
   }
 
   // ---- sharding -------------------------------------------------------------------------------
@@ -127,6 +224,7 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
   private final ActorRef<ClusterSharding.ShardCommand> shard;
   private final ActorContext<Command> ctx;
   private final KeyRecords.Writer record;
+  private final String persistenceId;
 
   /** The fetch in flight and its waiters; null when there is none (F4). */
   private Flight flight;
@@ -136,20 +234,34 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
   /** A remembered upstream not-found and its expiry (ticker nanos). */
   private Outcome.NotFound notFound;
   private long notFoundUntil;
+  /** The last revalidation failed upstream; stale answers say so until one succeeds. */
+  private boolean revalidationFailed;
+  /** After a failed revalidation, stale answers start no new one before this (ticker nanos). */
+  private long revalidateNotBefore;
+
+  /** The longest pause between revalidations after one failed (shorter when the TTL is). */
+  static final Duration REVALIDATION_RETRY = Duration.ofSeconds(30);
+  /** The leader token of a revalidation whose first request was answered STALE at once. */
+  private static final long NO_LEADER = Long.MIN_VALUE;
 
   private static final class Flight {
     final long id;
     final ArtifactKey key;
     final long leaderToken;
+    /** The stored copy this fetch revalidates, or null for a plain fetch. */
+    final StoredArtifact revalidating;
     final List<Waiter> waiters = new ArrayList<>();
     Fetch fetch;
     Outcome.Streaming streaming;
     boolean orphanSlot;
+    /** The bytes are copied from a peer holding them: every waiter is answered PEER. */
+    boolean fromPeer;
 
-    Flight(long id, ArtifactKey key, long leaderToken) {
+    Flight(long id, ArtifactKey key, long leaderToken, StoredArtifact revalidating) {
       this.id = id;
       this.key = key;
       this.leaderToken = leaderToken;
+      this.revalidating = revalidating;
     }
   }
 
@@ -159,7 +271,8 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
       ActorRef<ClusterSharding.ShardCommand> shard, ActorContext<Command> ctx) {
     super(ctx);
     this.node = node;
-    this.record = node.records().writer(PersistenceId.of(TYPE_KEY.name(), entityId).id());
+    this.persistenceId = PersistenceId.of(TYPE_KEY.name(), entityId).id();
+    this.record = node.records().writer(persistenceId);
     this.idleTimeout = idleTimeout;
     this.shard = shard;
     this.ctx = ctx;
@@ -173,6 +286,9 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
         .onMessage(HeadersKnown.class, this::onHeadersKnown)
         .onMessage(Finished.class, this::onFinished)
         .onMessage(RecordWritten.class, this::onRecordWritten)
+        .onMessage(RecordRead.class, this::onRecordRead)
+        .onMessage(Holding.class, this::onHolding)
+        .onMessage(Dropped.class, this::onDropped)
         .onMessage(Purge.class, this::onPurge)
         .onMessage(Idle.class, this::onIdle)
         .onMessage(Stop.class, stop -> Behaviors.stopped())
@@ -194,8 +310,18 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
     }
     notFound = null;
     if (flight != null) {
+      if (flight.revalidating != null && join.mutable()) {
+        // Stale-while-revalidate: the one revalidation runs; a young enough copy is served now.
+        Optional<StoredArtifact> stale = node.store().lookup(join.key())
+            .filter(s -> node.policy(join.key().repo()).mayServeStale(s, node.clock().millis()));
+        if (stale.isPresent()) {
+          sendStale(join.replyTo(), stale.get());
+          return this;
+        }
+      }
       if (flight.streaming != null) {
-        return reply(join.replyTo(), flight.streaming.toReply(Via.COALESCED));
+        send(join.replyTo(), flight.streaming, flight.fromPeer ? Via.PEER : Via.COALESCED);
+        return this;
       }
       if (flight.waiters.size() >= node.policy(join.key().repo()).maxWaiters()) {
         return reply(join.replyTo(), new Failed(503, "too many requests waiting for this artifact"));
@@ -209,23 +335,97 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
     // missing or corrupt is not found by lookup, so it is fetched again.
     Optional<StoredArtifact> stored = node.store().lookup(join.key());
     if (stored.isPresent()) {
-      return reply(join.replyTo(), new Stored(Via.HIT, stored.get()));
+      FetchPolicy policy = node.policy(join.key().repo());
+      if (!join.mutable() || policy.isFresh(stored.get(), node.clock().millis())) {
+        send(join.replyTo(), new Outcome.Stored(stored.get()), Via.HIT);
+        return this;
+      }
+      return revalidate(join, stored.get(), policy);
     }
-    startFetch(join);
+    startFetch(join.key(), join, null);
     return this;
   }
 
-  private void startFetch(Join join) {
+  /**
+   * A stale copy of mutable metadata: one conditional fetch (the flight); a copy within
+   * max-stale is answered at once (STALE), an older one makes its request wait for the outcome.
+   */
+  private Behavior<Command> revalidate(Join join, StoredArtifact stored, FetchPolicy policy) {
+    if (!policy.mayServeStale(stored, node.clock().millis())) {
+      startFetch(join.key(), join, stored);
+      return this;
+    }
+    sendStale(join.replyTo(), stored);
+    if (!revalidationFailed || node.ticker().read() - revalidateNotBefore >= 0) {
+      startFetch(join.key(), null, stored);
+    }
+    return this;
+  }
+
+  /**
+   * @param leader the Join that waits for this fetch and is its MISS, or null (a revalidation
+   *     whose request was answered STALE)
+   * @param revalidating the stored copy a conditional fetch revalidates, or null
+   */
+  private void startFetch(ArtifactKey key, Join leader, StoredArtifact revalidating) {
     long id = ++fetchIds;
-    Flight f = new Flight(id, join.key(), join.token());
-    f.waiters.add(new Waiter(join.token(), join.replyTo()));
+    Flight f = new Flight(id, key, leader == null ? NO_LEADER : leader.token(), revalidating);
+    if (leader != null) {
+      f.waiters.add(new Waiter(leader.token(), leader.replyTo()));
+    }
     flight = f;
     ctx.cancelReceiveTimeout(); // L1: never passivate for idleness mid-fetch
-    String repo = join.key().repo();
+    String repo = key.repo();
     node.metrics().inflightFetches.labelValues(repo).inc();
+    // Peers give immutable bytes only: a revalidation asks the upstream, and a peer's copy of
+    // mutable metadata may be older than the TTL allows (it would be stored here as fresh).
+    boolean immutable = revalidating == null && (leader == null || !leader.mutable());
+    if (immutable && peersMayHold()) {
+      // Replica directory: read only on this node's miss, never on a hit. Joins meanwhile wait
+      // in the flight like any coalesced waiter.
+      ActorRef<Command> self = ctx.getSelf();
+      node.records().read(persistenceId)
+          .whenComplete((got, error) -> {
+            if (error != null) {
+              log.warn("could not read the record of {}; fetching from the upstream: {}", key, error.toString());
+            }
+            Record r = got == null ? Record.EMPTY : got.value().orElse(Record.EMPTY);
+            self.tell(new RecordRead(id, r));
+          });
+      return;
+    }
+    run(f, Fetch.Origin.UPSTREAM);
+  }
+
+  /** True when other nodes may hold the key's bytes: this node talks to peers and is not alone. */
+  private boolean peersMayHold() {
+    return node.peering() != null
+        && Cluster.get(ctx.getSystem()).state().members().size() > 1;
+  }
+
+  private Behavior<Command> onRecordRead(RecordRead read) {
+    if (flight == null || flight.id != read.flightId() || flight.fetch != null) {
+      return this;
+    }
+    Record r = read.record();
+    String self = node.peering().selfUrl();
+    List<String> peers = r.cached() == null ? List.of()
+        : r.holders().stream().filter(h -> !h.equals(self)).toList();
+    if (peers.isEmpty()) {
+      run(flight, Fetch.Origin.UPSTREAM);
+    } else {
+      flight.fromPeer = true;
+      StoredArtifact a = r.cached();
+      run(flight, new Fetch.Origin(peers, PeerBlobs.blobPath(a.sha256()), a.sha256(), a.headers(), true));
+    }
+    return this;
+  }
+
+  private void run(Flight f, Fetch.Origin origin) {
     long started = node.ticker().read();
+    long id = f.id;
     ActorRef<Command> self = ctx.getSelf();
-    f.fetch = Fetch.start(node, join.key(), ctx.getSystem(),
+    f.fetch = Fetch.start(node, f.key, f.revalidating, ctx.getSystem(), origin,
         streaming -> self.tell(new HeadersKnown(id, streaming)),
         outcome -> self.tell(new Finished(id, outcome, started)));
   }
@@ -236,7 +436,7 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
     }
     flight.streaming = msg.outcome();
     for (Waiter w : flight.waiters) {
-      w.replyTo().tell(msg.outcome().toReply(via(w)));
+      send(w.replyTo(), msg.outcome(), via(w));
     }
     flight.waiters.clear();
     return this;
@@ -261,25 +461,42 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
       notFound = nf;
       notFoundUntil = node.ticker().read() + node.policy(repo).negativeTtl().toNanos();
     }
+    if (done.revalidating != null) {
+      // Stale-if-error: the last good copy stays and is served (saying so) until one succeeds;
+      // stale answers start the next revalidation no sooner than a short pause.
+      revalidationFailed = outcome instanceof Outcome.Failed;
+      if (revalidationFailed) {
+        Duration ttl = node.policy(repo).metadataTtl();
+        Duration pause = ttl.compareTo(REVALIDATION_RETRY) < 0 ? ttl : REVALIDATION_RETRY;
+        revalidateNotBefore = node.ticker().read() + pause.toNanos();
+      }
+    }
     StoredArtifact committed = null;
     if (outcome instanceof Outcome.Body b) {
       committed = b.artifact();
     } else if (outcome instanceof Outcome.Stored s) {
       committed = s.artifact();
+    } else if (outcome instanceof Outcome.Revalidated r) {
+      committed = r.artifact();
     }
     // Waiters are answered first: the bytes are already committed to this node's store (F3), so
     // a failing database write (which stops the entity) can never strand them (W4).
     answer(done, outcome);
     if (committed == null) {
+      if (done.revalidating != null && outcome instanceof Outcome.NotFound) {
+        record.write(Record.EMPTY, ctx.getSelf(), RecordWritten::new); // gone upstream
+      }
       return this;
     }
-    record.write(new Record(committed), ctx.getSelf(), RecordWritten::new);
+    StoredArtifact here = committed;
+    String self = node.peering() == null ? null : node.peering().selfUrl();
+    record.update(r -> r.committed(here, self), ctx.getSelf(), RecordWritten::new);
     return this;
   }
 
   private void answer(Flight done, Outcome outcome) {
     for (Waiter w : done.waiters) {
-      w.replyTo().tell(outcome.toReply(via(done, w)));
+      send(w.replyTo(), outcome, outcome instanceof Outcome.Revalidated ? Via.REVALIDATED : via(done, w));
     }
   }
 
@@ -288,7 +505,62 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
   }
 
   private static Via via(Flight f, Waiter w) {
+    if (f.fromPeer) {
+      return Via.PEER;
+    }
     return w.token() == f.leaderToken ? Via.MISS : Via.COALESCED;
+  }
+
+  /**
+   * Answers a waiter. One on another node cannot read this node's store or downloads: it gets
+   * the small body inside the reply, or where to read the bytes from this node's peer endpoint.
+   */
+  private void send(ActorRef<Reply> to, Outcome outcome, Via via) {
+    Node.Peering peering = node.peering();
+    if (peering == null || to.path().address().hasLocalScope()) {
+      to.tell(outcome.toReply(via));
+      return;
+    }
+    Via remoteVia = via == Via.HIT ? Via.PEER : via; // bytes held by another node
+    String self = peering.selfUrl();
+    if (outcome instanceof Outcome.Body b) {
+      StoredArtifact a = b.artifact();
+      to.tell(b.bytes().size() <= peering.inlineLimit()
+          ? new Inline(remoteVia, b.status(), b.headers(), b.bytes(), a.sha256())
+          : new FromPeer(remoteVia, b.status(), b.headers(), a.size(), self, a.sha256(), -1));
+    } else if (outcome instanceof Outcome.Stored s) {
+      StoredArtifact a = s.artifact();
+      to.tell(new FromPeer(remoteVia, 200, a.headers(), a.size(), self, a.sha256(), -1));
+    } else if (outcome instanceof Outcome.Revalidated r) {
+      StoredArtifact a = r.artifact();
+      to.tell(new FromPeer(remoteVia, 200, a.headers(), a.size(), self, a.sha256(), -1));
+    } else if (outcome instanceof Outcome.Streaming s) {
+      to.tell(new FromPeer(remoteVia, s.status(), s.headers(), s.length(), self, null, s.downloadId()));
+    } else {
+      to.tell(outcome.toReply(via));
+    }
+  }
+
+  /**
+   * A stale copy for a waiter: one on this node serves it from the store; one on another node
+   * copies it from this node's peer endpoint (X-Cache: STALE either way).
+   */
+  private void sendStale(ActorRef<Reply> to, StoredArtifact stored) {
+    if (node.peering() == null || to.path().address().hasLocalScope()) {
+      to.tell(new Stale(stored, revalidationFailed));
+    } else {
+      send(to, new Outcome.Stored(stored), Via.STALE);
+    }
+  }
+
+  private Behavior<Command> onHolding(Holding holding) {
+    record.update(r -> r.holding(holding.peerUrl(), holding.sha256()), ctx.getSelf(), RecordWritten::new);
+    return this;
+  }
+
+  private Behavior<Command> onDropped(Dropped dropped) {
+    record.update(r -> r.dropped(dropped.peerUrl()), ctx.getSelf(), RecordWritten::new);
+    return this;
   }
 
   private Behavior<Command> onLeave(Leave leave) {
@@ -296,6 +568,14 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
       return this;
     }
     boolean removed = flight.waiters.removeIf(w -> w.token() == leave.token());
+    if (removed && flight.waiters.isEmpty() && flight.fetch == null) {
+      // Nobody waits and the record is still being read: nothing has started yet.
+      Flight dropped = flight;
+      flight = null;
+      node.metrics().inflightFetches.labelValues(dropped.key.repo()).dec();
+      ctx.setReceiveTimeout(idleTimeout, Idle.INSTANCE);
+      return this;
+    }
     if (removed && flight.waiters.isEmpty() && flight.streaming == null && !flight.orphanSlot) {
       // C3: the fetch goes on to warm the cache, as long as the repository has a slot for it.
       if (node.tryTakeOrphanSlot(flight.key.repo())) {
@@ -315,6 +595,7 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
 
   private Behavior<Command> onPurge(Purge purge) {
     notFound = null;
+    revalidationFailed = false;
     record.write(Record.EMPTY, ctx.getSelf(), RecordWritten::new);
     purge.replyTo().tell(Done.getInstance());
     return this;

@@ -1,5 +1,6 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.store.StoredArtifact;
 import java.time.Duration;
 
 /**
@@ -12,6 +13,11 @@ import java.time.Duration;
  * @param bypassOnBudget when the budget runs out: false = 504, true = a direct uncached fetch
  * @param maxWaiters waiters one key may hold; more are refused with 503 (bounded bookkeeping, F4)
  * @param maxOrphanFetches fetches per repository that may keep running with no waiter left (C3)
+ * @param metadataTtl how long a stored copy of mutable metadata is fresh after it was fetched or
+ *     last revalidated; {@code 0} revalidates on every request
+ * @param maxStale how long past its TTL a stale copy may still be served at once (while one
+ *     revalidation runs, or after the upstream failed); an older copy makes its request wait for
+ *     the revalidation
  */
 public record FetchPolicy(
     long inlineLimit,
@@ -19,7 +25,19 @@ public record FetchPolicy(
     Duration waiterBudget,
     boolean bypassOnBudget,
     int maxWaiters,
-    int maxOrphanFetches) {
+    int maxOrphanFetches,
+    Duration metadataTtl,
+    Duration maxStale) {
+
+  public static final Duration DEFAULT_METADATA_TTL = Duration.ofMinutes(5);
+  public static final Duration DEFAULT_MAX_STALE = Duration.ofHours(24);
+
+  /** With the default metadata TTL (5 min) and max-stale (24 h). */
+  public FetchPolicy(long inlineLimit, Duration negativeTtl, Duration waiterBudget,
+      boolean bypassOnBudget, int maxWaiters, int maxOrphanFetches) {
+    this(inlineLimit, negativeTtl, waiterBudget, bypassOnBudget, maxWaiters, maxOrphanFetches,
+        DEFAULT_METADATA_TTL, DEFAULT_MAX_STALE);
+  }
 
   /** SEMANTICS W3's default budget: twice the upstream first-byte timeout plus 3 s. */
   public static Duration defaultBudget(Duration firstByteTimeout) {
@@ -30,5 +48,21 @@ public record FetchPolicy(
     return new FetchPolicy(
         8L * 1024 * 1024, Duration.ofSeconds(30), defaultBudget(Duration.ofSeconds(30)), false,
         10_000, 16);
+  }
+
+  /** The same policy with other freshness rules. */
+  public FetchPolicy withFreshness(Duration metadataTtl, Duration maxStale) {
+    return new FetchPolicy(inlineLimit, negativeTtl, waiterBudget, bypassOnBudget, maxWaiters,
+        maxOrphanFetches, metadataTtl, maxStale);
+  }
+
+  /** Whether a stored copy of mutable metadata may be served without asking the upstream. */
+  public boolean isFresh(StoredArtifact stored, long nowMillis) {
+    return nowMillis - stored.fetchedAtMillis() < metadataTtl.toMillis();
+  }
+
+  /** Whether a stale copy of mutable metadata is still young enough to be served as STALE. */
+  public boolean mayServeStale(StoredArtifact stored, long nowMillis) {
+    return nowMillis - stored.fetchedAtMillis() < metadataTtl.plus(maxStale).toMillis();
   }
 }

@@ -110,14 +110,19 @@ public final class GrowingBlob {
    * nothing was committed).
    */
   public Source<ByteString, NotUsed> reader() {
+    return reader(0);
+  }
+
+  /** One reader's stream of the body from {@code offset} (a peer resuming with a Range). */
+  public Source<ByteString, NotUsed> reader(long offset) {
     return Source.lazySource(() -> {
           synchronized (lock) {
             if (readers > 0) {
               readers++;
-              return follow();
+              return follow(offset);
             }
             if (committed != null) {
-              return committed.get();
+              return offset == 0 ? committed.get() : skip(committed.get(), offset);
             }
           }
           return Source.<ByteString>failed(new IOException("the download failed"));
@@ -126,8 +131,8 @@ public final class GrowingBlob {
   }
 
   /** Follows the file as it grows; holds one reference on the shared channel until it ends. */
-  private Source<ByteString, NotUsed> follow() {
-    return Source.<Long, ByteString>unfoldAsync(0L, this::step)
+  private Source<ByteString, NotUsed> follow(long offset) {
+    return Source.<Long, ByteString>unfoldAsync(offset, this::step)
         .watchTermination((mat, done) -> {
           done.whenComplete((d, e) -> release());
           return mat;
@@ -154,6 +159,21 @@ public final class GrowingBlob {
       buf.flip();
       return Optional.of(Pair.create(pos + n, ByteString.fromByteBuffer(buf)));
     }, io);
+  }
+
+  private static Source<ByteString, NotUsed> skip(Source<ByteString, NotUsed> bytes, long offset) {
+    return bytes.statefulMapConcat(() -> {
+      long[] left = {offset};
+      return chunk -> {
+        if (left[0] >= chunk.size()) {
+          left[0] -= chunk.size();
+          return List.of();
+        }
+        ByteString rest = chunk.drop((int) left[0]);
+        left[0] = 0;
+        return List.of(rest);
+      };
+    });
   }
 
   /** Completes with a readable limit beyond {@code pos}, parking the reader until there is one. */

@@ -2,7 +2,9 @@ package dev.corral.core.fetch;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.Optional;
 import java.util.function.BiFunction;
+import java.util.function.UnaryOperator;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.persistence.state.DurableStateStoreRegistry;
@@ -46,14 +48,17 @@ public final class KeyRecords {
   }
 
   /**
-   * One entity's writes: at most one in flight, the newest record queued behind it. Used only from
-   * its entity's thread; completions come back to the entity as messages.
+   * One entity's writes: at most one in flight, the newest changes queued behind it. Used only from
+   * its entity's thread; completions come back to the entity as messages. A change is a function
+   * of the current record (read once, with its revision, before the first write; the entity is the
+   * only writer of its key), so that the replica directory's updates never lose each other.
    */
   final class Writer {
     private final String persistenceId;
     private long revision = -1; // unknown until read
+    private FetchEntity.Record current; // the record at that revision
     private boolean writing;
-    private FetchEntity.Record pending;
+    private UnaryOperator<FetchEntity.Record> pending;
 
     private Writer(String persistenceId) {
       this.persistenceId = persistenceId;
@@ -64,7 +69,13 @@ public final class KeyRecords {
     }
 
     <M> void write(FetchEntity.Record record, ActorRef<M> self, BiFunction<Long, Throwable, M> done) {
-      pending = record;
+      update(r -> record, self, done);
+    }
+
+    /** Queues a change of the record; it is written after the write in flight, if any. */
+    <M> void update(UnaryOperator<FetchEntity.Record> change, ActorRef<M> self, BiFunction<Long, Throwable, M> done) {
+      UnaryOperator<FetchEntity.Record> before = pending;
+      pending = before == null ? change : r -> change.apply(before.apply(r));
       if (!writing) {
         next(self, done);
       }
@@ -74,6 +85,7 @@ public final class KeyRecords {
       writing = false;
       if (failure != null) {
         revision = -1; // read it again before the next write
+        current = null;
         log.warn("could not write the record of {}: {}", persistenceId, failure.toString());
       } else {
         revision = newRevision;
@@ -84,14 +96,19 @@ public final class KeyRecords {
     }
 
     private <M> void next(ActorRef<M> self, BiFunction<Long, Throwable, M> done) {
-      FetchEntity.Record record = pending;
+      UnaryOperator<FetchEntity.Record> change = pending;
       pending = null;
       writing = true;
-      CompletionStage<Long> current = revision >= 0
-          ? CompletableFuture.completedFuture(revision)
-          : store.getObject(persistenceId).thenApply(GetObjectResult::revision);
-      current
-          .thenCompose(rev -> store.upsertObject(persistenceId, rev + 1, record, "").thenApply(d -> rev + 1))
+      CompletionStage<GetObjectResult<FetchEntity.Record>> known = revision >= 0
+          ? CompletableFuture.completedFuture(new GetObjectResult<>(Optional.ofNullable(current), revision))
+          : store.getObject(persistenceId);
+      known
+          .thenCompose(got -> {
+            FetchEntity.Record base = got.value().orElse(FetchEntity.Record.EMPTY);
+            FetchEntity.Record record = change.apply(base);
+            current = record; // read by the entity's thread only after the write's message
+            return store.upsertObject(persistenceId, got.revision() + 1, record, "").thenApply(d -> got.revision() + 1);
+          })
           .whenComplete((rev, error) -> self.tell(done.apply(rev == null ? -1L : rev, error)));
     }
   }

@@ -5,6 +5,7 @@ import dev.corral.core.Metrics;
 import dev.corral.core.store.ArtifactStore;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.core.upstream.Upstream;
+import java.time.Clock;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
@@ -14,7 +15,8 @@ import java.util.function.Function;
 /**
  * What the fetch entities and waiters of one node share: its store, its upstream client, its
  * downloads in progress, its metrics and each repository's {@link FetchPolicy}. Time is read only
- * through {@link #ticker()} so TTLs are tested without sleeping.
+ * through {@link #ticker()} (intervals) and {@link #clock()} (the age of stored copies, which
+ * the store stamps with the same clock) so TTLs are tested without sleeping.
  */
 public final class Node {
   private final ArtifactStore store;
@@ -22,11 +24,25 @@ public final class Node {
   private final Metrics metrics;
   private final Function<String, FetchPolicy> policies;
   private final Ticker ticker;
+  private final Clock clock;
   private final Executor io;
   private final Downloads downloads = new Downloads();
   private final HotBlobs hot;
   private final KeyRecords records;
   private final Map<String, Semaphore> orphanSlots = new ConcurrentHashMap<>();
+  private volatile Peering peering;
+
+  /**
+   * How this node exchanges bytes with the other nodes of its cluster.
+   *
+   * @param selfUrl this node's peer base URL ({@code http://host:port} of its HTTP server), which
+   *     the key records list as a holder and replies to other nodes point at
+   * @param client reads other nodes' blobs and downloads
+   * @param inlineLimit the largest body sent inside a reply to another node; it must fit Artery's
+   *     {@code maximum-large-frame-size} with room for the headers. Larger bodies are read from
+   *     the holder's peer endpoint.
+   */
+  public record Peering(String selfUrl, PeerBlobs client, long inlineLimit) {}
 
   /**
    * @param io an executor for blocking file work (the actor system's blocking-io dispatcher)
@@ -44,6 +60,24 @@ public final class Node {
       Function<String, FetchPolicy> policies,
       Ticker ticker,
       Executor io) {
+    this(store, hot, records, upstream, metrics, policies, ticker, Clock.systemUTC(), io);
+  }
+
+  /**
+   * @param clock wall-clock time, the same as the store's: a stored copy's age is the clock's
+   *     now minus {@link dev.corral.core.store.StoredArtifact#fetchedAtMillis()}
+   */
+  public Node(
+      ArtifactStore store,
+      HotBlobs hot,
+      KeyRecords records,
+      Upstream upstream,
+      Metrics metrics,
+      Function<String, FetchPolicy> policies,
+      Ticker ticker,
+      Clock clock,
+      Executor io) {
+    this.clock = clock;
     this.hot = hot;
     this.records = records;
     this.store = store;
@@ -74,6 +108,11 @@ public final class Node {
     return ticker;
   }
 
+  /** Wall-clock time for the age of stored copies (metadata freshness). */
+  public Clock clock() {
+    return clock;
+  }
+
   public Executor io() {
     return io;
   }
@@ -84,6 +123,16 @@ public final class Node {
 
   public HotBlobs hot() {
     return hot;
+  }
+
+  /** Set once the node's HTTP server is bound (its address is part of {@link Peering#selfUrl}). */
+  public void peering(Peering value) {
+    this.peering = value;
+  }
+
+  /** Null on a node that exchanges no bytes with peers (a test node, or before the bind). */
+  public Peering peering() {
+    return peering;
   }
 
   public Downloads downloads() {

@@ -23,6 +23,16 @@ sealed interface Outcome {
     }
   }
 
+  /**
+   * A revalidation's 304: the stored bytes are still current; their fetched-at time (and
+   * validators) were refreshed in this node's store.
+   */
+  record Revalidated(StoredArtifact artifact) implements Outcome {
+    public FetchEntity.Reply toReply(FetchEntity.Via via) {
+      return new FetchEntity.Stored(via, artifact);
+    }
+  }
+
   /** A large body whose headers are known; it streams from {@link Downloads} while it downloads. */
   record Streaming(int status, List<Header> headers, long length, long downloadId) implements Outcome {
     public FetchEntity.Reply toReply(FetchEntity.Via via) {
@@ -41,6 +51,13 @@ sealed interface Outcome {
   record Failed(int status, String reason) implements Outcome {
     public FetchEntity.Reply toReply(FetchEntity.Via via) {
       return new FetchEntity.Failed(status, reason);
+    }
+  }
+
+  /** No peer could give the bytes (and the upstream was not to be asked): the waiter asks its entity again. */
+  record Unavailable(String reason) implements Outcome {
+    public FetchEntity.Reply toReply(FetchEntity.Via via) {
+      return new FetchEntity.Retry(reason);
     }
   }
 }

@@ -6,9 +6,9 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
-import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
 
 /**
  * The waiting side, on the node a request arrived at: asks the key's entity and waits, within the
@@ -22,6 +22,8 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
  *       twice.
  *   <li>When the budget runs out the answer is {@link TimedOut}; the caller answers 504 or
  *       bypasses the cache, as the repository says.
+ *   <li>Concurrent waiters of one node for one key share one ask ({@link SharedAsks}): one ask
+ *       per node per key reaches the entity; each waiter keeps its own budget and cancellation.
  *   <li>A waiter whose client went away is answered {@link Cancelled} at once (C1) and its
  *       registration is removed from the entity (C2); the others are not disturbed (C3).
  * </ul>
@@ -29,8 +31,6 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
 public final class Waiters {
   /** How long one ask may go unanswered before it is sent again. */
   static final Duration ASK_AGAIN = Duration.ofSeconds(5);
-  private static final Duration FIRST_RETRY_PAUSE = Duration.ofMillis(20);
-  private static final Duration MAX_RETRY_PAUSE = Duration.ofMillis(500);
 
   /** What a waiter ends with. */
   public sealed interface Answer {}
@@ -41,17 +41,29 @@ public final class Waiters {
 
   public enum Cancelled implements Answer { INSTANCE }
 
-  private final ClusterSharding sharding;
   private final CancelRegistry cancels;
   private final Node node;
+  private final SharedAsks shared;
+
+  /** Waiters that cannot copy bytes from other nodes (a one-node setup, tests). */
   public Waiters(ClusterSharding sharding, CancelRegistry cancels, Node node) {
-    this.sharding = sharding;
+    this(sharding, cancels, node, null);
+  }
+
+  /** @param system runs copies of bytes held by other nodes */
+  public Waiters(ClusterSharding sharding, CancelRegistry cancels, Node node, ActorSystem<?> system) {
     this.cancels = cancels;
     this.node = node;
+    this.shared = new SharedAsks(sharding, node, system);
   }
 
   public CancelRegistry cancels() {
     return cancels;
+  }
+
+  /** Joins this node has sent to fetch entities (one per shared ask, plus re-asks). */
+  public long joinsSent() {
+    return shared.joinsSent();
   }
 
   /**
@@ -61,86 +73,48 @@ public final class Waiters {
    *     which cancels it when the client's connection closes; released here when the wait ends
    */
   public CompletionStage<Answer> await(ArtifactKey key, long token) {
-    EntityRef<FetchEntity.Command> entity = sharding.entityRefFor(FetchEntity.TYPE_KEY, key.id());
+    return await(key, token, false);
+  }
+
+  /**
+   * Waits for the key's outcome.
+   *
+   * @param mutable the key is mutable metadata (see {@link FetchEntity.Join#mutable()})
+   */
+  public CompletionStage<Answer> await(ArtifactKey key, long token, boolean mutable) {
     CompletableFuture<Answer> result = new CompletableFuture<>();
+    AtomicReference<SharedAsks.Local> attached = new AtomicReference<>();
     boolean live = cancels.register(token, () -> {
       if (result.complete(Cancelled.INSTANCE)) {
-        entity.tell(new FetchEntity.Leave(token));
+        leave(attached);
       }
     });
     if (live) {
-      long deadline = node.ticker().read() + node.policy(key.repo()).waiterBudget().toNanos();
-      new Wait(entity, key, token, deadline, result).ask();
+      SharedAsks.Local local = shared.attach(key, token, mutable, reply -> result.complete(new Answered(reply)));
+      if (local == null) {
+        result.complete(new Answered(new FetchEntity.Failed(503, "too many requests waiting for this artifact")));
+      } else {
+        attached.set(local);
+        if (result.isDone()) {
+          leave(attached); // cancelled while attaching
+        } else {
+          long budget = node.policy(key.repo()).waiterBudget().toNanos();
+          CompletableFuture.delayedExecutor(budget, TimeUnit.NANOSECONDS, node.io()).execute(() -> {
+            if (result.complete(TimedOut.INSTANCE)) {
+              node.metrics().fallthrough.labelValues(key.repo(), "budget").inc();
+              leave(attached);
+            }
+          });
+        }
+      }
     }
     return result.whenComplete((answer, error) -> cancels.release(token));
   }
 
-  /** One waiter's asks. */
-  private final class Wait {
-    final EntityRef<FetchEntity.Command> entity;
-    final ArtifactKey key;
-    final long token;
-    final long deadline;
-    final CompletableFuture<Answer> result;
-    Duration retryPause = FIRST_RETRY_PAUSE;
-
-    Wait(EntityRef<FetchEntity.Command> entity, ArtifactKey key, long token, long deadline,
-        CompletableFuture<Answer> result) {
-      this.entity = entity;
-      this.key = key;
-      this.token = token;
-      this.deadline = deadline;
-      this.result = result;
-    }
-
-    void ask() {
-      if (result.isDone()) {
-        return;
-      }
-      long remaining = deadline - node.ticker().read();
-      if (remaining <= 0) {
-        giveUp();
-        return;
-      }
-      Duration timeout = Duration.ofNanos(Math.min(remaining, ASK_AGAIN.toNanos()));
-      CompletionStage<FetchEntity.Reply> asked =
-          entity.ask(replyTo -> new FetchEntity.Join(key, token, replyTo), timeout);
-      if (result.isDone()) {
-        // Cancelled while the Join was sent: its Leave may have overtaken the Join, so send one
-        // more after it (same sender, same order).
-        entity.tell(new FetchEntity.Leave(token));
-        return;
-      }
-      asked.whenComplete((reply, error) -> {
-            if (result.isDone()) {
-              return;
-            }
-            if (error != null) {
-              if (error instanceof TimeoutException || error.getCause() instanceof TimeoutException) {
-                ask(); // unanswered: ask again, or give up once the budget is spent
-              } else {
-                giveUp();
-              }
-            } else if (reply instanceof FetchEntity.Retry) {
-              node.metrics().fallthrough.labelValues(key.repo(), "entity-stopped").inc();
-              Duration pause = retryPause;
-              retryPause = pause.multipliedBy(2).compareTo(MAX_RETRY_PAUSE) > 0 ? MAX_RETRY_PAUSE : pause.multipliedBy(2);
-              CompletableFuture.delayedExecutor(pause.toMillis(), TimeUnit.MILLISECONDS, node.io())
-                  .execute(this::ask);
-            } else {
-              result.complete(new Answered(reply));
-            }
-          });
-    }
-
-    void giveUp() {
-      if (result.isDone()) {
-        return;
-      }
-      if (result.complete(TimedOut.INSTANCE)) {
-        node.metrics().fallthrough.labelValues(key.repo(), "budget").inc();
-        entity.tell(new FetchEntity.Leave(token));
-      }
+  private void leave(AtomicReference<SharedAsks.Local> attached) {
+    SharedAsks.Local local = attached.getAndSet(null);
+    if (local != null) {
+      shared.detach(local);
     }
   }
 }

@@ -5,6 +5,7 @@ import dev.corral.core.upstream.Header;
 import java.io.IOException;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalLong;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
@@ -60,6 +61,14 @@ public interface ArtifactStore {
 
   /** Forgets the key (and deletes its blob if nothing else refers to it). True if it was held. */
   boolean remove(ArtifactKey key) throws IOException;
+
+  /**
+   * The size of the committed blob named {@code sha256}, when this store holds one (whichever key
+   * refers to it). For the internal peer endpoint, which serves blobs by content address.
+   */
+  default OptionalLong blobSize(String sha256) {
+    return OptionalLong.empty();
+  }
 
   /** Total bytes of all blobs. */
   long totalSize();

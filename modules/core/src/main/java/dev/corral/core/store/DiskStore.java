@@ -83,6 +83,8 @@ public final class DiskStore implements ArtifactStore {
   private final ReentrantLock lock = new ReentrantLock();
   private final LinkedHashMap<String, StoredArtifact> index = new LinkedHashMap<>(64, 0.75f, true);
   private final Map<String, BlobRefs> blobs = new HashMap<>();
+  /** Told the id of each key evicted to make room (outside the lock); for the replica directory. */
+  private volatile java.util.function.Consumer<String> onEvicted = keyId -> {};
   private long totalSize;
 
   /** Size of one blob and how many keys refer to it. */
@@ -124,6 +126,26 @@ public final class DiskStore implements ArtifactStore {
 
   // ---------------------------------------------------------------------------------------------
   // ArtifactStore
+
+  /**
+   * Sets who is told, after each commit, the ids of the keys evicted to make room for it (so the
+   * cluster's record of who holds a key's bytes can drop this node). Called outside the store's
+   * lock; must not block.
+   */
+  public void onEvicted(java.util.function.Consumer<String> listener) {
+    onEvicted = listener;
+  }
+
+  @Override
+  public java.util.OptionalLong blobSize(String sha256) {
+    lock.lock();
+    try {
+      BlobRefs b = blobs.get(sha256);
+      return b == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(b.size);
+    } finally {
+      lock.unlock();
+    }
+  }
 
   @Override
   public Optional<StoredArtifact> lookup(ArtifactKey key) {
@@ -183,6 +205,7 @@ public final class DiskStore implements ArtifactStore {
     Path recordPath = recordPath(keyId);
     Files.createDirectories(recordPath.getParent());
     Path recordTemp = writeRecordTemp(artifact);
+    List<String> evicted = List.of();
     lock.lock();
     try {
       placeBlob(writer, blobPath, artifact.size());
@@ -199,11 +222,18 @@ public final class DiskStore implements ArtifactStore {
       if (previous != null) {
         release(previous);
       }
-      evict(keyId);
+      evicted = evict(keyId);
     } finally {
       lock.unlock();
       Files.deleteIfExists(recordTemp);
       writer.close();
+    }
+    for (String gone : evicted) {
+      try {
+        onEvicted.accept(gone);
+      } catch (RuntimeException e) {
+        log.warn("eviction listener failed for {}: {}", gone, e.toString());
+      }
     }
     return artifact;
   }
@@ -472,7 +502,8 @@ public final class DiskStore implements ArtifactStore {
   }
 
   /** Evicts least recently used keys until the store fits, never {@code keep}. */
-  private void evict(String keep) throws IOException {
+  private List<String> evict(String keep) throws IOException {
+    List<String> evicted = new ArrayList<>();
     Iterator<Map.Entry<String, StoredArtifact>> it = index.entrySet().iterator();
     while (totalSize > maxSizeBytes && it.hasNext()) {
       Map.Entry<String, StoredArtifact> eldest = it.next();
@@ -480,6 +511,7 @@ public final class DiskStore implements ArtifactStore {
         continue;
       }
       it.remove();
+      evicted.add(eldest.getKey());
       try {
         Files.deleteIfExists(recordPath(eldest.getKey()));
       } finally {
@@ -490,6 +522,7 @@ public final class DiskStore implements ArtifactStore {
       log.warn("store holds {} bytes, over its maximum of {}: the key just committed ({}) alone"
           + " is that large; kept", totalSize, maxSizeBytes, keep);
     }
+    return evicted;
   }
 
   // ---------------------------------------------------------------------------------------------

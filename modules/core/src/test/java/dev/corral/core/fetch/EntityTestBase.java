@@ -15,6 +15,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -77,9 +80,9 @@ abstract class EntityTestBase {
     Cluster cluster = Cluster.get(kit.system());
     cluster.manager().tell(Join.create(cluster.selfMember().address()));
     dataDir = Files.createTempDirectory("corral-" + getClass().getSimpleName());
-    store = new FaultyStore(DiskStore.open(dataDir, 1L << 30, Clock.systemUTC()));
+    store = new FaultyStore(DiskStore.open(dataDir, 1L << 30, ticker.clock()));
     node = new Node(store, new HotBlobs(0), KeyRecords.of(kit.system()), upstream, new Metrics(),
-        r -> policies.getOrDefault(r, FetchPolicy.defaults()), ticker,
+        r -> policies.getOrDefault(r, FetchPolicy.defaults()), ticker, ticker.clock(),
         kit.system().dispatchers().lookup(DispatcherSelector.blocking()));
     FetchEntity.init(kit.system(), node, idleTimeout());
     sharding = ClusterSharding.get(kit.system());
@@ -142,6 +145,11 @@ abstract class EntityTestBase {
 
   CompletableFuture<Waiters.Answer> ask(ArtifactKey key) {
     return waiters.await(key, waiters.cancels().reserve()).toCompletableFuture();
+  }
+
+  /** Asks as a request for mutable metadata does. */
+  CompletableFuture<Waiters.Answer> askMutable(ArtifactKey key) {
+    return waiters.await(key, waiters.cancels().reserve(), true).toCompletableFuture();
   }
 
   List<CompletableFuture<Waiters.Answer>> ask(ArtifactKey key, int n) {
@@ -210,9 +218,36 @@ abstract class EntityTestBase {
     return ByteString.fromArray(b);
   }
 
-  /** Real time plus an offset the test may move forward. */
+  /**
+   * Real time plus an offset the test may move forward; {@link #clock()} is the same offset on
+   * the wall clock, which stamps the store's fetched-at times.
+   */
   static final class MovableTicker implements Ticker {
     private final AtomicLong offset = new AtomicLong();
+
+    Clock clock() {
+      return new Clock() {
+        @Override
+        public ZoneId getZone() {
+          return ZoneOffset.UTC;
+        }
+
+        @Override
+        public Clock withZone(ZoneId zone) {
+          throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public Instant instant() {
+          return Instant.ofEpochMilli(millis());
+        }
+
+        @Override
+        public long millis() {
+          return System.currentTimeMillis() + offset.get() / 1_000_000;
+        }
+      };
+    }
 
     @Override
     public long read() {

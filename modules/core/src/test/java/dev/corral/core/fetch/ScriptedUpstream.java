@@ -26,6 +26,8 @@ import org.apache.pekko.util.ByteString;
 final class ScriptedUpstream implements Upstream {
   final ConcurrentHashMap<String, AtomicInteger> counts = new ConcurrentHashMap<>();
   final ConcurrentLinkedQueue<String> requested = new ConcurrentLinkedQueue<>();
+  /** Every request, headers included, in arrival order. */
+  final ConcurrentLinkedQueue<UpstreamRequest> requests = new ConcurrentLinkedQueue<>();
   private final Map<String, Function<UpstreamRequest, CompletionStage<UpstreamResponse>>> byUrl =
       new ConcurrentHashMap<>();
   volatile Function<UpstreamRequest, CompletionStage<UpstreamResponse>> script =
@@ -35,6 +37,7 @@ final class ScriptedUpstream implements Upstream {
   public CompletionStage<UpstreamResponse> get(UpstreamRequest request) {
     counts.computeIfAbsent(request.url(), u -> new AtomicInteger()).incrementAndGet();
     requested.add(request.url());
+    requests.add(request);
     return byUrl.getOrDefault(request.url(), script).apply(request);
   }
 
@@ -58,6 +61,11 @@ final class ScriptedUpstream implements Upstream {
   int count(String url) {
     AtomicInteger c = counts.get(url);
     return c == null ? 0 : c.get();
+  }
+
+  /** The requests for {@code url}, in arrival order. */
+  List<UpstreamRequest> requests(String url) {
+    return requests.stream().filter(r -> r.url().equals(url)).toList();
   }
 
   int total() {

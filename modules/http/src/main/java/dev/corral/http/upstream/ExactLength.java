@@ -16,13 +16,13 @@ import org.apache.pekko.util.ByteString;
  * past) its declared length. Pekko HTTP already fails a truncated fixed-length entity; this makes
  * the guarantee ours (SEMANTICS B2) rather than a detail of the client.
  */
-final class ExactLength extends GraphStage<FlowShape<ByteString, ByteString>> {
+public final class ExactLength extends GraphStage<FlowShape<ByteString, ByteString>> {
   private final long expected;
   private final Inlet<ByteString> in = Inlet.create("ExactLength.in");
   private final Outlet<ByteString> out = Outlet.create("ExactLength.out");
   private final FlowShape<ByteString, ByteString> shape = FlowShape.of(in, out);
 
-  ExactLength(long expected) {
+  public ExactLength(long expected) {
     this.expected = expected;
   }
 

@@ -1,47 +1,39 @@
 package dev.corral.http.repo;
 
 import dev.corral.core.ArtifactKey;
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.pekko.util.ByteString;
 
-/** A {@link Lookup} over a map: {@code cached} reads the "store", {@code body} the "upstream" too. */
+/** A {@link Lookup} over fixed bodies by URL, recording what was read; failing URLs fail with 502. */
 final class MapLookup implements Lookup {
-  final Map<ArtifactKey, ByteString> cached = new ConcurrentHashMap<>();
-  final Map<ArtifactKey, ByteString> upstream = new ConcurrentHashMap<>();
-  final List<ArtifactKey> bodyCalls = new ArrayList<>();
+  final Map<String, ByteString> bodies = new ConcurrentHashMap<>();
+  final Map<String, ByteString> cachedBodies = new ConcurrentHashMap<>();
+  final Map<String, Boolean> failing = new ConcurrentHashMap<>();
+  /** Each body read: the key and whether it was read as mutable. */
+  final List<Map.Entry<ArtifactKey, Boolean>> reads = new CopyOnWriteArrayList<>();
 
-  MapLookup cache(ArtifactKey key, String body) {
-    cached.put(key, ByteString.fromString(body, StandardCharsets.UTF_8));
-    return this;
-  }
-
-  MapLookup upstream(ArtifactKey key, String body) {
-    upstream.put(key, ByteString.fromString(body, StandardCharsets.UTF_8));
+  MapLookup body(String url, String body) {
+    bodies.put(url, ByteString.fromString(body));
     return this;
   }
 
   @Override
-  public synchronized CompletionStage<Optional<ByteString>> body(ArtifactKey key, boolean mutable) {
-    bodyCalls.add(key);
-    ByteString b = cached.get(key);
-    if (b == null) {
-      b = upstream.get(key);
-      if (b != null) {
-        cached.put(key, b);
-      }
+  public CompletionStage<Optional<ByteString>> body(ArtifactKey key, boolean mutable) {
+    reads.add(Map.entry(key, mutable));
+    if (failing.containsKey(key.url())) {
+      return CompletableFuture.failedFuture(new LookupFailed(502, "upstream down"));
     }
-    return CompletableFuture.completedFuture(Optional.ofNullable(b));
+    return CompletableFuture.completedFuture(Optional.ofNullable(bodies.get(key.url())));
   }
 
   @Override
   public Optional<ByteString> cached(ArtifactKey key) {
-    return Optional.ofNullable(cached.get(key));
+    return Optional.ofNullable(cachedBodies.get(key.canonical()));
   }
 }

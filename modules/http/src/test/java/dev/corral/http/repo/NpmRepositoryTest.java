@@ -25,7 +25,7 @@ class NpmRepositoryTest {
   static final String CORGI = "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*";
 
   final NpmRepository repo = new NpmRepository("npm", ROOT + "/");
-  final MapLookup lookup = new MapLookup();
+  final CachingLookup lookup = new CachingLookup();
 
   Target resolve(String accept, String... segments) {
     RepoRequest r = new RepoRequest(List.of(segments), "/unused", Optional.empty(), Optional.ofNullable(accept), BASE);

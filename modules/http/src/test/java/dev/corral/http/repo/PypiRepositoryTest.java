@@ -53,7 +53,7 @@ class PypiRepositoryTest {
       """.formatted(SHA_WHL, SHA_META, "d".repeat(64), SHA_SDIST);
 
   final PypiRepository repo = new PypiRepository("py", ROOT);
-  final MapLookup lookup = new MapLookup();
+  final CachingLookup lookup = new CachingLookup();
 
   Target resolve(String accept, String query, String... segments) {
     RepoRequest r = new RepoRequest(List.of(segments), "/unused", Optional.ofNullable(query),

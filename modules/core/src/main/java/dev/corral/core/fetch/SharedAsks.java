@@ -1,0 +1,361 @@
+package dev.corral.core.fetch;
+
+import dev.corral.core.ArtifactKey;
+import dev.corral.core.fetch.FetchEntity.Via;
+import dev.corral.core.store.BlobWriter;
+import dev.corral.core.store.StoredArtifact;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The node-level half of two-level coalescing (groupcache's singleflight, with actors): however
+ * many local requests wait for one key, this node has ONE ask at the key's entity, and at most one
+ * copy of the bytes from another node. Local waiters attach to the key's pending ask and are
+ * answered together; each keeps its own budget and cancellation (in {@link Waiters}): one leaving
+ * only detaches it, and the last one leaving tells the entity {@code Leave} (SEMANTICS W3, C1-C3).
+ *
+ * <p>The shared ask re-asks on an unanswered ask ({@link Waiters#ASK_AGAIN}) and after
+ * {@code Retry} (the entity stopped, or its node died), like a single waiter, for as long as any
+ * local waiter is attached. Its token is random (64 bits), so it is unique across the cluster's
+ * nodes, whose cancel registries hand out overlapping numbers.
+ *
+ * <p>Replies meant for another node are turned into local ones here: an {@code Inline} body is
+ * checked against its SHA-256, answered as a {@code Body} and kept as a replica; a
+ * {@code FromPeer} starts one copy from the peer's endpoint into this node's store (a
+ * {@link Fetch} whose origin is that peer), which local waiters stream while it grows, exactly as
+ * they stream a local download. A copy committed here is announced to the entity
+ * ({@code Holding}), so the key's record lists this node as a holder.
+ */
+final class SharedAsks {
+  private static final Logger log = LoggerFactory.getLogger(SharedAsks.class);
+  private static final Duration FIRST_RETRY_PAUSE = Duration.ofMillis(20);
+  private static final Duration MAX_RETRY_PAUSE = Duration.ofMillis(500);
+
+  private final ClusterSharding sharding;
+  private final Node node;
+  private final ActorSystem<?> system;
+  /** Pending asks and running copies, by key id; guarded by {@code this}. */
+  private final Map<String, Shared> pending = new HashMap<>();
+  private final LongAdder joinsSent = new LongAdder();
+
+  SharedAsks(ClusterSharding sharding, Node node, ActorSystem<?> system) {
+    this.sharding = sharding;
+    this.node = node;
+    this.system = system;
+  }
+
+  /** One local waiter: answered through {@code answer}. */
+  final class Local {
+    final long token;
+    final Consumer<FetchEntity.Reply> answer;
+    final Shared shared;
+
+    Local(long token, Consumer<FetchEntity.Reply> answer, Shared shared) {
+      this.token = token;
+      this.answer = answer;
+      this.shared = shared;
+    }
+  }
+
+  /** Joins sent to entities by this node (each ask and re-ask); for tests and diagnostics. */
+  long joinsSent() {
+    return joinsSent.sum();
+  }
+
+  /**
+   * Attaches a waiter to the key's shared ask, starting the ask when it is the first. Returns
+   * null when the key already has the repository's maximum of local waiters (the caller answers
+   * 503).
+   */
+  Local attach(ArtifactKey key, long token, boolean mutable, Consumer<FetchEntity.Reply> answer) {
+    Shared s;
+    Local local;
+    boolean first;
+    FetchEntity.Reply ready = null;
+    synchronized (this) {
+      s = pending.get(key.id());
+      // An ask whose waiters all left is not joined (it asks no more), unless its copy streams.
+      first = s == null || (s.answered && s.copying == null);
+      if (first) {
+        s = new Shared(key, mutable);
+        pending.put(key.id(), s);
+      }
+      if (s.copying != null) {
+        // A copy from a peer is already streaming here: join it, ask nobody (<= 1 transfer per node).
+        ready = s.copying.toReply(Via.COALESCED);
+        local = new Local(token, answer, s);
+      } else {
+        if (s.locals.size() >= node.policy(key.repo()).maxWaiters()) {
+          return null;
+        }
+        local = new Local(token, answer, s);
+        s.locals.add(local);
+        if (first) {
+          s.leader = token;
+        }
+      }
+    }
+    if (ready != null) {
+      answer.accept(ready);
+    } else if (first) {
+      s.ask();
+    }
+    return local;
+  }
+
+  /** The waiter left (its client went away, or its budget ran out); the last one out sends Leave. */
+  void detach(Local local) {
+    Shared s = local.shared;
+    boolean last;
+    synchronized (this) {
+      boolean removed = s.locals.remove(local);
+      last = removed && s.locals.isEmpty() && !s.answered;
+      if (last) {
+        s.answered = true; // abandoned: no more asks
+        if (s.copying == null && pending.get(s.key.id()) == s && s.copy == null) {
+          pending.remove(s.key.id());
+        }
+      }
+    }
+    if (last && s.copy == null) {
+      s.entity.tell(new FetchEntity.Leave(s.token));
+    }
+  }
+
+  /** One key's ask on this node, then maybe its copy from a peer. */
+  final class Shared {
+    final ArtifactKey key;
+    final boolean mutable;
+    final EntityRef<FetchEntity.Command> entity;
+    final long token = ThreadLocalRandom.current().nextLong();
+    final List<Local> locals = new ArrayList<>();
+    long leader;
+    /** Every attached waiter was answered, or all of them left. */
+    boolean answered;
+    /** The copy from a peer, once started. */
+    Fetch copy;
+    /** The copy's growing local download, once its headers are known. */
+    Outcome.Streaming copying;
+    Duration retryPause = FIRST_RETRY_PAUSE;
+
+    Shared(ArtifactKey key, boolean mutable) {
+      this.key = key;
+      this.mutable = mutable;
+      this.entity = sharding.entityRefFor(FetchEntity.TYPE_KEY, key.id());
+    }
+
+    void ask() {
+      synchronized (SharedAsks.this) {
+        if (answered) {
+          return;
+        }
+      }
+      joinsSent.increment();
+      CompletionStage<FetchEntity.Reply> asked =
+          entity.ask(replyTo -> new FetchEntity.Join(key, token, replyTo, mutable), Waiters.ASK_AGAIN);
+      boolean abandoned;
+      synchronized (SharedAsks.this) {
+        abandoned = answered && locals.isEmpty();
+      }
+      if (abandoned) {
+        // Every waiter left while the Join was sent: its Leave may have overtaken the Join.
+        entity.tell(new FetchEntity.Leave(token));
+        return;
+      }
+      asked.whenComplete((reply, error) -> {
+        if (error != null) {
+          boolean timeout = error instanceof TimeoutException || error.getCause() instanceof TimeoutException;
+          if (timeout) {
+            ask(); // unanswered (a Join lost with a stopping entity or a dead node): ask again
+          } else {
+            later();
+          }
+        } else if (reply instanceof FetchEntity.Retry) {
+          int waiting;
+          synchronized (SharedAsks.this) {
+            waiting = locals.size();
+          }
+          // Counted per waiting request, as a single waiter's ask would be.
+          node.metrics().fallthrough.labelValues(key.repo(), "entity-stopped").inc(Math.max(1, waiting));
+          later();
+        } else {
+          resolve(reply);
+        }
+      });
+    }
+
+    /** Asks again after a pause (doubling up to 500 ms), so the shard has noticed a stop. */
+    void later() {
+      Duration pause = retryPause;
+      retryPause = pause.multipliedBy(2).compareTo(MAX_RETRY_PAUSE) > 0 ? MAX_RETRY_PAUSE : pause.multipliedBy(2);
+      CompletableFuture.delayedExecutor(pause.toMillis(), TimeUnit.MILLISECONDS, node.io()).execute(this::ask);
+    }
+
+    private void resolve(FetchEntity.Reply reply) {
+      if (reply instanceof FetchEntity.Inline in) {
+        node.io().execute(() -> inline(in));
+      } else if (reply instanceof FetchEntity.FromPeer from) {
+        startCopy(from);
+      } else {
+        answer(reply, true);
+      }
+    }
+
+    /** A small body from another node: checked, answered, and kept as a replica here. */
+    private void inline(FetchEntity.Inline in) {
+      String actual = sha256(in.bytes());
+      if (!actual.equals(in.sha256())) {
+        log.warn("a body of {} from another node hashes to {}, not {}", key, actual, in.sha256());
+        answer(new FetchEntity.Failed(502, "a peer's copy does not match its sha256"), true);
+        return;
+      }
+      answer(new FetchEntity.Body(in.via(), in.status(), in.headers(), in.bytes()), true);
+      if (node.store().lookup(key).isPresent()) {
+        return;
+      }
+      BlobWriter writer = null;
+      try {
+        writer = node.store().newBlob(key.expected() == null ? null : key.expected().jcaName());
+        writer.write(in.bytes());
+        writer.finish();
+        if (writer.sha256().equals(in.sha256())) {
+          StoredArtifact a = node.store().commit(key, writer, in.headers());
+          node.hot().put(a.sha256(), in.bytes());
+          holding(a);
+        }
+      } catch (Exception e) {
+        log.warn("could not keep a replica of {}: {}", key, e.toString());
+      } finally {
+        if (writer != null) {
+          writer.close();
+        }
+      }
+    }
+
+    /** One copy per node: every local waiter streams it while it grows. */
+    private void startCopy(FetchEntity.FromPeer from) {
+      if (system == null || node.peering() == null) {
+        answer(new FetchEntity.Failed(502, "this node cannot read from peers"), true);
+        return;
+      }
+      Fetch.Origin origin = new Fetch.Origin(List.of(from.peerUrl()), from.path(), from.sha256(), from.headers(), false);
+      Via via = from.via();
+      synchronized (SharedAsks.this) {
+        if (answered && locals.isEmpty()) {
+          pending.remove(key.id(), this);
+          return; // every waiter left meanwhile
+        }
+        copy = Fetch.start(node, key, system, origin,
+            streaming -> {
+              synchronized (SharedAsks.this) {
+                copying = streaming;
+              }
+              answer(streaming.toReply(via), false);
+            },
+            outcome -> copied(outcome, via));
+      }
+    }
+
+    private void copied(Outcome outcome, Via via) {
+      StoredArtifact committed = outcome instanceof Outcome.Body b ? b.artifact()
+          : outcome instanceof Outcome.Stored s ? s.artifact() : null;
+      if (committed != null) {
+        holding(committed);
+      }
+      boolean retry;
+      synchronized (SharedAsks.this) {
+        pending.remove(key.id(), this);
+        retry = outcome instanceof Outcome.Unavailable && !answered;
+        if (retry) {
+          // The peer no longer had it (a download that just ended, a node that died): ask again.
+          copy = null;
+          pending.putIfAbsent(key.id(), this);
+        }
+      }
+      if (retry) {
+        later();
+      } else {
+        answer(outcome.toReply(via), true);
+      }
+    }
+
+    private void holding(StoredArtifact a) {
+      Node.Peering p = node.peering();
+      if (p != null) {
+        entity.tell(new FetchEntity.Holding(p.selfUrl(), a.sha256()));
+      }
+    }
+
+    /**
+     * Answers every attached waiter: the first local waiter gets the entity's {@code Via}, the
+     * others joined its ask ({@code MISS} becomes {@code COALESCED}).
+     *
+     * @param forget whether the key's entry goes now (false while a copy still streams: later
+     *     local requests join it)
+     */
+    private void answer(FetchEntity.Reply reply, boolean forget) {
+      List<Local> answered;
+      synchronized (SharedAsks.this) {
+        if (forget && copy == null) {
+          pending.remove(key.id(), this);
+        }
+        if (this.answered) {
+          return;
+        }
+        this.answered = true;
+        answered = new ArrayList<>(locals);
+        locals.clear();
+      }
+      for (Local l : answered) {
+        l.answer.accept(l.token == leader ? reply : coalesced(reply));
+      }
+    }
+  }
+
+  /** The reply as another local waiter of the same ask sees it. */
+  static FetchEntity.Reply coalesced(FetchEntity.Reply reply) {
+    if (reply instanceof FetchEntity.Body b && b.via() == Via.MISS) {
+      return new FetchEntity.Body(Via.COALESCED, b.status(), b.headers(), b.bytes());
+    }
+    if (reply instanceof FetchEntity.Stored s && s.via() == Via.MISS) {
+      return new FetchEntity.Stored(Via.COALESCED, s.artifact());
+    }
+    if (reply instanceof FetchEntity.NotFound nf && nf.via() == Via.MISS) {
+      return new FetchEntity.NotFound(Via.COALESCED, nf.status(), nf.headers());
+    }
+    if (reply instanceof FetchEntity.Streaming s && s.via() == Via.MISS) {
+      return new FetchEntity.Streaming(Via.COALESCED, s.status(), s.headers(), s.length(), s.downloadId());
+    }
+    return reply;
+  }
+
+  private static String sha256(org.apache.pekko.util.ByteString bytes) {
+    try {
+      MessageDigest md = MessageDigest.getInstance("SHA-256");
+      for (java.nio.ByteBuffer b : bytes.getByteBuffers()) {
+        md.update(b);
+      }
+      return HexFormat.of().formatHex(md.digest());
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

@@ -1,0 +1,146 @@
+package dev.corral.core.fetch;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.typesafe.config.ConfigFactory;
+import dev.corral.core.ArtifactKey;
+import dev.corral.core.Digest;
+import dev.corral.core.fetch.FetchEntity.Via;
+import dev.corral.core.store.StoredArtifact;
+import dev.corral.core.upstream.Header;
+import java.util.List;
+import java.util.Random;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.serialization.Serialization;
+import org.apache.pekko.serialization.SerializationExtension;
+import org.apache.pekko.serialization.Serializers;
+import org.apache.pekko.serialization.jackson.JacksonCborSerializer;
+import org.apache.pekko.util.ByteString;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * Every message that crosses nodes (the fetch entity's commands and replies) and its persisted
+ * record survive a round trip through Pekko's serialization (jackson-cbor, with Corral's
+ * ByteString module), bytes included.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class SerializationTest {
+  private ActorTestKit kit;
+  private Serialization serialization;
+
+  @BeforeAll
+  void start() {
+    kit = ActorTestKit.create("SerializationTest", ConfigFactory.parseString("""
+        pekko.actor.provider = cluster
+        pekko.remote.artery.canonical.port = 0
+        pekko.remote.artery.canonical.hostname = 127.0.0.1
+        pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
+        pekko.actor.serialization-bindings { "dev.corral.core.CborSerializable" = jackson-cbor }
+        """).withFallback(ConfigFactory.load()));
+    serialization = SerializationExtension.get(Adapter.toClassic(kit.system()));
+  }
+
+  @AfterAll
+  void stop() {
+    kit.shutdownTestKit();
+  }
+
+  private Object roundTrip(Object message) {
+    var serializer = serialization.findSerializerFor(message);
+    assertTrue(serializer instanceof JacksonCborSerializer, message.getClass() + " uses " + serializer);
+    // serialize() writes actor refs with the system's address, as Artery does.
+    byte[] bytes = serialization.serialize(message).get();
+    String manifest = Serializers.manifestFor(serializer, message);
+    Object back = serialization.deserialize(bytes, serializer.identifier(), manifest).get();
+    assertEquals(message, back);
+    return back;
+  }
+
+  private static final List<Header> HEADERS = List.of(new Header("Content-Type", "application/x-test"),
+      new Header("ETag", "\"v1\""));
+  private static final StoredArtifact ARTIFACT =
+      new StoredArtifact("k".repeat(64), "r|http://upstream.example/a", "a".repeat(64), 3, HEADERS, 1234L);
+
+  private static ByteString random(int size) {
+    byte[] b = new byte[size];
+    new Random(size).nextBytes(b);
+    return ByteString.fromArrayUnsafe(b);
+  }
+
+  @Test
+  void commandsRoundTrip() {
+    ActorRef<FetchEntity.Reply> replyTo = kit.<FetchEntity.Reply>createTestProbe().ref();
+    ActorRef<Done> done = kit.<Done>createTestProbe().ref();
+    ArtifactKey key = new ArtifactKey("r", "http://upstream.example/a.tgz", "abbreviated",
+        new Digest("sha512", "ab".repeat(64)));
+    FetchEntity.Join join = (FetchEntity.Join) roundTrip(new FetchEntity.Join(key, -42L, replyTo));
+    assertEquals(replyTo, join.replyTo());
+    roundTrip(new FetchEntity.Join(ArtifactKey.of("r", "http://upstream.example/b"), 7L, replyTo));
+    roundTrip(new FetchEntity.Leave(Long.MIN_VALUE));
+    roundTrip(new FetchEntity.Purge(done));
+    roundTrip(new FetchEntity.Holding("http://127.0.0.1:8080", "b".repeat(64)));
+    roundTrip(new FetchEntity.Dropped("http://127.0.0.1:8080"));
+  }
+
+  @Test
+  void repliesRoundTripWithTheirBytes() {
+    ByteString body = random(100_000);
+    FetchEntity.Body b = (FetchEntity.Body) roundTrip(new FetchEntity.Body(Via.MISS, 200, HEADERS, body));
+    assertArrayEquals(body.toArray(), b.bytes().toArray());
+    // A ByteString made of several chunks is written as one byte string.
+    ByteString chunked = random(10).concat(random(70_000)).concat(ByteString.emptyByteString()).concat(random(5));
+    FetchEntity.Inline in = (FetchEntity.Inline) roundTrip(
+        new FetchEntity.Inline(Via.COALESCED, 200, HEADERS, chunked, "c".repeat(64)));
+    assertArrayEquals(chunked.toArray(), in.bytes().toArray());
+    roundTrip(new FetchEntity.Inline(Via.PEER, 200, List.of(), ByteString.emptyByteString(), "d".repeat(64)));
+    roundTrip(new FetchEntity.Stored(Via.HIT, ARTIFACT));
+    roundTrip(new FetchEntity.Streaming(Via.COALESCED, 200, HEADERS, 1L << 33, 17));
+    roundTrip(new FetchEntity.FromPeer(Via.PEER, 200, HEADERS, 1L << 31, "http://127.0.0.1:9", "e".repeat(64), -1));
+    roundTrip(new FetchEntity.FromPeer(Via.MISS, 200, HEADERS, 99, "http://127.0.0.1:9", null, 5));
+    roundTrip(new FetchEntity.NotFound(Via.NEGATIVE, 410, HEADERS));
+    roundTrip(new FetchEntity.Failed(504, "upstream timed out"));
+    roundTrip(new FetchEntity.Retry("the fetch entity stopped"));
+  }
+
+  @Test
+  void recordsRoundTripWithTheirHolders() {
+    roundTrip(FetchEntity.Record.EMPTY);
+    roundTrip(new FetchEntity.Record(ARTIFACT));
+    FetchEntity.Record r = (FetchEntity.Record) roundTrip(
+        new FetchEntity.Record(ARTIFACT, List.of("http://127.0.0.1:1", "http://127.0.0.1:2")));
+    assertEquals(List.of("http://127.0.0.1:1", "http://127.0.0.1:2"), r.holders());
+  }
+
+  @Test
+  void aRecordWrittenBeforeHoldersExistedReadsWithNone() throws Exception {
+    // What an older node wrote: the record without a holders field.
+    var serializer = serialization.findSerializerFor(FetchEntity.Record.EMPTY);
+    var mapper = new com.fasterxml.jackson.databind.ObjectMapper(new com.fasterxml.jackson.dataformat.cbor.CBORFactory());
+    byte[] old = mapper.writeValueAsBytes(java.util.Map.of("cached", java.util.Map.of(
+        "keyId", ARTIFACT.keyId(), "key", ARTIFACT.key(), "sha256", ARTIFACT.sha256(), "size", 3,
+        "headers", List.of(), "fetchedAtMillis", 1L)));
+    FetchEntity.Record r = (FetchEntity.Record) serialization.deserialize(old, serializer.identifier(),
+        Serializers.manifestFor(serializer, FetchEntity.Record.EMPTY)).get();
+    assertEquals(ARTIFACT.sha256(), r.cached().sha256());
+    assertEquals(List.of(), r.holders());
+  }
+
+  @Test
+  void aBodyIsCarriedAsRawBytesNotBase64() {
+    ByteString body = random(1 << 20);
+    var message = new FetchEntity.Inline(Via.MISS, 200, HEADERS, body, "f".repeat(64));
+    byte[] bytes = serialization.findSerializerFor(message).toBinary(message);
+    // CBOR byte string: the payload plus a few hundred bytes of fields, not 4/3 of it.
+    assertTrue(bytes.length < body.size() + 1024, "serialized size " + bytes.length);
+    assertNotEquals(0, bytes.length);
+  }
+}

@@ -1,0 +1,72 @@
+package dev.corral.http.peer;
+
+import dev.corral.core.fetch.PeerBlobs;
+import dev.corral.core.upstream.Header;
+import dev.corral.core.upstream.UpstreamResponse;
+import dev.corral.http.upstream.ExactLength;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.OptionalLong;
+import java.util.concurrent.CompletionStage;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.http.javadsl.Http;
+import org.apache.pekko.http.javadsl.model.HttpHeader;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.settings.ClientConnectionSettings;
+import org.apache.pekko.http.javadsl.settings.ConnectionPoolSettings;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+
+/**
+ * Reads blobs and downloads from other nodes' {@link PeerEndpoint}s with the Pekko HTTP client.
+ * A peer that cannot be reached fails fast (2 s to connect), so that the next holder or the
+ * upstream is tried; a body that stops for 60 s, or ends short of its Content-Length, fails.
+ */
+public final class HttpPeerBlobs implements PeerBlobs {
+  private static final Duration CONNECT = Duration.ofSeconds(2);
+  private static final Duration IDLE = Duration.ofSeconds(60);
+
+  private final ActorSystem<?> system;
+  private final Http http;
+  private final ConnectionPoolSettings pool;
+
+  public HttpPeerBlobs(ActorSystem<?> system) {
+    this.system = system;
+    this.http = Http.get(system);
+    ConnectionPoolSettings defaults = ConnectionPoolSettings.create(Adapter.toClassic(system));
+    ClientConnectionSettings connection = defaults.getConnectionSettings()
+        .withConnectingTimeout(CONNECT)
+        .withIdleTimeout(IDLE);
+    this.pool = defaults
+        .withMaxConnections(32)
+        .withMaxOpenRequests(256)
+        .withMaxRetries(0)
+        .withResponseEntitySubscriptionTimeout(IDLE)
+        .withConnectionSettings(connection);
+  }
+
+  @Override
+  public CompletionStage<UpstreamResponse> get(String peerUrl, String path) {
+    HttpRequest request = HttpRequest.GET(peerUrl + path);
+    return http.singleRequest(request, http.defaultClientHttpsContext(), pool, system.classicSystem().log())
+        .thenApply(this::toResponse);
+  }
+
+  private UpstreamResponse toResponse(HttpResponse response) {
+    OptionalLong length = response.entity().getContentLengthOption();
+    Source<ByteString, ?> bytes = response.entity().getDataBytes();
+    if (length.isPresent()) {
+      bytes = bytes.via(new ExactLength(length.getAsLong()));
+    }
+    Source<ByteString, NotUsed> body = bytes.idleTimeout(IDLE).mapMaterializedValue(m -> NotUsed.getInstance());
+    List<Header> headers = new ArrayList<>();
+    for (HttpHeader h : response.getHeaders()) {
+      headers.add(new Header(h.name(), h.value()));
+    }
+    return new UpstreamResponse(response.status().intValue(), headers, length, body);
+  }
+}

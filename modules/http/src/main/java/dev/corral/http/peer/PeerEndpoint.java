@@ -1,0 +1,110 @@
+package dev.corral.http.peer;
+
+import dev.corral.core.fetch.GrowingBlob;
+import dev.corral.core.fetch.Node;
+import dev.corral.core.store.StoredArtifact;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpMethods;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.StatusCodes;
+import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+
+/**
+ * The internal endpoint other nodes copy bytes from (INTERNAL: firewall it to the cluster's own
+ * nodes). It serves only what is safe to give anyone who can reach it:
+ *
+ * <ul>
+ *   <li>{@code GET /-/peer/blobs/<sha256>}: a committed blob of this node's store, by content
+ *       address (the name is the SHA-256 of the bytes, so nothing can be asked for by key or URL);
+ *   <li>{@code GET /-/peer/downloads/<id>}: a large body this node is downloading right now, read
+ *       while it grows exactly as local waiters read it ({@link GrowingBlob}: the last byte is held
+ *       back until the download is verified, and the transfer is aborted if it fails).
+ * </ul>
+ *
+ * Both answer 200 with an exact {@code Content-Length}, or 206 for a single {@code Range:
+ * bytes=N-} / {@code bytes=N-M} (to resume a copy); 404 when not held (any more), 400 for any
+ * other path, 405 for any other method, 416 for a range beyond the end.
+ */
+public final class PeerEndpoint {
+  public static final String PREFIX = "/-/peer/";
+  private static final Pattern BLOB = Pattern.compile("/-/peer/blobs/([0-9a-f]{64})");
+  private static final Pattern DOWNLOAD = Pattern.compile("/-/peer/downloads/([0-9]{1,18})");
+  private static final Pattern RANGE = Pattern.compile("bytes=([0-9]{1,18})-([0-9]{0,18})");
+
+  private final Node node;
+
+  public PeerEndpoint(Node node) {
+    this.node = node;
+  }
+
+  /** Answers a request whose path starts with {@link #PREFIX}. */
+  public HttpResponse handle(HttpRequest request, String path) {
+    if (request.method() != HttpMethods.GET) {
+      return text(405, "peer endpoints answer GET only").addHeader(RawHeader.create("Allow", "GET"));
+    }
+    Matcher blob = BLOB.matcher(path);
+    if (blob.matches()) {
+      String sha256 = blob.group(1);
+      OptionalLong size = node.store().blobSize(sha256);
+      if (size.isEmpty()) {
+        return text(404, "no such blob here");
+      }
+      StoredArtifact at = new StoredArtifact("-", "-", sha256, size.getAsLong(), List.of(), 0);
+      return ranged(request, size.getAsLong(),
+          (offset, length) -> node.store().read(at, offset, length));
+    }
+    Matcher download = DOWNLOAD.matcher(path);
+    if (download.matches()) {
+      Optional<GrowingBlob> growing = node.downloads().find(Long.parseLong(download.group(1)));
+      if (growing.isEmpty()) {
+        return text(404, "no such download running here");
+      }
+      GrowingBlob g = growing.get();
+      return ranged(request, g.total(), (offset, length) -> {
+        Source<ByteString, NotUsed> rest = g.reader(offset);
+        return length == g.total() - offset ? rest : rest.via(Take.bytes(length));
+      });
+    }
+    return text(400, "not a peer resource");
+  }
+
+  private interface Body {
+    Source<ByteString, NotUsed> read(long offset, long length);
+  }
+
+  private static HttpResponse ranged(HttpRequest request, long size, Body body) {
+    Optional<String> range = request.getHeader("Range").map(h -> h.value().trim());
+    if (range.isEmpty()) {
+      return HttpResponse.create().withEntity(
+          HttpEntities.create(ContentTypes.APPLICATION_OCTET_STREAM, size, body.read(0, size)));
+    }
+    Matcher m = RANGE.matcher(range.get());
+    if (!m.matches()) {
+      return text(400, "only one range bytes=N- or bytes=N-M");
+    }
+    long first = Long.parseLong(m.group(1));
+    long last = m.group(2).isEmpty() ? size - 1 : Math.min(Long.parseLong(m.group(2)), size - 1);
+    if (first >= size || last < first) {
+      return text(416, "range not satisfiable").addHeader(RawHeader.create("Content-Range", "bytes */" + size));
+    }
+    long length = last - first + 1;
+    return HttpResponse.create().withStatus(StatusCodes.PARTIAL_CONTENT)
+        .addHeader(RawHeader.create("Content-Range", "bytes " + first + "-" + last + "/" + size))
+        .withEntity(HttpEntities.create(ContentTypes.APPLICATION_OCTET_STREAM, length, body.read(first, length)));
+  }
+
+  private static HttpResponse text(int status, String reason) {
+    return HttpResponse.create().withStatus(StatusCodes.get(status))
+        .withEntity(HttpEntities.create(ContentTypes.TEXT_PLAIN_UTF8, reason + "\n"));
+  }
+}

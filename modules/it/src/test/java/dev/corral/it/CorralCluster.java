@@ -1,0 +1,106 @@
+package dev.corral.it;
+
+import java.io.IOException;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Several Corral processes on 127.0.0.1 forming one cluster through seed nodes, sharing one
+ * PostgreSQL database: each node gets its own data dir, HTTP port (free), cluster port and
+ * management port (picked free here, since the seed list must name them up front).
+ */
+final class CorralCluster {
+  private static final Pattern UP = Pattern.compile("\"status\"\\s*:\\s*\"Up\"");
+  private static final Pattern MEMBER = Pattern.compile("\"node\"\\s*:\\s*\"pekko://");
+
+  final List<CorralProcess> nodes = new ArrayList<>();
+  final List<Integer> clusterPorts = new ArrayList<>();
+  final List<Integer> managementPorts = new ArrayList<>();
+
+  /**
+   * Starts {@code size} nodes called node-1, node-2, ... and waits until each prints its
+   * listening line (not until the cluster is formed: see {@link #awaitMembersUp}).
+   */
+  static CorralCluster start(CorralProcesses processes, int size, Path dir, Postgres.Database db,
+      List<String> extraArgs, String... repos) throws IOException {
+    CorralCluster cluster = new CorralCluster();
+    for (int i = 0; i < size; i++) {
+      cluster.clusterPorts.add(Postgres.freePort());
+      cluster.managementPorts.add(Postgres.freePort());
+    }
+    List<String> seeds = cluster.clusterPorts.stream().map(p -> "127.0.0.1:" + p).toList();
+    Path password = dir.resolve("journal-password");
+    Files.writeString(password, db.password() + "\n");
+    for (int i = 0; i < size; i++) {
+      List<String> args = new ArrayList<>(List.of(
+          "--cluster-port", String.valueOf(cluster.clusterPorts.get(i)),
+          "--seed-nodes", String.join(",", seeds),
+          "--node-name", "node-" + (i + 1),
+          "--management-port", String.valueOf(cluster.managementPorts.get(i)),
+          "--journal", db.url(), "--journal-user", db.user(), "--journal-password-file", password.toString()));
+      args.addAll(extraArgs);
+      cluster.nodes.add(processes.serve("node-" + (i + 1), List.of(), dir.resolve("data-" + (i + 1)), args, repos));
+    }
+    for (CorralProcess node : cluster.nodes) {
+      node.awaitListening(Duration.ofSeconds(90));
+    }
+    return cluster;
+  }
+
+  String base(int i) {
+    return nodes.get(i).baseUrl();
+  }
+
+  String management(int i) {
+    return "http://127.0.0.1:" + managementPorts.get(i);
+  }
+
+  /** Waits until node {@code i} sees exactly {@code expected} members, all Up, and no unreachable one. */
+  void awaitMembersUp(int i, int expected, Duration timeout) throws Exception {
+    Await.until(timeout, () -> nodes.get(i).output() + "\nlast /cluster/members: " + members(i),
+        () -> membersUp(i, expected));
+  }
+
+  boolean membersUp(int i, int expected) {
+    String json = members(i);
+    return count(MEMBER, json) == expected && count(UP, json) == expected && json.contains("\"unreachable\":[]");
+  }
+
+  /** Node {@code i}'s view of the membership ({@code GET /cluster/members}), or the failure. */
+  String members(int i) {
+    try {
+      HttpResponse<byte[]> r = Http.getBytes(management(i) + "/cluster/members");
+      return new String(r.body(), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      return "(" + e + ")";
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return "(interrupted)";
+    }
+  }
+
+  /** Waits until every node answers 200 on /-/health/ready. */
+  void awaitReady(Duration timeout) throws Exception {
+    for (int i = 0; i < nodes.size(); i++) {
+      String url = base(i) + "/-/health/ready";
+      int node = i;
+      Await.until(timeout, () -> nodes.get(node).output(), () -> Http.getBytes(url).statusCode() == 200);
+    }
+  }
+
+  private static int count(Pattern p, String text) {
+    Matcher m = p.matcher(text);
+    int n = 0;
+    while (m.find()) {
+      n++;
+    }
+    return n;
+  }
+}

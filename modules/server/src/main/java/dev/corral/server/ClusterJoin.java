@@ -1,0 +1,94 @@
+package dev.corral.server;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import com.typesafe.config.ConfigValueFactory;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.Address;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.cluster.Cluster;
+import org.apache.pekko.management.cluster.bootstrap.ClusterBootstrap;
+import org.apache.pekko.management.javadsl.PekkoManagement;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * How a node becomes a cluster member, from {@link ClusterSettings}: it joins itself (no seed
+ * nodes, no discovery: the one-node default), joins the seed nodes (Pekko does that from
+ * {@code pekko.cluster.seed-nodes}), or runs Cluster Bootstrap, which finds its peers through
+ * Pekko Discovery and probes their management endpoints before forming or joining a cluster.
+ */
+final class ClusterJoin {
+  private static final Logger log = LoggerFactory.getLogger(ClusterJoin.class);
+  /** The actor system's name: part of every cluster address, so the same on every node. */
+  static final String SYSTEM_NAME = "corral";
+
+  private ClusterJoin() {}
+
+  /** The Pekko settings derived from the cluster settings (the rest is in corral-node.conf). */
+  static Config pekkoConfig(ClusterSettings c) {
+    List<String> seeds = c.seedNodes().stream().map(s -> "pekko://" + SYSTEM_NAME + "@" + s).toList();
+    Config config = ConfigFactory.empty()
+        .withValue("pekko.remote.artery.canonical.hostname", ConfigValueFactory.fromAnyRef(c.host()))
+        .withValue("pekko.remote.artery.canonical.port", ConfigValueFactory.fromAnyRef(c.port()))
+        .withValue("pekko.cluster.seed-nodes", ConfigValueFactory.fromIterable(seeds));
+    if (c.managementEnabled()) {
+      config = config
+          .withValue("pekko.management.http.hostname", ConfigValueFactory.fromAnyRef(c.managementHost()))
+          .withValue("pekko.management.http.port", ConfigValueFactory.fromAnyRef(c.effectiveManagementPort()));
+    }
+    if (c.discovery() != ClusterSettings.Discovery.NONE) {
+      config = config.withValue("pekko.management.cluster.bootstrap.contact-point-discovery.discovery-method",
+          ConfigValueFactory.fromAnyRef(c.discovery().text()));
+    }
+    if (c.discovery() == ClusterSettings.Discovery.CONFIG) {
+      // Local runs put several nodes on one host, on different management ports; by default
+      // bootstrap keeps only contact points on its own management port (one per pod in Kubernetes).
+      config = config.withValue("pekko.management.cluster.bootstrap.contact-point.filter-on-fallback-port",
+          ConfigValueFactory.fromAnyRef(false));
+    }
+    if (c.discovery() == ClusterSettings.Discovery.KUBERNETES_API) {
+      // The pods' management port is found by its name in the pod spec (deploy/kubernetes).
+      config = config.withValue("pekko.management.cluster.bootstrap.contact-point-discovery.port-name",
+          ConfigValueFactory.fromAnyRef("management"));
+    }
+    return config;
+  }
+
+  /**
+   * Starts the management endpoints (when configured) and the join. Returns a future completed
+   * when this node is an Up member.
+   */
+  static CompletableFuture<Done> start(ActorSystem<?> system, ClusterSettings c) throws Exception {
+    Cluster cluster = Cluster.get(system.classicSystem());
+    CompletableFuture<Done> up = new CompletableFuture<>();
+    cluster.registerOnMemberUp(() -> {
+      log.info("node {} is Up in a cluster of {} member(s)", cluster.selfAddress(), cluster.state().members().size());
+      up.complete(Done.getInstance());
+    });
+    if (c.managementEnabled()) {
+      String uri = PekkoManagement.get(system.classicSystem()).start()
+          .toCompletableFuture().get(30, TimeUnit.SECONDS).toString();
+      log.info("management endpoints on {}", uri);
+    }
+    boolean seedsInPekkoConfig = !system.settings().config().getStringList("pekko.cluster.seed-nodes").isEmpty();
+    if (c.selfJoin() && !seedsInPekkoConfig) { // seed nodes may also come as raw Pekko settings
+      cluster.join(cluster.selfAddress());
+    } else if (c.discovery() != ClusterSettings.Discovery.NONE) {
+      ClusterBootstrap.get(system.classicSystem()).start();
+      log.info("looking for peers through Cluster Bootstrap ({} discovery)", c.discovery().text());
+    } else {
+      log.info("joining the seed nodes {}", c.seedNodes());
+    }
+    return up;
+  }
+
+  /** The node's cluster host:port as bound (the port is known only now when 0 was asked for). */
+  static String selfHostPort(ActorSystem<?> system) {
+    Address a = Cluster.get(system.classicSystem()).selfAddress();
+    return a.getHost().orElse("?") + ":" + a.getPort().map(String::valueOf).orElse("?");
+  }
+}

@@ -1,0 +1,81 @@
+package dev.corral.server;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalInt;
+
+/**
+ * How a node joins its cluster and where its management endpoints listen.
+ *
+ * @param host the canonical host peers reach this node's cluster port at
+ * @param port the cluster (Artery) port; 0 picks a free one
+ * @param seedNodes {@code HOST:PORT} of the nodes to join; empty with {@link Discovery#NONE}: the
+ *     node forms a cluster of its own
+ * @param nodeName the name given by the operator; without one the node is called by its
+ *     cluster {@code host:port} once bound
+ * @param managementPort empty: Pekko Management is not started
+ */
+public record ClusterSettings(
+    String host,
+    int port,
+    List<String> seedNodes,
+    Discovery discovery,
+    Optional<String> nodeName,
+    String managementHost,
+    OptionalInt managementPort) {
+
+  /** The management port used when discovery needs the endpoints and no port is set. */
+  public static final int DEFAULT_MANAGEMENT_PORT = 7626;
+
+  /** Cluster Bootstrap's contact-point discovery, or none (seed nodes or a one-node cluster). */
+  public enum Discovery {
+    NONE("none"),
+    CONFIG("config"),
+    KUBERNETES_API("kubernetes-api");
+
+    private final String text;
+
+    Discovery(String text) {
+      this.text = text;
+    }
+
+    /** The value as written in settings, which is also Pekko's discovery-method name. */
+    public String text() {
+      return text;
+    }
+
+    static Optional<Discovery> parse(String text) {
+      for (Discovery d : values()) {
+        if (d.text.equals(text)) {
+          return Optional.of(d);
+        }
+      }
+      return Optional.empty();
+    }
+  }
+
+  public ClusterSettings {
+    Objects.requireNonNull(host, "host");
+    Objects.requireNonNull(discovery, "discovery");
+    Objects.requireNonNull(nodeName, "nodeName");
+    Objects.requireNonNull(managementHost, "managementHost");
+    Objects.requireNonNull(managementPort, "managementPort");
+    seedNodes = List.copyOf(seedNodes);
+  }
+
+  /** Whether Pekko Management runs: a port was set, or bootstrap needs its contact point. */
+  public boolean managementEnabled() {
+    return managementPort.isPresent() || discovery != Discovery.NONE;
+  }
+
+  /** The management port to bind when {@link #managementEnabled()}. */
+  public int effectiveManagementPort() {
+    return managementPort.orElse(DEFAULT_MANAGEMENT_PORT);
+  }
+
+  /** Whether the node joins itself (no seed nodes, no discovery): today's one-node behaviour. */
+  public boolean selfJoin() {
+    return seedNodes.isEmpty() && discovery == Discovery.NONE;
+  }
+}

@@ -1,0 +1,142 @@
+package dev.corral.server;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import com.typesafe.config.ConfigValueFactory;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.persistence.jdbc.testkit.javadsl.SchemaUtils;
+
+/**
+ * The database of the key records: PostgreSQL when {@code --journal} is set (a cluster shares
+ * it), else an H2 file under the data directory. Pekko reaches it through Slick; the start-up
+ * checks here use plain JDBC so that a wrong URL, password or table is one clear line naming
+ * the setting instead of a pool retrying in the background.
+ */
+final class JournalDatabase {
+  /** The columns the durable state store reads and writes (pekko-persistence-jdbc 1.1.x). */
+  private static final String SCHEMA_PROBE =
+      "SELECT global_offset, persistence_id, revision, state_payload, state_serial_id, state_serial_manifest,"
+          + " tag, state_timestamp FROM durable_state WHERE 1 = 0";
+  private static final int TIMEOUT_SECONDS = 10;
+
+  private final Optional<JournalSettings> journal;
+  private final String url;
+  private final String label;
+
+  JournalDatabase(Optional<JournalSettings> journal, Path dataDir) {
+    this.journal = journal;
+    this.url = journal.map(JournalSettings::url).orElseGet(() -> h2Url(dataDir));
+    this.label = journal.map(JournalSettings::label).orElse(Setting.DATA_DIR.flag());
+  }
+
+  private static String h2Url(Path dataDir) {
+    return "jdbc:h2:file:" + dataDir.resolve("db").resolve("corral") + ";DB_CLOSE_ON_EXIT=FALSE;DATABASE_TO_UPPER=false";
+  }
+
+  /**
+   * The Slick settings for pekko-persistence-jdbc. One database for the key records (durable
+   * state); the journal's settings point at it too because the schema tool reads them (Corral
+   * writes no events).
+   */
+  Config pekkoConfig() {
+    Config slick = journal.isPresent()
+        ? ConfigFactory.parseString("""
+            profile = "slick.jdbc.PostgresProfile$"
+            db { driver = "org.postgresql.Driver", numThreads = 8, maxConnections = 8, minConnections = 1 }
+            """)
+            .withValue("db.user", ConfigValueFactory.fromAnyRef(journal.get().user().orElse("")))
+            .withValue("db.password", ConfigValueFactory.fromAnyRef(journal.get().password().orElse("")))
+        : ConfigFactory.parseString("""
+            profile = "slick.jdbc.H2Profile$"
+            db { driver = "org.h2.Driver", user = "sa", password = "", numThreads = 4, maxConnections = 4, minConnections = 1 }
+            """);
+    slick = slick.withValue("db.url", ConfigValueFactory.fromAnyRef(url));
+    return ConfigFactory.empty()
+        .withValue("jdbc-durable-state-store.slick", slick.root())
+        .withValue("pekko-persistence-jdbc.shared-databases.slick", slick.root())
+        .withValue("jdbc-journal.use-shared-db", ConfigValueFactory.fromAnyRef("slick"))
+        .withValue("jdbc-snapshot-store.use-shared-db", ConfigValueFactory.fromAnyRef("slick"))
+        .withValue("jdbc-read-journal.use-shared-db", ConfigValueFactory.fromAnyRef("slick"));
+  }
+
+  /** Fails with the setting's name when PostgreSQL cannot be reached or refuses the credentials. */
+  void checkConnection() {
+    if (journal.isEmpty()) {
+      return; // the embedded database is opened (and created) by Slick
+    }
+    try (Connection c = connect()) {
+      c.isValid(TIMEOUT_SECONDS);
+    } catch (SQLException e) {
+      throw new SettingsException(label, "cannot connect to " + url + ": " + oneLine(e));
+    }
+  }
+
+  /**
+   * Creates the tables that are missing (idempotent: existing tables are left alone), then checks
+   * that the key records' table has the columns Corral needs.
+   */
+  void createTables(ActorSystem<?> system) throws Exception {
+    try {
+      SchemaUtils.createIfNotExists(system).toCompletableFuture().get(60, TimeUnit.SECONDS);
+    } catch (ExecutionException | TimeoutException e) {
+      // Statements that fail are skipped by the tool; whatever is still wrong shows in checkSchema.
+    }
+    // The URL Pekko really uses: raw Pekko settings in the config file may point it elsewhere.
+    String effective = system.settings().config().getString("jdbc-durable-state-store.slick.db.url");
+    checkSchema(effective);
+  }
+
+  /** Fails with the setting's name when {@code durable_state} is missing or lacks a column. */
+  void checkSchema() {
+    checkSchema(url);
+  }
+
+  private void checkSchema(String url) {
+    try (Connection c = connect(url); Statement s = c.createStatement()) {
+      s.setQueryTimeout(TIMEOUT_SECONDS);
+      s.executeQuery(SCHEMA_PROBE).close();
+    } catch (SQLException e) {
+      throw new SettingsException(label, "the database at " + url + " does not have the key records' table"
+          + " Corral needs (" + oneLine(e) + "); `corral db init` creates it in an empty database");
+    }
+  }
+
+  String url() {
+    return url;
+  }
+
+  private Connection connect() throws SQLException {
+    return connect(url);
+  }
+
+  private Connection connect(String url) throws SQLException {
+    Properties props = new Properties();
+    if (journal.isPresent()) {
+      journal.get().user().ifPresent(u -> props.setProperty("user", u));
+      journal.get().password().ifPresent(p -> props.setProperty("password", p));
+      props.setProperty("connectTimeout", String.valueOf(TIMEOUT_SECONDS));
+      props.setProperty("loginTimeout", String.valueOf(TIMEOUT_SECONDS));
+      props.setProperty("socketTimeout", String.valueOf(TIMEOUT_SECONDS * 3));
+      props.setProperty("ApplicationName", "corral");
+    } else {
+      props.setProperty("user", "sa");
+      props.setProperty("password", "");
+    }
+    return DriverManager.getConnection(url, props);
+  }
+
+  private static String oneLine(SQLException e) {
+    String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+    return message.replaceAll("\\s*\\R\\s*", " ").trim();
+  }
+}

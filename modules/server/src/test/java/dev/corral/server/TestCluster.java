@@ -1,0 +1,147 @@
+package dev.corral.server;
+
+import dev.corral.core.fetch.FetchEntity;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.Address;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.sharding.ShardRegion;
+import org.apache.pekko.cluster.sharding.typed.GetShardRegionState;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.typed.Cluster;
+
+/**
+ * Several whole Corral nodes in one JVM forming one Pekko cluster over loopback: Artery on free
+ * ports, the later nodes joining the first through {@code pekko.cluster.seed-nodes}, and one
+ * shared H2 file database for the key records (what PostgreSQL is for a real cluster).
+ */
+final class TestCluster implements AutoCloseable {
+  final List<CorralServer> nodes = new CopyOnWriteArrayList<>();
+  private final Path dir;
+  private final String upstreamBase;
+  private final String hocon;
+  private final String[] extraArgs;
+  private final String shared;
+  private Address seed;
+
+  private TestCluster(Path dir, String upstreamBase, String hocon, String[] extraArgs) {
+    this.dir = dir;
+    this.upstreamBase = upstreamBase;
+    this.hocon = hocon;
+    this.extraArgs = extraArgs;
+    String url = "jdbc:h2:file:" + dir.resolve("shared-db").resolve("corral")
+        + ";DB_CLOSE_ON_EXIT=FALSE;DATABASE_TO_UPPER=false";
+    this.shared = "jdbc-durable-state-store.slick.db.url = \"" + url + "\"\n"
+        + "pekko-persistence-jdbc.shared-databases.slick.db.url = \"" + url + "\"\n"
+        // When the whole test cluster stops at once nobody is left to confirm the exits.
+        + "pekko.coordinated-shutdown.phases.cluster-exiting.timeout = 2 s\n";
+  }
+
+  /** Starts {@code n} nodes and returns once every node sees all of them Up. */
+  static TestCluster start(Path dir, int n, String upstreamBase, String hocon, String... extraArgs) throws Exception {
+    TestCluster c = new TestCluster(dir, upstreamBase, hocon, extraArgs);
+    try {
+      for (int i = 0; i < n; i++) {
+        c.add();
+      }
+      c.awaitUp();
+    } catch (Exception | Error e) {
+      c.close();
+      throw e;
+    }
+    return c;
+  }
+
+  /** Starts one more node (joining the first), without waiting for it to be Up. */
+  CorralServer add() throws Exception {
+    int i = nodes.size();
+    String seeds = seed == null ? "" : "pekko.cluster.seed-nodes = [\"" + seed + "\"]\n";
+    CorralServer s = TestNode.start(dir.resolve("node" + i + "-" + System.nanoTime()), upstreamBase,
+        shared + seeds + hocon, extraArgs);
+    if (seed == null) {
+      seed = Cluster.get(s.system()).selfMember().address();
+    }
+    nodes.add(s);
+    return s;
+  }
+
+  CorralServer node(int i) {
+    return nodes.get(i);
+  }
+
+  /** Waits until every running node sees every running node Up. */
+  void awaitUp() {
+    int n = nodes.size();
+    TestNode.await(n + " members up", Duration.ofSeconds(30), () -> nodes.stream().allMatch(s -> {
+      var members = Cluster.get(s.system()).state().getMembers();
+      int up = 0;
+      for (var m : members) {
+        if (m.status() == MemberStatus.up()) {
+          up++;
+        }
+      }
+      return up == n;
+    }));
+  }
+
+  /** The node whose shard region runs the entity with this id now, if any. */
+  Optional<CorralServer> entityHost(String entityId) throws Exception {
+    for (CorralServer s : nodes) {
+      ShardRegion.CurrentShardRegionState state = AskPattern.<org.apache.pekko.cluster.sharding.typed.ClusterShardingQuery,
+          ShardRegion.CurrentShardRegionState>ask(
+              ClusterSharding.get(s.system()).shardState(),
+              replyTo -> new GetShardRegionState(FetchEntity.TYPE_KEY, replyTo),
+              Duration.ofSeconds(10), s.system().scheduler())
+          .toCompletableFuture().get(15, TimeUnit.SECONDS);
+      for (ShardRegion.ShardState shard : state.getShards()) {
+        if (shard.getEntityIds().contains(entityId)) {
+          return Optional.of(s);
+        }
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** Stops one node (a graceful leave: its shards move to the others) and forgets it. */
+  void stop(CorralServer s) throws Exception {
+    nodes.remove(s);
+    s.close();
+  }
+
+  List<CorralServer> others(CorralServer... not) {
+    List<CorralServer> rest = new ArrayList<>(nodes);
+    rest.removeAll(List.of(not));
+    return rest;
+  }
+
+  /** Stops every node at once (one by one, the last ones would wait for hand-offs to the gone). */
+  @Override
+  public void close() {
+    List<Thread> stopping = new ArrayList<>();
+    for (CorralServer s : nodes) {
+      Thread t = new Thread(() -> {
+        try {
+          s.close();
+        } catch (Exception e) {
+          // the others still stop
+        }
+      });
+      t.start();
+      stopping.add(t);
+    }
+    for (Thread t : stopping) {
+      try {
+        t.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    nodes.clear();
+  }
+}
