@@ -17,7 +17,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -26,13 +25,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * Issue 3's "done when" for coalescing across nodes, on 3 real processes and one PostgreSQL:
  * requests for one key spread round-robin over the nodes cause exactly one upstream request, and
  * every client gets the exact bytes.
- *
- * <p>Tagged {@code cross-node} and left out of the default run (see modules/it/pom.xml) until the
- * cross-node data path (replies that carry bytes between nodes, the replica directory) has
- * landed: before that a waiter on a node other than the entity's cannot be answered. Run them
- * with {@code -Dit.excludedGroups=none}.
  */
-@Tag("cross-node")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class CrossNodeIT {
   private static final int ONE_MIB = 1024 * 1024;

@@ -15,7 +15,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -23,12 +22,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * The real npm and pip clients, three of each at once, each through a different node of a
  * 3-process cluster (one PostgreSQL): every fixture path is requested from the upstream exactly
- * once, and every client installs what it asked for with URLs of the node it talked to.
- *
- * <p>Tagged {@code cross-node} like {@link CrossNodeIT} (see modules/it/pom.xml); run with
- * {@code -Dit.excludedGroups=none}.
+ * once, and every client installs what it asked for with URLs of the node it talked to. Most
+ * of its time is the cluster's and PostgreSQL's start.
  */
-@Tag("cross-node")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class RegistryClusterIT {
   @RegisterExtension static final Postgres postgres = new Postgres();

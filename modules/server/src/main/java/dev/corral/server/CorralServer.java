@@ -18,6 +18,8 @@ import dev.corral.http.peer.HttpPeerBlobs;
 import dev.corral.http.repo.GenericRepository;
 import dev.corral.http.repo.GoRepository;
 import dev.corral.http.repo.MavenRepository;
+import dev.corral.http.repo.NpmRepository;
+import dev.corral.http.repo.PypiRepository;
 import dev.corral.http.repo.Repository;
 import dev.corral.http.upstream.HttpUpstream;
 import dev.corral.http.upstream.RepoUpstream;
@@ -299,10 +301,10 @@ public final class CorralServer implements AutoCloseable {
   static Repository repository(RepoSettings r) {
     return switch (r.type()) {
       case "generic" -> new GenericRepository(r.name(), r.url());
-      case "npm" -> new dev.corral.http.repo.NpmRepository(r.name(), r.url());
-      case "pypi" -> new dev.corral.http.repo.PypiRepository(r.name(), r.url());
       case "maven" -> new MavenRepository(r.name(), r.url());
       case "go" -> new GoRepository(r.name(), r.url(), r.sumdbUrl());
+      case "npm" -> new NpmRepository(r.name(), r.url());
+      case "pypi" -> new PypiRepository(r.name(), r.url());
       // one line per registry type
       default -> throw new SettingsException("corral.repos." + r.name() + ".type", r.type() + " is not served yet");
     };

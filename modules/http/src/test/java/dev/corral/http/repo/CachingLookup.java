@@ -11,7 +11,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.pekko.util.ByteString;
 
-/** A {@link Lookup} over two maps by key: {@code cached} reads the "store"; {@code body} reads it, else the "upstream" (and caches what it read). */
+/** A {@link Lookup} over a map: {@code cached} reads the "store", {@code body} the "upstream" too. */
 final class CachingLookup implements Lookup {
   final Map<ArtifactKey, ByteString> cached = new ConcurrentHashMap<>();
   final Map<ArtifactKey, ByteString> upstream = new ConcurrentHashMap<>();
