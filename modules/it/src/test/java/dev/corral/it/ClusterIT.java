@@ -11,6 +11,9 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
 import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,13 +22,16 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Three real Corral processes on 127.0.0.1 and one real PostgreSQL form one cluster: through
- * seed nodes, and through Cluster Bootstrap with config discovery. Membership is read from each
+ * Three real Corral processes on 127.0.0.1 and one real PostgreSQL form one cluster through
+ * Cluster Bootstrap with config discovery (forming through seed nodes is what CrossNodeIT's
+ * cluster does). Membership is read from each
  * node's Pekko Management endpoint ({@code GET /cluster/members}), which listens on the loopback
  * only. A node killed with SIGKILL is downed by the split brain resolver and removed; a node sent
  * SIGTERM leaves by itself.
@@ -39,8 +45,31 @@ class ClusterIT {
   @TempDir Path temp;
 
   @Test
-  void threeNodesJoinTheirSeedNodesAndASigkilledNodeIsDownedAndRemoved() throws Exception {
-    CorralCluster cluster = CorralCluster.start(processes, 3, temp, postgres.newDatabase(), List.of(), REPO);
+  void threeNodesFormOneClusterThroughBootstrapAndLoseNodesBySigkillSigtermAndDowning() throws Exception {
+    Postgres.Database db = postgres.newDatabase();
+    Path password = temp.resolve("pw");
+    Files.writeString(password, db.password());
+    List<Integer> management = List.of(Postgres.freePort(), Postgres.freePort(), Postgres.freePort());
+    StringBuilder endpoints = new StringBuilder();
+    for (int port : management) {
+      endpoints.append(endpoints.length() == 0 ? "" : ", ").append("{ host = \"127.0.0.1\", port = ").append(port).append(" }");
+    }
+    Path conf = temp.resolve("bootstrap.conf");
+    // Writable management routes only here, so that the test can down a member through them.
+    Files.writeString(conf, "pekko.discovery.config.services.corral.endpoints = [" + endpoints + "]\n"
+        + "pekko.management.http.route-providers-read-only = false\n");
+    CorralCluster cluster = new CorralCluster();
+    for (int i = 0; i < 3; i++) {
+      cluster.nodes.add(processes.serve("node-" + (i + 1), List.of(), temp.resolve("data-" + i),
+          List.of("--discovery", "config", "--config", conf.toString(), "--node-name", "node-" + (i + 1),
+              "--management-port", String.valueOf(management.get(i)),
+              "--journal", db.url(), "--journal-user", db.user(), "--journal-password-file", password.toString()),
+          REPO));
+      cluster.managementPorts.add(management.get(i));
+    }
+    for (CorralProcess node : cluster.nodes) {
+      node.awaitListening(Duration.ofSeconds(90));
+    }
     for (int i = 0; i < 3; i++) {
       cluster.awaitMembersUp(i, 3, FORM);
     }
@@ -48,14 +77,15 @@ class ClusterIT {
 
     for (int i = 0; i < 3; i++) {
       String name = "node-" + (i + 1);
+      CorralProcess node = cluster.nodes.get(i);
+      assertTrue(node.stdout().contains("Cluster Bootstrap (config discovery)"), node.output());
       String metrics = new String(Http.getBytes(cluster.base(i) + "/-/metrics").body(), StandardCharsets.UTF_8);
       assertTrue(metrics.contains("corral_node_info{node=\"" + name + "\"} 1"), name + ":\n" + metrics);
-      assertTrue(cluster.nodes.get(i).stdout().contains("[" + name + "]"), "log lines carry the node name\n"
-          + cluster.nodes.get(i).output());
-      assertTrue(cluster.nodes.get(i).stdout().contains("management endpoints on http://127.0.0.1:"
-          + cluster.managementPorts.get(i)), cluster.nodes.get(i).output());
+      assertTrue(node.stdout().contains("[" + name + "]"), "log lines carry the node name\n" + node.output());
+      assertTrue(node.stdout().contains("management endpoints on http://127.0.0.1:" + management.get(i)),
+          node.output());
     }
-    assertManagementOnlyOnTheLoopback(cluster.managementPorts.get(0));
+    assertManagementOnlyOnTheLoopback(management.get(0));
 
     // SIGKILL: no goodbye. The others must notice, down it (keep-majority: 2 of 3) and remove it.
     long killedAt = System.nanoTime();
@@ -74,43 +104,21 @@ class ClusterIT {
     leaving.terminate();
     leaving.awaitExit(Duration.ofSeconds(60));
     cluster.awaitMembersUp(0, 1, Duration.ofSeconds(30));
-    String log = leaving.stdout();
-    assertTrue(log.contains("CoordinatedShutdown with reason [JvmExitReason]"), leaving.output());
+    assertTrue(leaving.stdout().contains("CoordinatedShutdown with reason [JvmExitReason]"), leaving.output());
     assertEquals(200, Http.getBytes(cluster.base(0) + "/-/health/ready").statusCode());
-  }
 
-  @Test
-  void clusterBootstrapWithConfigDiscoveryFormsOneCluster() throws Exception {
-    Postgres.Database db = postgres.newDatabase();
-    Path password = temp.resolve("pw");
-    Files.writeString(password, db.password());
-    List<Integer> management = List.of(Postgres.freePort(), Postgres.freePort(), Postgres.freePort());
-    StringBuilder endpoints = new StringBuilder();
-    for (int port : management) {
-      endpoints.append(endpoints.length() == 0 ? "" : ", ").append("{ host = \"127.0.0.1\", port = ").append(port).append(" }");
-    }
-    Path conf = temp.resolve("bootstrap.conf");
-    Files.writeString(conf, "pekko.discovery.config.services.corral.endpoints = [" + endpoints + "]\n");
-    List<CorralProcess> nodes = new ArrayList<>();
-    for (int i = 0; i < 3; i++) {
-      nodes.add(processes.serve("boot-" + (i + 1), List.of(), temp.resolve("data-" + i),
-          List.of("--discovery", "config", "--config", conf.toString(),
-              "--management-port", String.valueOf(management.get(i)),
-              "--journal", db.url(), "--journal-user", db.user(), "--journal-password-file", password.toString()),
-          REPO));
-    }
-    for (CorralProcess node : nodes) {
-      node.awaitListening(Duration.ofSeconds(90));
-    }
-    CorralCluster view = new CorralCluster();
-    view.nodes.addAll(nodes);
-    view.managementPorts.addAll(management);
-    for (int i = 0; i < 3; i++) {
-      view.awaitMembersUp(i, 3, FORM);
-    }
-    view.awaitReady(FORM);
-    assertTrue(nodes.stream().allMatch(n -> n.stdout().contains("Cluster Bootstrap (config discovery)")),
-        "every node used bootstrap");
+    // Downed (here through management; in production by the split brain resolver): the node
+    // serves nothing more, so its process exits by itself with code 1 for a supervisor to restart.
+    Matcher self = Pattern.compile("\"selfNode\"\\s*:\\s*\"([^\"]+)\"").matcher(cluster.members(0));
+    assertTrue(self.find(), cluster.members(0));
+    HttpResponse<String> down = Http.CLIENT.send(HttpRequest.newBuilder(
+            URI.create(cluster.management(0) + "/cluster/members/" + self.group(1)))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .PUT(HttpRequest.BodyPublishers.ofString("operation=Down")).build(), HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, down.statusCode(), down.body());
+    CorralProcess downed = cluster.nodes.get(0);
+    assertEquals(1, downed.awaitExit(Duration.ofSeconds(60)), downed.output());
+    assertTrue(downed.stdout().contains("the node stopped"), downed.output());
   }
 
   /** Nothing answers on the management port at this machine's other addresses (when it has one). */

@@ -25,12 +25,12 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * Issue 3's "done when" for coalescing across nodes, on 3 real processes and one PostgreSQL:
  * requests for one key spread round-robin over the nodes cause exactly one upstream request, and
- * every client gets the exact bytes.
+ * every client gets the exact bytes. The nodes form their cluster through {@code --seed-nodes};
+ * the class starts by checking that every node sees all three members Up.
  *
- * <p>Tagged {@code cross-node} and left out of the default run (see modules/it/pom.xml) until the
- * cross-node data path (replies that carry bytes between nodes, the replica directory) has
- * landed: before that a waiter on a node other than the entity's cannot be answered. Run them
- * with {@code -Dit.excludedGroups=none}.
+ * <p>Tagged {@code cross-node}: they need the cross-node data path (replies that carry bytes
+ * between nodes, the replica directory). They run in the default build; {@code
+ * -DexcludedGroups=cross-node} leaves them out.
  */
 @Tag("cross-node")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)

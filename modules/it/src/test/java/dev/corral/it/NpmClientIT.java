@@ -38,10 +38,10 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class NpmClientIT {
-  private static final Duration CLIENT_TIMEOUT = Duration.ofSeconds(90);
+  static final Duration CLIENT_TIMEOUT = Duration.ofSeconds(90);
 
   /** The tree: @demo/scoped -> demo-pkg ^1.0.0 -> demo-dep ^1.0.0. */
-  private record Pkg(String name, String dependency, String fixtureFile) {
+  record Pkg(String name, String dependency, String fixtureFile) {
     String unscoped() {
       return name.substring(name.indexOf('/') + 1);
     }
@@ -56,7 +56,7 @@ class NpmClientIT {
     }
   }
 
-  private static final List<Pkg> PACKAGES = List.of(
+  static final List<Pkg> PACKAGES = List.of(
       new Pkg("@demo/scoped", "demo-pkg", "scoped-1.0.0.tgz"),
       new Pkg("demo-pkg", "demo-dep", "demo-pkg-1.0.0.tgz"),
       new Pkg("demo-dep", null, "demo-dep-1.0.0.tgz"));
@@ -67,7 +67,7 @@ class NpmClientIT {
    * One Corral process for the class (a JVM start costs ~10 s on this machine); each test has
    * its own repository and fixture, so its keys and upstream counts are its own.
    */
-  private static final List<String> REPOS = List.of("install", "three", "tampered");
+  private static final List<String> REPOS = List.of("install", "three", "tampered", "ci");
 
   private Path work;
   private final Map<String, FixtureRegistry> fixtures = new LinkedHashMap<>();
@@ -76,7 +76,7 @@ class NpmClientIT {
   private final ExecutorService pool = Executors.newFixedThreadPool(3);
 
   /** Packs each package with the real {@code npm pack}. */
-  private static void pack(Path packed) throws Exception {
+  static void pack(Path packed) throws Exception {
     ClientCommand.require("npm", "NpmClientIT");
     ClientCommand.require("node", "NpmClientIT");
     for (Pkg p : PACKAGES) {
@@ -132,7 +132,7 @@ class NpmClientIT {
   }
 
   /** Serves the packed tarballs and packuments naming the fixture's own tarball URLs. */
-  private static FixtureRegistry startFixture(Path root) throws IOException {
+  static FixtureRegistry startFixture(Path root) throws IOException {
     FixtureRegistry fixture = new FixtureRegistry(root);
     Map<String, byte[]> packuments = new LinkedHashMap<>();
     for (Pkg p : PACKAGES) {
@@ -171,19 +171,27 @@ class NpmClientIT {
    * POST is refused by Corral and must not break the install.
    */
   private ClientCommand.Result install(String repo, String project, String... extra) throws Exception {
-    Path dir = work.resolve(project);
+    return install(corral + "/" + repo, work.resolve(project), work.resolve(project + "-cache"), extra);
+  }
+
+  /** {@code npm install @demo/scoped} from {@code repoUrl} in a new project {@code dir}. */
+  static ClientCommand.Result install(String repoUrl, Path dir, Path cache, String... extra) throws Exception {
     Files.createDirectories(dir);
-    Files.writeString(dir.resolve("package.json"), "{\"name\":\"" + project + "\",\"version\":\"1.0.0\",\"private\":true}\n");
-    List<String> cmd = new ArrayList<>(List.of("npm", "install", "@demo/scoped", "--registry", corral + "/" + repo + "/",
-        "--cache", work.resolve(project + "-cache").toString(), "--userconfig", "/dev/null",
+    Files.writeString(dir.resolve("package.json"),
+        "{\"name\":\"" + dir.getFileName() + "\",\"version\":\"1.0.0\",\"private\":true}\n");
+    List<String> cmd = new ArrayList<>(List.of("npm", "install", "@demo/scoped", "--registry", repoUrl + "/",
+        "--cache", cache.toString(), "--userconfig", "/dev/null",
         "--no-fund", "--no-update-notifier", "--loglevel", "http"));
     cmd.addAll(List.of(extra));
     return ClientCommand.run(dir, npmEnv(), CLIENT_TIMEOUT, cmd);
   }
 
-  /** The installed tree loads, and the lockfile resolved every package through Corral. */
   private void assertInstalled(String repo, String project) throws Exception {
-    Path dir = work.resolve(project);
+    assertInstalled(corral + "/" + repo, work.resolve(project));
+  }
+
+  /** The installed tree loads, and the lockfile resolved every package through {@code repoUrl}. */
+  static void assertInstalled(String repoUrl, Path dir) throws Exception {
     ClientCommand.Result loaded = ClientCommand.run(dir, npmEnv(), CLIENT_TIMEOUT,
         List.of("node", "-e", "console.log(require('@demo/scoped'))")).ok();
     assertEquals("@demo/scoped@1.0.0 > demo-pkg@1.0.0 > demo-dep@1.0.0", loaded.output().trim());
@@ -193,12 +201,12 @@ class NpmClientIT {
     while (m.find()) {
       resolved.add(m.group(1));
     }
-    String base = corral + "/" + repo;
+    String base = repoUrl;
     assertEquals(List.of(base + "/@demo/scoped/-/scoped-1.0.0.tgz", base + "/demo-dep/-/demo-dep-1.0.0.tgz",
         base + "/demo-pkg/-/demo-pkg-1.0.0.tgz"), resolved.stream().sorted().toList(), lock);
   }
 
-  private static void assertOnlyCorralAskedTheFixture(FixtureRegistry fixture) {
+  static void assertOnlyCorralAskedTheFixture(FixtureRegistry fixture) {
     for (FixtureRegistry.Request r : fixture.requests()) {
       assertFalse(r.header("User-Agent").orElse("").startsWith("npm/"), "npm reached the fixture directly: " + r);
     }
@@ -216,6 +224,32 @@ class NpmClientIT {
     }
     assertEquals(Map.of(), fixture.repeated());
     assertTrue(r.output().contains("POST 405"), "npm's audit was refused and the install went on\n" + r.output());
+  }
+
+  /**
+   * {@code npm ci} from a lockfile asks for tarballs only. Against a repository with no packument
+   * cached, Corral fetches them from the registry's standard path (no digest known) and npm checks
+   * them against the lockfile's integrity.
+   */
+  @Test
+  void npmCiFromALockfileFetchesTarballsWithoutPackuments() throws Exception {
+    install("install", "locked").ok();
+    Path dir = work.resolve("ci-app");
+    Files.createDirectories(dir);
+    Files.copy(work.resolve("locked/package.json"), dir.resolve("package.json"));
+    String lock = Files.readString(work.resolve("locked/package-lock.json"));
+    Files.writeString(dir.resolve("package-lock.json"), lock.replace(corral + "/install/", corral + "/ci/"));
+
+    ClientCommand.Result r = ClientCommand.run(dir, npmEnv(), CLIENT_TIMEOUT, List.of("npm", "ci",
+        "--registry", corral + "/ci/", "--cache", work.resolve("ci-cache").toString(), "--userconfig", "/dev/null",
+        "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel", "http")).ok();
+    assertInstalled("ci", "ci-app");
+    FixtureRegistry fixture = fixtures.get("ci");
+    for (Pkg p : PACKAGES) {
+      assertEquals(0, fixture.count(p.packumentPath()), "npm ci needs no packument\n" + r.output());
+      assertEquals(1, fixture.count(p.tarballPath()), p.tarballPath());
+    }
+    assertOnlyCorralAskedTheFixture(fixture);
   }
 
   @Test

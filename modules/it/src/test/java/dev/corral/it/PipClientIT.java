@@ -40,11 +40,11 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class PipClientIT {
-  private static final Duration CLIENT_TIMEOUT = Duration.ofSeconds(90);
+  static final Duration CLIENT_TIMEOUT = Duration.ofSeconds(90);
   private static final List<String> REPOS = List.of("install", "three", "tampered");
 
   /** One project: its wheel and the wheel's METADATA (served as {@code <wheel>.metadata}). */
-  private record Project(String name, String module, String requires, byte[] wheel, byte[] metadata) {
+  record Project(String name, String module, String requires, byte[] wheel, byte[] metadata) {
     String wheelName() {
       return module + "-1.0.0-py3-none-any.whl";
     }
@@ -62,9 +62,7 @@ class PipClientIT {
     ClientCommand.require("python3", "PipClientIT");
     ClientCommand.run(dir, Map.of(), CLIENT_TIMEOUT, List.of("python3", "-m", "pip", "--version")).ok();
     work = dir;
-    for (Project p : List.of(project("demo-pkg", "demo_pkg", "demo-dep>=1.0"), project("demo-dep", "demo_dep", null))) {
-      projects.put(p.name(), p);
-    }
+    projects.putAll(projects());
     List<String> repos = new ArrayList<>();
     for (String repo : REPOS) {
       FixtureRegistry f = fixture(work.resolve("upstream-" + repo));
@@ -82,6 +80,15 @@ class PipClientIT {
       node.close();
     }
     fixtures.values().forEach(FixtureRegistry::close);
+  }
+
+  /** demo-pkg (requires demo-dep) and demo-dep, by name. */
+  static Map<String, Project> projects() throws IOException {
+    Map<String, Project> out = new LinkedHashMap<>();
+    for (Project p : List.of(project("demo-pkg", "demo_pkg", "demo-dep>=1.0"), project("demo-dep", "demo_dep", null))) {
+      out.put(p.name(), p);
+    }
+    return out;
   }
 
   /** A pure-Python wheel: a package, METADATA, WHEEL and a RECORD with the files' hashes. */
@@ -117,6 +124,10 @@ class PipClientIT {
 
   /** The files under /files/, and the two projects' pages: demo-pkg as JSON, demo-dep as HTML. */
   private FixtureRegistry fixture(Path root) throws IOException {
+    return fixture(projects, root);
+  }
+
+  static FixtureRegistry fixture(Map<String, Project> projects, Path root) throws IOException {
     FixtureRegistry fixture = new FixtureRegistry(root);
     Map<String, FixtureRegistry.Answer> pages = new LinkedHashMap<>();
     for (Project p : projects.values()) {
@@ -152,29 +163,41 @@ class PipClientIT {
 
   /** {@code pip download demo-pkg==1.0.0} (and its dependency) with no configuration and a fresh cache. */
   private ClientCommand.Result download(String repo, String run) throws Exception {
-    Path dir = work.resolve(run);
+    return download(corral + "/" + repo, work.resolve(run));
+  }
+
+  /** The same from {@code repoUrl}, run in {@code dir} (cache and output under it). */
+  static ClientCommand.Result download(String repoUrl, Path dir) throws Exception {
     Files.createDirectories(dir);
     return ClientCommand.run(dir, Map.of("PIP_CONFIG_FILE", "/dev/null"), CLIENT_TIMEOUT, List.of(
         "python3", "-m", "pip", "--isolated", "--disable-pip-version-check", "-vv", "download",
         "--cache-dir", dir.resolve("cache").toString(), "--retries", "0", "--timeout", "60",
-        "--index-url", corral + "/" + repo + "/", "-d", dir.resolve("out").toString(), "demo-pkg==1.0.0"));
+        "--index-url", repoUrl + "/", "-d", dir.resolve("out").toString(), "demo-pkg==1.0.0"));
   }
 
   private void assertDownloaded(String run, ClientCommand.Result r) throws IOException {
+    assertDownloaded(projects, work.resolve(run), r);
+  }
+
+  static void assertDownloaded(Map<String, Project> projects, Path dir, ClientCommand.Result r) throws IOException {
     for (Project p : projects.values()) {
-      Path file = work.resolve(run).resolve("out").resolve(p.wheelName());
+      Path file = dir.resolve("out").resolve(p.wheelName());
       assertTrue(Files.exists(file), p.wheelName() + " downloaded\n" + r.output());
       assertArrayEquals(p.wheel(), Files.readAllBytes(file));
     }
   }
 
-  private static void assertOnlyCorralAskedTheFixture(FixtureRegistry fixture) {
+  static void assertOnlyCorralAskedTheFixture(FixtureRegistry fixture) {
     for (FixtureRegistry.Request r : fixture.requests()) {
       assertFalse(r.header("User-Agent").orElse("").startsWith("pip/"), "pip reached the fixture directly: " + r);
     }
   }
 
   private List<String> fixturePaths() {
+    return fixturePaths(projects);
+  }
+
+  static List<String> fixturePaths(Map<String, Project> projects) {
     List<String> out = new ArrayList<>();
     for (Project p : projects.values()) {
       out.add("/simple/" + p.name() + "/");

@@ -3,12 +3,15 @@ package dev.corral.server;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValueFactory;
+import java.net.BindException;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.Cluster;
 import org.apache.pekko.management.cluster.bootstrap.ClusterBootstrap;
 import org.apache.pekko.management.javadsl.PekkoManagement;
@@ -59,6 +62,39 @@ final class ClusterJoin {
   }
 
   /**
+   * The node's actor system; a cluster port that cannot be bound (in use, or an address not on
+   * this machine) is a start-up error naming the setting.
+   */
+  static ActorSystem<Void> createSystem(Config config, ClusterSettings c) {
+    try {
+      return ActorSystem.create(Behaviors.empty(), SYSTEM_NAME, config);
+    } catch (RuntimeException e) {
+      if (causes(e, BindException.class)) {
+        throw new SettingsException(Setting.CLUSTER_PORT.flag(),
+            "cannot listen on " + c.host() + ":" + c.port() + " (" + rootMessage(e) + ")");
+      }
+      throw e;
+    }
+  }
+
+  private static boolean causes(Throwable e, Class<? extends Throwable> type) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (type.isInstance(t)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static String rootMessage(Throwable e) {
+    Throwable t = e;
+    while (t.getCause() != null) {
+      t = t.getCause();
+    }
+    return t.getMessage() == null ? t.getClass().getSimpleName() : t.getMessage();
+  }
+
+  /**
    * Starts the management endpoints (when configured) and the join. Returns a future completed
    * when this node is an Up member.
    */
@@ -70,8 +106,17 @@ final class ClusterJoin {
       up.complete(Done.getInstance());
     });
     if (c.managementEnabled()) {
-      String uri = PekkoManagement.get(system.classicSystem()).start()
-          .toCompletableFuture().get(30, TimeUnit.SECONDS).toString();
+      String uri;
+      try {
+        uri = PekkoManagement.get(system.classicSystem()).start()
+            .toCompletableFuture().get(30, TimeUnit.SECONDS).toString();
+      } catch (ExecutionException e) {
+        if (causes(e, BindException.class)) {
+          throw new SettingsException(Setting.MANAGEMENT_PORT.flag(), "cannot listen on " + c.managementHost()
+              + ":" + c.effectiveManagementPort() + " (" + rootMessage(e) + ")");
+        }
+        throw e;
+      }
       log.info("management endpoints on {}", uri);
     }
     boolean seedsInPekkoConfig = !system.settings().config().getStringList("pekko.cluster.seed-nodes").isEmpty();

@@ -34,6 +34,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
@@ -83,7 +84,7 @@ public final class CorralServer implements AutoCloseable {
     Files.createDirectories(settings.dataDir());
     NodeName.set(settings.cluster().nodeName()
         .orElse(settings.cluster().host() + ":" + settings.cluster().port()));
-    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "corral", pekkoConfig(settings, dataDir));
+    ActorSystem<Void> system = ClusterJoin.createSystem(pekkoConfig(settings, dataDir), settings.cluster());
     try {
       database.createTables(system);
       CompletableFuture<Done> memberUp = ClusterJoin.start(system, settings.cluster());
@@ -242,15 +243,22 @@ public final class CorralServer implements AutoCloseable {
    * serve nothing). Exit code 1, so a supervisor restarts it and it joins afresh.
    */
   void exitWhenStopped() {
-    system.getWhenTerminated().thenRun(() -> {
-      boolean signalled = CoordinatedShutdown.get(system).getShutdownReason()
-          .map(r -> r == CoordinatedShutdown.jvmExitReason()).orElse(false);
-      if (!signalled) {
-        log.warn("the node stopped ({}); exiting", CoordinatedShutdown.get(system).getShutdownReason()
-            .map(Object::toString).orElse("no reason given"));
+    // A thread of its own, not a callback: callbacks run on daemon threads, and once the actor
+    // system's threads are gone the JVM would end (with code 0) before a daemon thread acts.
+    Thread watcher = new Thread(() -> {
+      try {
+        system.getWhenTerminated().toCompletableFuture().join();
+      } catch (RuntimeException e) {
+        // terminated all the same
+      }
+      Optional<CoordinatedShutdown.Reason> reason = CoordinatedShutdown.get(system).getShutdownReason();
+      if (reason.isEmpty() || reason.get() != CoordinatedShutdown.jvmExitReason()) {
+        log.warn("the node stopped ({}); exiting", reason.map(Object::toString).orElse("no reason given"));
         System.exit(1);
       }
-    });
+    }, "corral-exit-when-stopped");
+    watcher.setDaemon(false);
+    watcher.start();
   }
 
   public ActorSystem<Void> system() {

@@ -10,7 +10,7 @@ import java.util.Optional;
  * Any other key is an error, so that a typo is not silently ignored.
  */
 public enum RepoSetting {
-  TYPE("type", false, null, "generic (npm, maven, pypi, go later)"),
+  TYPE("type", false, null, "npm, maven, pypi, go or generic (plain HTTP)"),
   URL("url", false, null, "Upstream base URL: absolute http or https, with a host"),
   CONNECT_TIMEOUT("connect-timeout", true, null, "Time allowed to open a connection upstream"),
   FIRST_BYTE_TIMEOUT("first-byte-timeout", true, null,

@@ -27,8 +27,8 @@ public enum Setting {
   MEMORY_CACHE_SIZE("--memory-cache-size", "corral.memory-cache-size", "CORRAL_MEMORY_CACHE_SIZE", "SIZE",
       "Heap kept for the most used small artifacts (up to 1 MiB each), served without disk reads"),
   REPO("--repo", "corral.repos", "CORRAL_REPOS", "NAME=TYPE:URL",
-      "A repository to cache; repeat the flag for more. TYPE: generic (npm, maven, pypi, go"
-          + " later). In the environment a comma- or space-separated list. In HOCON"
+      "A repository to cache; repeat the flag for more. TYPE: npm, maven, pypi, go or"
+          + " generic. In the environment a comma- or space-separated list. In HOCON"
           + " corral.repos.NAME { type, url, ... }"),
   ADMIN_TOKEN_FILE("--admin-token-file", "corral.admin-token-file", "CORRAL_ADMIN_TOKEN_FILE",
       "FILE", "File holding the admin API token (read at start-up, trimmed)"),

@@ -82,16 +82,6 @@ class CliTest {
   }
 
   @Test
-  void theReadmeHoldsTheGeneratedSettingsTable() throws java.io.IOException {
-    // Surefire runs in the module directory; the README is at the repository root.
-    java.nio.file.Path readme = java.nio.file.Path.of(System.getProperty("user.dir")).resolve("../../README.md");
-    String text = java.nio.file.Files.readString(readme);
-    assertTrue(text.contains(Setting.markdownTable()),
-        "README.md's settings table is out of date; replace it with Setting.markdownTable():\n"
-            + Setting.markdownTable());
-  }
-
-  @Test
   void dbInitTakesTheServeOptions() {
     Cli.DbInit init = assertInstanceOf(Cli.DbInit.class,
         parse("db", "init", "--journal", "jdbc:postgresql://127.0.0.1:5432/corral", "--journal-user", "u"));

@@ -41,6 +41,8 @@ class RegistryHttpTest {
       "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01";
 
   private final Map<String, Doc> docs = new ConcurrentHashMap<>();
+  /** Paths answered by the request's Accept: [JSON form, HTML form]. */
+  private final Map<String, Doc[]> negotiated = new ConcurrentHashMap<>();
   private FakeUpstream upstream;
   private CorralServer server;
   private HttpClient client;
@@ -50,7 +52,10 @@ class RegistryHttpTest {
   @BeforeAll
   void start(@TempDir Path dir) throws Exception {
     upstream = new FakeUpstream((exchange, n) -> {
-      Doc d = docs.get(exchange.getRequestURI().getPath());
+      String path = exchange.getRequestURI().getPath();
+      Doc[] forms = negotiated.get(path);
+      String accept = exchange.getRequestHeaders().getFirst("Accept");
+      Doc d = forms == null ? docs.get(path) : forms[accept != null && accept.contains("+json") ? 0 : 1];
       if (d == null) {
         FakeUpstream.send(exchange, 404, new byte[0]);
         return;
@@ -140,6 +145,10 @@ class RegistryHttpTest {
     assertEquals("Accept", corgi.headers().firstValue("Vary").orElse(null));
     assertEquals("HIT", TestNode.xCache(get("/npm/alpha", "Accept", CORGI)));
     assertEquals(2, upstream.requests("/registry/alpha"));
+    // each variant is fetched with its own Accept, never the client's header as it came
+    assertEquals(java.util.Set.of("application/json", "application/vnd.npm.install-v1+json"),
+        upstream.seen.stream().filter(x -> x.path().equals("/registry/alpha")).map(x -> x.header("Accept"))
+            .collect(java.util.stream.Collectors.toSet()));
 
     HttpResponse<byte[]> t = get("/npm/alpha/-/alpha-1.0.0.tgz");
     assertEquals(200, t.statusCode());
@@ -290,6 +299,31 @@ class RegistryHttpTest {
     assertArrayEquals(wheel, w.body());
     assertEquals(1, upstream.requests("/elsewhere/" + file));
     assertEquals(404, get("/py/-/files/html-pkg/" + file + ".metadata").statusCode(), "the page offers no metadata");
+  }
+
+  @Test
+  void pageVariantsAreNegotiatedWithTheUpstreamAndKeepTheirContentTypes() throws Exception {
+    byte[] wheel = TestNode.bytes(800, 10);
+    String file = wheelName("nego-pkg");
+    docs.put("/files/" + file, new Doc("application/octet-stream", wheel));
+    String json = "{\"meta\":{\"api-version\":\"1.0\"},\"name\":\"nego-pkg\",\"files\":[{\"filename\":\"" + file
+        + "\",\"url\":\"../../files/" + file + "\",\"hashes\":{\"sha256\":\"" + hex("SHA-256", wheel) + "\"}}]}";
+    String html = "<a href=\"../../files/" + file + "#sha256=" + hex("SHA-256", wheel) + "\">" + file + "</a>";
+    // a negotiating upstream: JSON to a JSON Accept, HTML otherwise
+    negotiated.put("/simple/nego-pkg/", new Doc[] {
+        new Doc("application/vnd.pypi.simple.v1+json", json.getBytes(StandardCharsets.UTF_8)),
+        new Doc("text/html", html.getBytes(StandardCharsets.UTF_8))});
+
+    HttpResponse<byte[]> asJson = get("/py/nego-pkg/", "Accept", PIP_ACCEPT);
+    assertEquals("application/vnd.pypi.simple.v1+json", asJson.headers().firstValue("Content-Type").orElse(null));
+    assertTrue(text(asJson).contains("\"url\":\"" + corral + "/py/-/files/nego-pkg/" + file + "\""), text(asJson));
+    HttpResponse<byte[]> asHtml = get("/py/nego-pkg/", "Accept", "text/html");
+    assertTrue(asHtml.headers().firstValue("Content-Type").orElse("").startsWith("text/html"));
+    assertTrue(text(asHtml).contains("href=\"" + corral + "/py/-/files/nego-pkg/" + file + "#sha256="), text(asHtml));
+    assertEquals(java.util.Set.of("application/vnd.pypi.simple.v1+json", "text/html"),
+        upstream.seen.stream().filter(x -> x.path().equals("/simple/nego-pkg/")).map(x -> x.header("Accept"))
+            .collect(java.util.stream.Collectors.toSet()));
+    assertArrayEquals(wheel, get("/py/-/files/nego-pkg/" + file).body());
   }
 
   @Test

@@ -17,7 +17,11 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.stream.ActorAttributes;
@@ -159,7 +163,10 @@ final class Fetch {
     return asked
         .handle((response, error) -> {
           if (error == null && response.status() == 200 && response.contentLength().isPresent()) {
-            return onResponse(response, origin.sha256(), origin.headers(), onStreaming);
+            long total = response.contentLength().getAsLong();
+            UpstreamResponse resuming = new UpstreamResponse(200, response.headers(), response.contentLength(),
+                resumable(response.body(), i, total, client));
+            return onResponse(resuming, origin.sha256(), origin.headers(), onStreaming);
           }
           if (response != null) {
             response.body().runWith(Sink.cancelled(), system);
@@ -189,6 +196,42 @@ final class Fetch {
         .filter(h -> h.name().toLowerCase(Locale.ROOT).equals(lowerCaseName))
         .map(Header::value)
         .findFirst();
+  }
+
+  /**
+   * A peer's body that, when its transfer breaks, goes on from the byte where it broke with a
+   * {@code Range} request: to the same peer first (a dropped connection), then to the next holders,
+   * each asked once. A rest that does not start at that byte, or is not exactly the remaining
+   * length, fails the copy. The bytes are still hashed and checked as one body.
+   */
+  private Source<ByteString, NotUsed> resumable(Source<ByteString, NotUsed> body, int from, long total, PeerBlobs client) {
+    AtomicLong received = new AtomicLong();
+    AtomicInteger attempt = new AtomicInteger();
+    int peers = origin.peers().size();
+    return counted(body, received).recoverWithRetries(peers, Throwable.class, () -> {
+      long offset = received.get();
+      String peer = origin.peers().get((from + attempt.getAndIncrement()) % peers);
+      log.info("copy of {} broke at byte {} of {}; resuming from {}", key, offset, total, peer);
+      CompletionStage<Source<ByteString, NotUsed>> rest = client.get(peer, origin.path(), offset).thenApply(r -> {
+        boolean fits = r.status() == 206
+            && r.header("Content-Range").orElse("").startsWith("bytes " + offset + "-")
+            && r.contentLength().orElse(-1) == total - offset;
+        if (!fits) {
+          r.body().runWith(Sink.cancelled(), system);
+          throw new CompletionException(new IOException("peer " + peer + " cannot resume at " + offset
+              + " (status " + r.status() + ")"));
+        }
+        return counted(r.body(), received);
+      });
+      return Source.completionStageSource(rest).mapMaterializedValue(m -> NotUsed.getInstance());
+    });
+  }
+
+  private static Source<ByteString, NotUsed> counted(Source<ByteString, NotUsed> body, AtomicLong received) {
+    return body.map(b -> {
+      received.addAndGet(b.size());
+      return b;
+    });
   }
 
   private CompletionStage<Outcome> onResponse(UpstreamResponse response, String expectedSha256, List<Header> fixedHeaders,

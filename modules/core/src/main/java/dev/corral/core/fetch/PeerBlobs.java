@@ -17,7 +17,15 @@ public interface PeerBlobs {
    * GETs {@code peerUrl + path}. The stage completes once the status and headers are known; the
    * body fails, never ends early, when the transfer breaks.
    */
-  CompletionStage<UpstreamResponse> get(String peerUrl, String path);
+  default CompletionStage<UpstreamResponse> get(String peerUrl, String path) {
+    return get(peerUrl, path, 0);
+  }
+
+  /**
+   * GETs {@code peerUrl + path} from byte {@code offset} on: when it is over 0, with {@code Range:
+   * bytes=<offset>-} (answered 206 with a Content-Range).
+   */
+  CompletionStage<UpstreamResponse> get(String peerUrl, String path, long offset);
 
   static String blobPath(String sha256) {
     return "/-/peer/blobs/" + sha256;

@@ -5,6 +5,8 @@ import dev.corral.core.CancelRegistry;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -40,6 +42,19 @@ public final class Waiters {
   public enum TimedOut implements Answer { INSTANCE }
 
   public enum Cancelled implements Answer { INSTANCE }
+
+  /** Each waiter's budget timer; one thread for all, cancelled timers removed at once. */
+  private static final ScheduledThreadPoolExecutor BUDGETS = budgetTimers();
+
+  private static ScheduledThreadPoolExecutor budgetTimers() {
+    ScheduledThreadPoolExecutor timers = new ScheduledThreadPoolExecutor(1, r -> {
+      Thread t = new Thread(r, "corral-waiter-budgets");
+      t.setDaemon(true);
+      return t;
+    });
+    timers.setRemoveOnCancelPolicy(true);
+    return timers;
+  }
 
   private final CancelRegistry cancels;
   private final Node node;
@@ -99,12 +114,13 @@ public final class Waiters {
           leave(attached); // cancelled while attaching
         } else {
           long budget = node.policy(key.repo()).waiterBudget().toNanos();
-          CompletableFuture.delayedExecutor(budget, TimeUnit.NANOSECONDS, node.io()).execute(() -> {
+          ScheduledFuture<?> timer = BUDGETS.schedule(() -> node.io().execute(() -> {
             if (result.complete(TimedOut.INSTANCE)) {
               node.metrics().fallthrough.labelValues(key.repo(), "budget").inc();
               leave(attached);
             }
-          });
+          }), budget, TimeUnit.NANOSECONDS);
+          result.whenComplete((answer, error) -> timer.cancel(false)); // answered: forget the timer
         }
       }
     }

@@ -89,6 +89,7 @@ class SerializationTest {
     roundTrip(new FetchEntity.Purge(done));
     roundTrip(new FetchEntity.Holding("http://127.0.0.1:8080", "b".repeat(64)));
     roundTrip(new FetchEntity.Dropped("http://127.0.0.1:8080"));
+    roundTrip(FetchEntity.Stop.INSTANCE);
   }
 
   @Test

@@ -50,8 +50,11 @@ public final class HttpPeerBlobs implements PeerBlobs {
   }
 
   @Override
-  public CompletionStage<UpstreamResponse> get(String peerUrl, String path) {
+  public CompletionStage<UpstreamResponse> get(String peerUrl, String path, long offset) {
     HttpRequest request = HttpRequest.GET(peerUrl + path);
+    if (offset > 0) {
+      request = request.addHeader(org.apache.pekko.http.javadsl.model.headers.RawHeader.create("Range", "bytes=" + offset + "-"));
+    }
     return http.singleRequest(request, http.defaultClientHttpsContext(), pool, system.classicSystem().log())
         .thenApply(this::toResponse);
   }

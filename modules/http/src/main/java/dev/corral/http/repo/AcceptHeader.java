@@ -24,6 +24,9 @@ final class AcceptHeader {
     double best = 0.0;
     for (String entry : accept.get().split(",")) {
       String[] parts = entry.split(";");
+      if (parts.length == 0) {
+        continue; // ";;": nothing but separators
+      }
       String range = parts[0].trim().toLowerCase(Locale.ROOT);
       int specificity;
       if (range.equals(type)) {

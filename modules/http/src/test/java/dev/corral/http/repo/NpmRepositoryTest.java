@@ -45,6 +45,7 @@ class NpmRepositoryTest {
     assertEquals(List.of(new Header("Vary", "Accept")), a.headers());
     assertEquals(NpmRepository.FULL, artifact(null, "demo-pkg").key().variant());
     assertEquals(NpmRepository.FULL, artifact("*/*", "demo-pkg").key().variant());
+    assertEquals(NpmRepository.FULL, artifact(";;, ;q=x", "demo-pkg").key().variant(), "a garbled Accept");
   }
 
   @Test

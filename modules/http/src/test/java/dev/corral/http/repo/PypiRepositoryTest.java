@@ -93,6 +93,7 @@ class PypiRepositoryTest {
     assertEquals(PypiRepository.HTML, artifact("text/html", "p").key().variant());
     assertEquals(PypiRepository.HTML, artifact(null, "p").key().variant());
     assertEquals(PypiRepository.HTML, artifact("*/*", "p").key().variant());
+    assertEquals(PypiRepository.HTML, artifact(";;,+json;", "p").key().variant(), "a garbled Accept");
     assertEquals(PypiRepository.HTML,
         artifact("application/vnd.pypi.simple.v1+json; q=0.1, text/html", "p").key().variant());
     Target.Artifact byQuery = assertInstanceOf(Target.Artifact.class,
