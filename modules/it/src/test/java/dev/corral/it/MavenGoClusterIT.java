@@ -23,8 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
  * client {@code i} talking to node {@code i}, with the fixtures of {@link MavenClientIT} and
  * {@link GoClientIT}; every fixture path is requested upstream exactly once, cluster-wide.
  *
- * <p>Tagged {@code cross-node} like {@link CrossNodeIT}: left out of the default run until the
- * cross-node data path is enabled there (run with {@code -Dit.excludedGroups=none}).
+ * <p>Tagged {@code cross-node} like {@link CrossNodeIT} ({@code -DexcludedGroups=cross-node}
+ * leaves the multi-node classes out of a quick local run).
  */
 @Tag("cross-node")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
