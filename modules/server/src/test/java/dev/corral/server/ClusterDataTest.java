@@ -38,14 +38,7 @@ class ClusterDataTest {
 
   @BeforeAll
   void start(@TempDir Path dir) throws Exception {
-    upstream = new FakeUpstream((exchange, n) -> {
-      FakeUpstream.Handler h = paths.get(exchange.getRequestURI().getPath());
-      if (h == null) {
-        FakeUpstream.send(exchange, 404, new byte[0]);
-      } else {
-        h.handle(exchange, n);
-      }
-    });
+    upstream = FakeUpstream.routed(paths);
     cluster = TestCluster.start(dir, 3, upstream.url("/"), "");
     client = TestNode.client();
   }

@@ -37,14 +37,7 @@ class ClusterFailureTest {
 
   @BeforeEach
   void start(@TempDir Path dir) throws Exception {
-    upstream = new FakeUpstream((exchange, n) -> {
-      FakeUpstream.Handler h = paths.get(exchange.getRequestURI().getPath());
-      if (h == null) {
-        FakeUpstream.send(exchange, 404, new byte[0]);
-      } else {
-        h.handle(exchange, n);
-      }
-    });
+    upstream = FakeUpstream.routed(paths);
     // A stopped node drains for at most 1 s before it hands its shards off.
     cluster = TestCluster.start(dir, 3, upstream.url("/"), "", "--drain-timeout", "1s");
     client = TestNode.client();

@@ -46,14 +46,7 @@ class CoalescingHttpTest {
 
   @BeforeAll
   void start(@TempDir Path dir) throws Exception {
-    upstream = new FakeUpstream((exchange, n) -> {
-      FakeUpstream.Handler h = paths.get(exchange.getRequestURI().getPath());
-      if (h == null) {
-        FakeUpstream.send(exchange, 404, new byte[0]);
-      } else {
-        h.handle(exchange, n);
-      }
-    });
+    upstream = FakeUpstream.routed(paths);
     server = TestNode.start(dir, upstream.url("/"), "");
     client = TestNode.client();
   }

@@ -61,14 +61,7 @@ class FailureHttpTest {
 
   @BeforeAll
   void start(@TempDir Path dir) throws Exception {
-    upstream = new FakeUpstream((exchange, n) -> {
-      FakeUpstream.Handler h = paths.get(exchange.getRequestURI().getPath());
-      if (h == null) {
-        FakeUpstream.send(exchange, 404, new byte[0]);
-      } else {
-        h.handle(exchange, n);
-      }
-    });
+    upstream = FakeUpstream.routed(paths);
     raw = new RawUpstream((target, socket, out) -> rawTargets.get(target).answer(target, socket, out));
     String fake = upstream.url("/");
     String rawUrl = raw.url("/");

@@ -43,14 +43,7 @@ class FreshnessHttpTest {
 
   @BeforeAll
   void start(@TempDir Path dir) throws Exception {
-    upstream = new FakeUpstream((exchange, n) -> {
-      FakeUpstream.Handler h = paths.get(exchange.getRequestURI().getPath());
-      if (h == null) {
-        FakeUpstream.send(exchange, 404, new byte[0]);
-      } else {
-        h.handle(exchange, n);
-      }
-    });
+    upstream = FakeUpstream.routed(paths);
     String fake = upstream.url("/");
     server = TestNode.start(dir, fake, """
         corral.repos {

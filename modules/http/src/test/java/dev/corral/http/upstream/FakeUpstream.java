@@ -37,6 +37,21 @@ public final class FakeUpstream implements AutoCloseable {
   /** Each request's target as received (raw path, then {@code ?query} if any), in arrival order. */
   public final List<String> targets = new CopyOnWriteArrayList<>();
 
+  /**
+   * An upstream answering each path with the handler a test put in {@code paths} (looked up per
+   * request, so tests add paths as they go), and 404 for any other path.
+   */
+  public static FakeUpstream routed(java.util.Map<String, Handler> paths) throws IOException {
+    return new FakeUpstream((exchange, n) -> {
+      Handler h = paths.get(exchange.getRequestURI().getPath());
+      if (h == null) {
+        send(exchange, 404, new byte[0]);
+      } else {
+        h.handle(exchange, n);
+      }
+    });
+  }
+
   public FakeUpstream(Handler handler) {
     try {
       server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 64);
