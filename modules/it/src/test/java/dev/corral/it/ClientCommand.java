@@ -14,7 +14,8 @@ import java.util.stream.Stream;
 
 /**
  * A real package client (npm, pip) run as a process with a bounded time, its output captured.
- * A client missing from the machine fails the test with a clear message, never skips it.
+ * A client missing from the machine is installed from Debian's packages, or fails the test with a
+ * clear message; never skipped.
  */
 final class ClientCommand {
   private ClientCommand() {}
@@ -29,16 +30,36 @@ final class ClientCommand {
     }
   }
 
-  /** Fails unless {@code tool} is on the PATH. */
-  static void require(String tool, String why) {
+  /**
+   * Makes sure {@code tool} is on the PATH: when it is missing, installs {@code debianPackage}
+   * with apt-get (as root on Debian, as a fresh CI machine is), and fails with a clear message if
+   * that is not possible. Never skips.
+   */
+  static void require(String tool, String debianPackage, String why) throws IOException, InterruptedException {
+    if (onPath(tool)) {
+      return;
+    }
+    Path cwd = Path.of(System.getProperty("java.io.tmpdir"));
+    Map<String, String> env = Map.of("DEBIAN_FRONTEND", "noninteractive");
+    String output = "";
+    if (onPath("apt-get")) {
+      output = run(cwd, env, Duration.ofMinutes(5), List.of("apt-get", "update", "-qq")).output()
+          + run(cwd, env, Duration.ofMinutes(10), List.of("apt-get", "install", "-y", "-qq", debianPackage)).output();
+    }
+    if (!onPath(tool)) {
+      throw new AssertionError("'" + tool + "' is not on the PATH and `apt-get install -y " + debianPackage
+          + "` did not provide it; " + why + " needs it\n" + output);
+    }
+  }
+
+  static boolean onPath(String tool) {
     String path = System.getenv().getOrDefault("PATH", "");
     for (String dir : path.split(java.io.File.pathSeparator)) {
       if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, tool))) {
-        return;
+        return true;
       }
     }
-    throw new AssertionError("'" + tool + "' is not on the PATH (" + path + "); " + why
-        + " needs it: install it (Debian: apt-get install -y " + tool + ")");
+    return false;
   }
 
   static Result run(Path dir, Map<String, String> env, Duration timeout, List<String> command)

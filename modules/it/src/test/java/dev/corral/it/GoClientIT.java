@@ -72,7 +72,7 @@ class GoClientIT {
    * v1.0.0 and v1.1.0, example.com/Upper v0.1.0; {@code sums} gets the expected h1: sums.
    */
   static FixtureRegistry fixture(Path dir, Map<String, String[]> sums) throws Exception {
-    installGoIfMissing();
+    ClientCommand.require("go", "golang-go", "GoClientIT");
     Path root = Files.createDirectories(dir.resolve("upstream"));
     module(root, "example.com/demo", "example.com/demo", List.of("v1.0.0", "v1.1.0"), sums);
     module(root, "example.com/Upper", "example.com/!upper", List.of("v0.1.0"), sums);
@@ -172,18 +172,6 @@ class GoClientIT {
       seen++;
     }
     assertEquals(3, seen, r.describe());
-  }
-
-  private static void installGoIfMissing() throws Exception {
-    if (ClientRun.onPath("go")) {
-      return;
-    }
-    Path cwd = Path.of(System.getProperty("java.io.tmpdir"));
-    Map<String, String> env = Map.of("DEBIAN_FRONTEND", "noninteractive");
-    ClientRun update = ClientRun.run(cwd, env, Duration.ofMinutes(5), List.of("apt-get", "update"));
-    ClientRun install = ClientRun.run(cwd, env, Duration.ofMinutes(10), List.of("apt-get", "install", "-y", "golang-go"));
-    assertTrue(ClientRun.onPath("go"), "go is missing and could not be installed with apt-get:\n"
-        + update.describe() + "\n" + install.describe());
   }
 
   // ---- the fixture: a static GOPROXY tree ---------------------------------------------------------

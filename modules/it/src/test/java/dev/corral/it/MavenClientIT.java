@@ -75,7 +75,7 @@ class MavenClientIT {
    * .sha1 and .md5, Maven's plugins served from this build's local repository.
    */
   static FixtureRegistry fixture(Path dir) throws Exception {
-    assertTrue(ClientRun.onPath("mvn"), "mvn is not on the PATH: this test runs the real Maven client");
+    ClientCommand.require("mvn", "maven", "MavenClientIT");
     Path root = Files.createDirectories(dir.resolve("upstream"));
     byte[] baseJar = jar("demo/base.txt", "base 1.0.0");
     byte[] libJar = jar("demo/lib.txt", "lib 1.0.0");

@@ -40,6 +40,8 @@ class MavenGoClusterIT {
   @BeforeAll
   void start(@TempDir Path tmp) throws Exception {
     dir = tmp;
+    ClientCommand.require("mvn", "maven", "MavenGoClusterIT");
+    ClientCommand.require("go", "golang-go", "MavenGoClusterIT");
     maven = MavenClientIT.fixture(dir.resolve("maven"));
     go = GoClientIT.fixture(dir.resolve("go"), sums);
     cluster = CorralCluster.start(processes, 3, dir, postgres.newDatabase(), List.of(),

@@ -77,8 +77,8 @@ class NpmClientIT {
 
   /** Packs each package with the real {@code npm pack}. */
   static void pack(Path packed) throws Exception {
-    ClientCommand.require("npm", "NpmClientIT");
-    ClientCommand.require("node", "NpmClientIT");
+    ClientCommand.require("npm", "npm", "NpmClientIT");
+    ClientCommand.require("node", "nodejs", "NpmClientIT");
     for (Pkg p : PACKAGES) {
       Path src = packed.resolve("src-" + p.unscoped());
       Files.createDirectories(src);

@@ -59,7 +59,10 @@ class PipClientIT {
 
   @BeforeAll
   void start(@TempDir Path dir) throws Exception {
-    ClientCommand.require("python3", "PipClientIT");
+    ClientCommand.require("python3", "python3", "PipClientIT");
+    if (!ClientCommand.onPath("pip3")) {
+      ClientCommand.require("pip3", "python3-pip", "PipClientIT");
+    }
     ClientCommand.run(dir, Map.of(), CLIENT_TIMEOUT, List.of("python3", "-m", "pip", "--version")).ok();
     work = dir;
     projects.putAll(projects());

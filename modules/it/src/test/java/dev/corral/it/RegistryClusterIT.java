@@ -38,8 +38,8 @@ class RegistryClusterIT {
 
   @BeforeAll
   void startCluster() throws Exception {
-    ClientCommand.require("npm", "RegistryClusterIT");
-    ClientCommand.require("python3", "RegistryClusterIT");
+    ClientCommand.require("npm", "npm", "RegistryClusterIT");
+    ClientCommand.require("python3", "python3", "RegistryClusterIT");
     temp = Files.createTempDirectory("registry-cluster-it");
     NpmClientIT.pack(temp.resolve("packed"));
     npmFixture = NpmClientIT.startFixture(temp.resolve("npm-upstream"));
