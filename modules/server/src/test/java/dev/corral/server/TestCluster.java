@@ -40,7 +40,10 @@ final class TestCluster implements AutoCloseable {
     this.shared = "jdbc-durable-state-store.slick.db.url = \"" + url + "\"\n"
         + "pekko-persistence-jdbc.shared-databases.slick.db.url = \"" + url + "\"\n"
         // When the whole test cluster stops at once nobody is left to confirm the exits.
-        + "pekko.coordinated-shutdown.phases.cluster-exiting.timeout = 2 s\n";
+        + "pekko.coordinated-shutdown.phases.cluster-exiting.timeout = 2 s\n"
+        // Nodes here only leave gracefully; on a loaded test machine heartbeats are late by
+        // seconds, and an unreachable node would stall a graceful hand-off until it is downed.
+        + "pekko.cluster.failure-detector.acceptable-heartbeat-pause = 20 s\n";
   }
 
   /** Starts {@code n} nodes and returns once every node sees all of them Up. */
