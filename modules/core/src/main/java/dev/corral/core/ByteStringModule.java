@@ -16,6 +16,12 @@ import org.apache.pekko.util.ByteString;
  * chunks (no intermediate array); read back as the array Jackson decoded, wrapped without a copy.
  * Registered through {@code pekko.serialization.jackson.jackson-modules} in this module's
  * {@code reference.conf}.
+ *
+ * <p>A Pekko ByteString is also a Scala {@code IndexedSeq[Byte]}, which jackson-module-scala
+ * (also in that list) claims as a sequence: whichever module is registered last wins, and the
+ * order of that list depends on how the reference.conf files were merged (the shaded server jar
+ * puts this one first). So the message fields that carry bytes also name {@link Writer} and
+ * {@link Reader} with {@code @JsonSerialize}/{@code @JsonDeserialize}, which beat any module.
  */
 public final class ByteStringModule extends SimpleModule {
   public ByteStringModule() {
@@ -24,8 +30,9 @@ public final class ByteStringModule extends SimpleModule {
     addDeserializer(ByteString.class, new Reader());
   }
 
-  private static final class Writer extends StdSerializer<ByteString> {
-    Writer() {
+  /** Writes a ByteString as one CBOR byte string. */
+  public static final class Writer extends StdSerializer<ByteString> {
+    public Writer() {
       super(ByteString.class);
     }
 
@@ -35,8 +42,9 @@ public final class ByteStringModule extends SimpleModule {
     }
   }
 
-  private static final class Reader extends StdDeserializer<ByteString> {
-    Reader() {
+  /** Reads one byte string into a ByteString. */
+  public static final class Reader extends StdDeserializer<ByteString> {
+    public Reader() {
       super(ByteString.class);
     }
 
