@@ -5,15 +5,21 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
 import dev.corral.http.upstream.FakeUpstream;
+import java.io.BufferedInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -37,8 +43,10 @@ import org.junit.jupiter.api.io.TempDir;
  *
  * <p>The test plays the load balancer: a node leaves the rotation before its SIGTERM (as a
  * readiness-gated balancer with connection draining does) and rejoins it only when its
- * {@code /-/health/ready} says 200. The clients retry nothing; a new client per node incarnation,
- * so no pooled connection to a stopped process is ever reused.
+ * {@code /-/health/ready} says 200. The clients retry nothing: each thread keeps one HTTP/1.1
+ * connection per node, written by hand ({@link KeptConnection}), because the JDK client silently
+ * sends a GET again when its connection closes before the response. A connection to a node's
+ * earlier incarnation is never reused.
  */
 class RollingRestartIT {
   private static final int KEYS = 25; // not a multiple of 2 or 3: every key meets every node
@@ -85,13 +93,12 @@ class RollingRestartIT {
     final AtomicIntegerArray in = new AtomicIntegerArray(3);
     final AtomicIntegerArray inFlight = new AtomicIntegerArray(3);
     final AtomicReferenceArray<String> base = new AtomicReferenceArray<>(3);
-    final AtomicReferenceArray<HttpClient> client = new AtomicReferenceArray<>(3);
+    final AtomicIntegerArray incarnation = new AtomicIntegerArray(3);
     final AtomicLong next = new AtomicLong();
 
     void add(int node, String url) {
       base.set(node, url);
-      client.set(node, HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-          .connectTimeout(Duration.ofSeconds(5)).build());
+      incarnation.incrementAndGet(node);
       in.set(node, 1);
     }
 
@@ -118,6 +125,89 @@ class RollingRestartIT {
     }
   }
 
+  /**
+   * One kept-alive HTTP/1.1 connection, GETs only, bodies framed by Content-Length, reads bounded
+   * by {@link #REQUEST_TIMEOUT}. It never sends a request twice: any failure is the caller's.
+   */
+  static final class KeptConnection implements AutoCloseable {
+    record Response(int status, String xCache, byte[] body) {}
+
+    final int incarnation;
+    private final Socket socket;
+    private final InputStream in;
+    private final OutputStream out;
+    private final String host;
+    private boolean closeAfter;
+
+    KeptConnection(URI base, int incarnation) throws IOException {
+      this.incarnation = incarnation;
+      this.host = base.getHost() + ":" + base.getPort();
+      socket = new Socket();
+      socket.connect(new InetSocketAddress(base.getHost(), base.getPort()), 5_000);
+      socket.setSoTimeout((int) REQUEST_TIMEOUT.toMillis());
+      in = new BufferedInputStream(socket.getInputStream(), 64 * 1024);
+      out = socket.getOutputStream();
+    }
+
+    boolean open() {
+      return !closeAfter && !socket.isClosed();
+    }
+
+    Response get(String path) throws IOException {
+      out.write(("GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+      out.flush();
+      String statusLine = line();
+      if (!statusLine.startsWith("HTTP/1.1 ")) {
+        throw new IOException("not a status line: '" + statusLine + "'");
+      }
+      int status = Integer.parseInt(statusLine.substring(9, 12));
+      long length = -1;
+      String xCache = "(none)";
+      for (String h = line(); !h.isEmpty(); h = line()) {
+        int colon = h.indexOf(':');
+        String name = h.substring(0, colon).trim().toLowerCase(Locale.ROOT);
+        String value = h.substring(colon + 1).trim();
+        switch (name) {
+          case "content-length" -> length = Long.parseLong(value);
+          case "x-cache" -> xCache = value;
+          case "connection" -> closeAfter |= value.equalsIgnoreCase("close");
+          case "transfer-encoding" -> throw new IOException("unexpected Transfer-Encoding: " + value);
+          default -> { }
+        }
+      }
+      if (length < 0) {
+        throw new IOException("no Content-Length (status " + status + ")");
+      }
+      byte[] body = in.readNBytes((int) length);
+      if (body.length != length) {
+        throw new IOException("body ended after " + body.length + " of " + length + " bytes");
+      }
+      return new Response(status, xCache, body);
+    }
+
+    private String line() throws IOException {
+      StringBuilder sb = new StringBuilder();
+      for (int b; (b = in.read()) != '\n'; ) {
+        if (b < 0) {
+          throw new EOFException("connection closed" + (sb.length() == 0 ? "" : " in '" + sb + "'"));
+        }
+        if (b != '\r') {
+          sb.append((char) b);
+        }
+      }
+      return sb.toString();
+    }
+
+    @Override
+    public void close() {
+      try {
+        socket.close();
+      } catch (IOException ignored) {
+        // closing anyway
+      }
+    }
+  }
+
   @Test
   void restartingEachNodeInTurnUnderLoadFailsNoRequestAndFetchesEachKeyOnce() throws Exception {
     upstream = new FakeUpstream(this::answer);
@@ -141,6 +231,7 @@ class RollingRestartIT {
     long loadDeadline = System.nanoTime() + LOAD_LIMIT.toNanos();
     for (int t = 0; t < THREADS; t++) {
       Thread thread = new Thread(() -> {
+        KeptConnection[] connections = new KeptConnection[3];
         while (!stopLoad.get() && System.nanoTime() < loadDeadline) {
           int node = rotation.acquire();
           if (node < 0) {
@@ -148,14 +239,20 @@ class RollingRestartIT {
             return;
           }
           int key = (int) (counter.getAndIncrement() % KEYS);
-          String url = rotation.base.get(node) + "/up/k-" + key + ".bin";
+          String path = "/up/k-" + key + ".bin";
+          String url = rotation.base.get(node) + path;
           try {
-            HttpResponse<byte[]> r = rotation.client.get(node).send(
-                HttpRequest.newBuilder(URI.create(url)).timeout(REQUEST_TIMEOUT).GET().build(),
-                HttpResponse.BodyHandlers.ofByteArray());
-            String via = Http.xCache(r);
-            if (r.statusCode() != 200 || !Arrays.equals(body(key), r.body())) {
-              failures.add(url + " on node-" + (node + 1) + ": " + r.statusCode() + " " + via + " " + r.body().length + " bytes");
+            KeptConnection c = connections[node];
+            if (c == null || c.incarnation != rotation.incarnation.get(node) || !c.open()) {
+              if (c != null) {
+                c.close();
+              }
+              c = connections[node] = new KeptConnection(URI.create(rotation.base.get(node)), rotation.incarnation.get(node));
+            }
+            KeptConnection.Response r = c.get(path);
+            String via = r.xCache();
+            if (r.status() != 200 || !Arrays.equals(body(key), r.body())) {
+              failures.add(url + " on node-" + (node + 1) + ": " + r.status() + " " + via + " " + r.body().length + " bytes");
             } else {
               xCache.computeIfAbsent(via, v -> new LongAdder()).increment();
               answeredBy.incrementAndGet(node);
@@ -167,8 +264,17 @@ class RollingRestartIT {
             }
           } catch (Exception e) {
             failures.add(url + " on node-" + (node + 1) + ": " + e);
+            if (connections[node] != null) {
+              connections[node].close();
+              connections[node] = null;
+            }
           } finally {
             rotation.inFlight.decrementAndGet(node);
+          }
+        }
+        for (KeptConnection c : connections) {
+          if (c != null) {
+            c.close();
           }
         }
       }, "load-" + t);
