@@ -19,11 +19,13 @@ import org.apache.pekko.util.ByteString;
  * Registered through {@code pekko.serialization.jackson.jackson-modules} in this module's
  * {@code reference.conf}.
  *
- * <p>The (de)serializers are attached to {@link ByteString} as class annotations (a mix-in), not
- * only registered by type: Jackson asks modules registered later first, and the Scala module
- * (also in Pekko's list) takes a ByteString for a Scala collection. Which module comes last
- * depends on the order of the {@code reference.conf} files (in the shaded server jar, Corral's
- * comes first), while a class annotation wins whatever the order.
+ * <p>A Pekko ByteString is also a Scala {@code IndexedSeq[Byte]}, which jackson-module-scala
+ * (also in that list) claims as a sequence: whichever module is registered last wins, and the
+ * order of that list depends on how the reference.conf files were merged (the shaded server jar
+ * puts this one first). Class and field annotations beat any module, whatever the order: the
+ * module attaches {@link Writer} and {@link Reader} to {@link ByteString} as a mix-in, and the
+ * message fields that carry bytes name them with {@code @JsonSerialize}/{@code @JsonDeserialize}
+ * too (two independent fixes found the same bug; either alone passes SerializationTest).
  */
 public final class ByteStringModule extends SimpleModule {
   public ByteStringModule() {
@@ -37,7 +39,8 @@ public final class ByteStringModule extends SimpleModule {
   @JsonDeserialize(using = Reader.class)
   private abstract static class Annotated {}
 
-  private static final class Writer extends StdSerializer<ByteString> {
+  /** Writes a ByteString as one CBOR byte string. */
+  public static final class Writer extends StdSerializer<ByteString> {
     public Writer() {
       super(ByteString.class);
     }
@@ -48,7 +51,8 @@ public final class ByteStringModule extends SimpleModule {
     }
   }
 
-  private static final class Reader extends StdDeserializer<ByteString> {
+  /** Reads one byte string into a ByteString. */
+  public static final class Reader extends StdDeserializer<ByteString> {
     public Reader() {
       super(ByteString.class);
     }

@@ -23,6 +23,11 @@ final class CorralCluster {
   final List<CorralProcess> nodes = new ArrayList<>();
   final List<Integer> clusterPorts = new ArrayList<>();
   final List<Integer> managementPorts = new ArrayList<>();
+  /** What each node was started with, so that {@link #restart} can start it again the same way. */
+  private final List<Start> starts = new ArrayList<>();
+  private CorralProcesses processes;
+
+  private record Start(String name, List<String> javaOpts, Path dataDir, List<String> args, String[] repos) {}
 
   /**
    * Starts {@code size} nodes called node-1, node-2, ... and waits until each prints its
@@ -30,7 +35,18 @@ final class CorralCluster {
    */
   static CorralCluster start(CorralProcesses processes, int size, Path dir, Postgres.Database db,
       List<String> extraArgs, String... repos) throws IOException {
+    return start(processes, size, dir, db, List.of(), false, extraArgs, repos);
+  }
+
+  /**
+   * As above, each JVM started with {@code javaOpts} (e.g. {@code -Xmx256m}); with
+   * {@code fixedHttpPorts} each node's HTTP port is picked up front, so a node started again by
+   * {@link #restart} listens where it did before (the replica directory names nodes by URL).
+   */
+  static CorralCluster start(CorralProcesses processes, int size, Path dir, Postgres.Database db,
+      List<String> javaOpts, boolean fixedHttpPorts, List<String> extraArgs, String... repos) throws IOException {
     CorralCluster cluster = new CorralCluster();
+    cluster.processes = processes;
     for (int i = 0; i < size; i++) {
       cluster.clusterPorts.add(Postgres.freePort());
       cluster.managementPorts.add(Postgres.freePort());
@@ -45,13 +61,33 @@ final class CorralCluster {
           "--node-name", "node-" + (i + 1),
           "--management-port", String.valueOf(cluster.managementPorts.get(i)),
           "--journal", db.url(), "--journal-user", db.user(), "--journal-password-file", password.toString()));
+      if (fixedHttpPorts) {
+        args.addAll(List.of("--http-port", String.valueOf(Postgres.freePort()))); // the last flag wins
+      }
       args.addAll(extraArgs);
-      cluster.nodes.add(processes.serve("node-" + (i + 1), List.of(), dir.resolve("data-" + (i + 1)), args, repos));
+      Start start = new Start("node-" + (i + 1), List.copyOf(javaOpts), dir.resolve("data-" + (i + 1)), List.copyOf(args), repos);
+      cluster.starts.add(start);
+      cluster.nodes.add(processes.serve(start.name(), start.javaOpts(), start.dataDir(), start.args(), start.repos()));
     }
     for (CorralProcess node : cluster.nodes) {
       node.awaitListening(Duration.ofSeconds(90));
     }
     return cluster;
+  }
+
+  /**
+   * Starts node {@code i} again (after it stopped) with the same options, ports and data dir, and
+   * waits for its listening line.
+   */
+  CorralProcess restart(int i, Duration timeout) throws IOException {
+    if (nodes.get(i).isAlive()) {
+      throw new IllegalStateException(starts.get(i).name() + " still runs");
+    }
+    Start s = starts.get(i);
+    CorralProcess p = processes.serve(s.name(), s.javaOpts(), s.dataDir(), s.args(), s.repos());
+    nodes.set(i, p);
+    p.awaitListening(timeout);
+    return p;
   }
 
   String base(int i) {

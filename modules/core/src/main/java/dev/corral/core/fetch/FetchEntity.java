@@ -1,6 +1,9 @@
 package dev.corral.core.fetch;
 
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import dev.corral.core.ArtifactKey;
+import dev.corral.core.ByteStringModule;
 import dev.corral.core.CborSerializable;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
@@ -102,7 +105,9 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
   public sealed interface Reply extends CborSerializable {}
 
   /** A small body, complete and verified: one immutable ByteString shared by every waiter. */
-  public record Body(Via via, int status, List<Header> headers, ByteString bytes) implements Reply {}
+  public record Body(Via via, int status, List<Header> headers,
+      @JsonSerialize(using = ByteStringModule.Writer.class) @JsonDeserialize(using = ByteStringModule.Reader.class)
+      ByteString bytes) implements Reply {}
 
   /** The bytes are committed in this node's store: serve them from there. */
   public record Stored(Via via, StoredArtifact artifact) implements Reply {}
@@ -124,8 +129,9 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
    * larger message would be dropped with only a log line). The waiter's node checks the SHA-256,
    * answers its clients and keeps a replica.
    */
-  public record Inline(Via via, int status, List<Header> headers, ByteString bytes, String sha256)
-      implements Reply {}
+  public record Inline(Via via, int status, List<Header> headers,
+      @JsonSerialize(using = ByteStringModule.Writer.class) @JsonDeserialize(using = ByteStringModule.Reader.class)
+      ByteString bytes, String sha256) implements Reply {}
 
   /**
    * For a waiter on another node: read the body from the node at {@code peerUrl}, which holds it

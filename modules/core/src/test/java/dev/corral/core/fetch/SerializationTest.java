@@ -112,6 +112,43 @@ class SerializationTest {
     roundTrip(new FetchEntity.Retry("the fetch entity stopped"));
   }
 
+  /**
+   * The shaded server jar's merged reference.conf lists Corral's ByteString module before
+   * jackson-module-scala, which then claims ByteString as a Scala sequence (an array of numbers,
+   * read back as a Vector: "argument type mismatch" on the receiving node, the reply dropped).
+   * The bytes fields name their (de)serializers, so module order does not matter.
+   */
+  @Test
+  void bytesSurviveWhenTheByteStringModuleIsRegisteredBeforeTheScalaModule() {
+    String path = "pekko.serialization.jackson.jackson-modules";
+    List<String> modules = new java.util.ArrayList<>(ConfigFactory.load().getStringList(path));
+    modules.remove("dev.corral.core.ByteStringModule");
+    modules.add(0, "dev.corral.core.ByteStringModule");
+    assertTrue(modules.indexOf("com.fasterxml.jackson.module.scala.DefaultScalaModule") > 0, modules.toString());
+    ActorTestKit shadedOrder = ActorTestKit.create("SerializationTestShadedOrder", ConfigFactory.parseString("""
+        pekko.actor.provider = cluster
+        pekko.remote.artery.canonical.port = 0
+        pekko.remote.artery.canonical.hostname = 127.0.0.1
+        pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
+        pekko.actor.serialization-bindings { "dev.corral.core.CborSerializable" = jackson-cbor }
+        """).withValue(path, com.typesafe.config.ConfigValueFactory.fromIterable(modules))
+        .withFallback(ConfigFactory.load()));
+    try {
+      Serialization s = SerializationExtension.get(Adapter.toClassic(shadedOrder.system()));
+      ByteString body = random(50_000);
+      for (Object message : List.of(new FetchEntity.Inline(Via.COALESCED, 200, HEADERS, body, "c".repeat(64)),
+          new FetchEntity.Body(Via.MISS, 200, HEADERS, body))) {
+        var serializer = s.findSerializerFor(message);
+        byte[] bytes = s.serialize(message).get();
+        assertTrue(bytes.length < body.size() + 1_000, "one byte string, not a list of numbers: " + bytes.length);
+        Object back = s.deserialize(bytes, serializer.identifier(), Serializers.manifestFor(serializer, message)).get();
+        assertEquals(message, back);
+      }
+    } finally {
+      shadedOrder.shutdownTestKit();
+    }
+  }
+
   @Test
   void recordsRoundTripWithTheirHolders() {
     roundTrip(FetchEntity.Record.EMPTY);

@@ -1,0 +1,334 @@
+package dev.corral.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.sun.net.httpserver.HttpExchange;
+import dev.corral.http.upstream.FakeUpstream;
+import java.io.BufferedInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.atomic.LongAdder;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Issue 3's "done when" for a rolling restart (SEMANTICS L3, L4, F1), on 3 real processes and
+ * one PostgreSQL: a few client threads loop over a fixed set of keys, round-robin over the nodes
+ * that are in rotation, while each node in turn is taken out of rotation, stopped with SIGTERM
+ * (it drains and hands its shards off), started again on the same ports and data dir, and put
+ * back once ready. No request fails and the upstream sees each key exactly once.
+ *
+ * <p>The test plays the load balancer: a node leaves the rotation before its SIGTERM (as a
+ * readiness-gated balancer with connection draining does) and rejoins it only when its
+ * {@code /-/health/ready} says 200. The clients retry nothing: each thread keeps one HTTP/1.1
+ * connection per node, written by hand ({@link KeptConnection}), because the JDK client silently
+ * sends a GET again when its connection closes before the response. A connection to a node's
+ * earlier incarnation is never reused.
+ */
+class RollingRestartIT {
+  private static final int KEYS = 25; // not a multiple of 2 or 3: every key meets every node
+  private static final int THREADS = 3;
+  private static final int REQUESTS_ON_A_RETURNED_NODE = 50;
+  private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
+  private static final Duration LOAD_LIMIT = Duration.ofMinutes(8);
+
+  @RegisterExtension static final Postgres postgres = new Postgres();
+  @RegisterExtension final CorralProcesses processes = new CorralProcesses();
+  @TempDir Path temp;
+
+  private FakeUpstream upstream;
+  private final AtomicBoolean stopLoad = new AtomicBoolean();
+  private final List<Thread> load = new ArrayList<>();
+
+  @AfterEach
+  void stop() throws InterruptedException {
+    stopLoad.set(true);
+    for (Thread t : load) {
+      t.join(REQUEST_TIMEOUT.toMillis() + 5_000);
+    }
+    if (upstream != null) {
+      upstream.close();
+    }
+  }
+
+  /** Most keys are small (inline replies); every fifth is 3 MiB (above Artery's 1 MiB inline: the blob endpoint). */
+  private static byte[] body(int key) {
+    return CrashRestartIT.bytes(500 + key, key % 5 == 0 ? 3 * 1024 * 1024 : 24 * 1024 + key);
+  }
+
+  private void answer(HttpExchange exchange, int nth) throws Exception {
+    String path = exchange.getRequestURI().getPath();
+    if (path.startsWith("/k-") && path.endsWith(".bin")) {
+      FakeUpstream.send(exchange, 200, body(Integer.parseInt(path.substring(3, path.length() - 4))));
+    } else {
+      FakeUpstream.send(exchange, 404, new byte[0]);
+    }
+  }
+
+  /** The nodes in rotation, and how many requests each one has in flight. */
+  private static final class Rotation {
+    final AtomicIntegerArray in = new AtomicIntegerArray(3);
+    final AtomicIntegerArray inFlight = new AtomicIntegerArray(3);
+    final AtomicReferenceArray<String> base = new AtomicReferenceArray<>(3);
+    final AtomicIntegerArray incarnation = new AtomicIntegerArray(3);
+    final AtomicLong next = new AtomicLong();
+
+    void add(int node, String url) {
+      base.set(node, url);
+      incarnation.incrementAndGet(node);
+      in.set(node, 1);
+    }
+
+    /** Takes a node out; returns once none of its requests is in flight (or fails after the timeout). */
+    void remove(int node, Duration timeout) throws Exception {
+      in.set(node, 0);
+      Await.until(timeout, () -> "node-" + (node + 1) + " still has " + inFlight.get(node) + " requests in flight",
+          () -> inFlight.get(node) == 0);
+    }
+
+    /** Picks the next node in rotation and counts a request on it; -1 when none is in. */
+    int acquire() {
+      for (int attempt = 0; attempt < 6; attempt++) {
+        int node = (int) (next.getAndIncrement() % 3);
+        if (in.get(node) == 1) {
+          inFlight.incrementAndGet(node);
+          if (in.get(node) == 1) {
+            return node;
+          }
+          inFlight.decrementAndGet(node); // removed meanwhile: not sent
+        }
+      }
+      return -1;
+    }
+  }
+
+  /**
+   * One kept-alive HTTP/1.1 connection, GETs only, bodies framed by Content-Length, reads bounded
+   * by {@link #REQUEST_TIMEOUT}. It never sends a request twice: any failure is the caller's.
+   */
+  static final class KeptConnection implements AutoCloseable {
+    record Response(int status, String xCache, byte[] body) {}
+
+    final int incarnation;
+    private final Socket socket;
+    private final InputStream in;
+    private final OutputStream out;
+    private final String host;
+    private boolean closeAfter;
+
+    KeptConnection(URI base, int incarnation) throws IOException {
+      this.incarnation = incarnation;
+      this.host = base.getHost() + ":" + base.getPort();
+      socket = new Socket();
+      socket.connect(new InetSocketAddress(base.getHost(), base.getPort()), 5_000);
+      socket.setSoTimeout((int) REQUEST_TIMEOUT.toMillis());
+      in = new BufferedInputStream(socket.getInputStream(), 64 * 1024);
+      out = socket.getOutputStream();
+    }
+
+    boolean open() {
+      return !closeAfter && !socket.isClosed();
+    }
+
+    Response get(String path) throws IOException {
+      out.write(("GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+      out.flush();
+      String statusLine = line();
+      if (!statusLine.startsWith("HTTP/1.1 ")) {
+        throw new IOException("not a status line: '" + statusLine + "'");
+      }
+      int status = Integer.parseInt(statusLine.substring(9, 12));
+      long length = -1;
+      String xCache = "(none)";
+      for (String h = line(); !h.isEmpty(); h = line()) {
+        int colon = h.indexOf(':');
+        String name = h.substring(0, colon).trim().toLowerCase(Locale.ROOT);
+        String value = h.substring(colon + 1).trim();
+        switch (name) {
+          case "content-length" -> length = Long.parseLong(value);
+          case "x-cache" -> xCache = value;
+          case "connection" -> closeAfter |= value.equalsIgnoreCase("close");
+          case "transfer-encoding" -> throw new IOException("unexpected Transfer-Encoding: " + value);
+          default -> { }
+        }
+      }
+      if (length < 0) {
+        throw new IOException("no Content-Length (status " + status + ")");
+      }
+      byte[] body = in.readNBytes((int) length);
+      if (body.length != length) {
+        throw new IOException("body ended after " + body.length + " of " + length + " bytes");
+      }
+      return new Response(status, xCache, body);
+    }
+
+    private String line() throws IOException {
+      StringBuilder sb = new StringBuilder();
+      for (int b; (b = in.read()) != '\n'; ) {
+        if (b < 0) {
+          throw new EOFException("connection closed" + (sb.length() == 0 ? "" : " in '" + sb + "'"));
+        }
+        if (b != '\r') {
+          sb.append((char) b);
+        }
+      }
+      return sb.toString();
+    }
+
+    @Override
+    public void close() {
+      try {
+        socket.close();
+      } catch (IOException ignored) {
+        // closing anyway
+      }
+    }
+  }
+
+  @Test
+  void restartingEachNodeInTurnUnderLoadFailsNoRequestAndFetchesEachKeyOnce() throws Exception {
+    upstream = new FakeUpstream(this::answer);
+    CorralCluster cluster = CorralCluster.start(processes, 3, temp, postgres.newDatabase(), List.of(), true,
+        List.of("--drain-timeout", "20s"), "up=generic:" + upstream.url("/"));
+    for (int i = 0; i < 3; i++) {
+      cluster.awaitMembersUp(i, 3, Duration.ofSeconds(90));
+    }
+    cluster.awaitReady(Duration.ofSeconds(60));
+
+    Rotation rotation = new Rotation();
+    for (int i = 0; i < 3; i++) {
+      rotation.add(i, cluster.base(i));
+    }
+    List<String> failures = new CopyOnWriteArrayList<>();
+    Map<String, LongAdder> xCache = new ConcurrentHashMap<>();
+    AtomicIntegerArray answeredBy = new AtomicIntegerArray(3);
+    // (key, node) pairs that have been a HIT: the node holds a verified copy of the key.
+    boolean[][] hit = new boolean[KEYS][3];
+    AtomicLong counter = new AtomicLong();
+    long loadDeadline = System.nanoTime() + LOAD_LIMIT.toNanos();
+    for (int t = 0; t < THREADS; t++) {
+      Thread thread = new Thread(() -> {
+        KeptConnection[] connections = new KeptConnection[3];
+        while (!stopLoad.get() && System.nanoTime() < loadDeadline) {
+          int node = rotation.acquire();
+          if (node < 0) {
+            failures.add("no node in rotation");
+            return;
+          }
+          int key = (int) (counter.getAndIncrement() % KEYS);
+          String path = "/up/k-" + key + ".bin";
+          String url = rotation.base.get(node) + path;
+          try {
+            KeptConnection c = connections[node];
+            if (c == null || c.incarnation != rotation.incarnation.get(node) || !c.open()) {
+              if (c != null) {
+                c.close();
+              }
+              c = connections[node] = new KeptConnection(URI.create(rotation.base.get(node)), rotation.incarnation.get(node));
+            }
+            KeptConnection.Response r = c.get(path);
+            String via = r.xCache();
+            if (r.status() != 200 || !Arrays.equals(body(key), r.body())) {
+              failures.add(url + " on node-" + (node + 1) + ": " + r.status() + " " + via + " " + r.body().length + " bytes");
+            } else {
+              xCache.computeIfAbsent(via, v -> new LongAdder()).increment();
+              answeredBy.incrementAndGet(node);
+              if (via.equals("HIT")) {
+                synchronized (hit) {
+                  hit[key][node] = true;
+                }
+              }
+            }
+          } catch (Exception e) {
+            failures.add(url + " on node-" + (node + 1) + ": " + e);
+            if (connections[node] != null) {
+              connections[node].close();
+              connections[node] = null;
+            }
+          } finally {
+            rotation.inFlight.decrementAndGet(node);
+          }
+        }
+        for (KeptConnection c : connections) {
+          if (c != null) {
+            c.close();
+          }
+        }
+      }, "load-" + t);
+      thread.setDaemon(true);
+      load.add(thread);
+      thread.start();
+    }
+
+    // Before the first stop every node holds every key, so the node being stopped is never a key's only holder.
+    long warmAt = System.nanoTime();
+    Await.until(Duration.ofSeconds(120), () -> "every key a HIT on every node; failures " + failures, () -> {
+      synchronized (hit) {
+        return Arrays.stream(hit).allMatch(row -> row[0] && row[1] && row[2]);
+      }
+    });
+    System.out.printf("RollingRestartIT: every key on every node after %.1f s, %d requests%n",
+        (System.nanoTime() - warmAt) / 1e9, counter.get());
+
+    for (int i = 0; i < 3; i++) {
+      long stopAt = System.nanoTime();
+      rotation.remove(i, REQUEST_TIMEOUT.plusSeconds(5));
+      CorralProcess old = cluster.nodes.get(i);
+      old.terminate();
+      old.awaitExit(Duration.ofSeconds(60)); // 143: the JVM's exit code after SIGTERM and its shutdown hooks
+      long stoppedAt = System.nanoTime();
+      cluster.restart(i, Duration.ofSeconds(90));
+      int node = i;
+      Await.until(Duration.ofSeconds(90), () -> cluster.nodes.get(node).output(),
+          () -> Http.getBytes(cluster.base(node) + "/-/health/ready").statusCode() == 200);
+      for (int j = 0; j < 3; j++) {
+        cluster.awaitMembersUp(j, 3, Duration.ofSeconds(60));
+      }
+      long readyAt = System.nanoTime();
+      int before = answeredBy.get(i);
+      rotation.add(i, cluster.base(i));
+      Await.until(Duration.ofSeconds(60), () -> "node-" + (node + 1) + " answers requests again; failures " + failures,
+          () -> answeredBy.get(node) >= before + REQUESTS_ON_A_RETURNED_NODE);
+      System.out.printf("RollingRestartIT: node-%d drained and exited in %.1f s, was ready again %.1f s later; failures so far %d%n",
+          i + 1, (stoppedAt - stopAt) / 1e9, (readyAt - stoppedAt) / 1e9, failures.size());
+    }
+    stopLoad.set(true);
+    for (Thread t : load) {
+      t.join(REQUEST_TIMEOUT.toMillis() + 5_000);
+      assertTrue(!t.isAlive(), t.getName() + " ended");
+    }
+
+    Map<String, Long> tally = new TreeMap<>();
+    xCache.forEach((k, v) -> tally.put(k, v.sum()));
+    System.out.printf("RollingRestartIT: %d requests, X-Cache %s, answered per node [%d, %d, %d], %d failed%n",
+        counter.get(), tally, answeredBy.get(0), answeredBy.get(1), answeredBy.get(2), failures.size());
+    assertEquals(List.of(), failures, "no request fails while the nodes restart one at a time");
+    for (int key = 0; key < KEYS; key++) {
+      assertEquals(1, upstream.requests("/k-" + key + ".bin"), "key " + key + " fetched from the upstream once");
+    }
+    assertEquals(KEYS, upstream.requests());
+  }
+}
