@@ -57,6 +57,12 @@ class KillNodeIT {
   private static final Pattern INFLIGHT = Pattern.compile("(?m)^corral_inflight_fetches\\{repo=\"up\"\\} ([0-9.]+)");
 
   @RegisterExtension static final Postgres postgres = new Postgres();
+  /** One thread per waiting client (each blocks on its own connection). */
+  private static final java.util.concurrent.ExecutorService CLIENTS = java.util.concurrent.Executors.newCachedThreadPool(r -> {
+    Thread t = new Thread(r, "kill-node-client");
+    t.setDaemon(true);
+    return t;
+  });
   private final CorralProcesses processes = new CorralProcesses();
   private Path temp;
   private CorralCluster cluster;
@@ -123,7 +129,8 @@ class KillNodeIT {
     releaseFirst.await(300, TimeUnit.SECONDS);
   }
 
-  private record Waiter(int node, long sentAt, CompletableFuture<HttpResponse<byte[]>> response) {}
+  /** A client waiting for the whole body on its own connection (which never resends a request). */
+  private record Waiter(int node, long sentAt, CompletableFuture<KeptConnection.Response> response) {}
 
   @Test
   void killingTheEntitysNodeMidFetchLeavesNoWaiterOnTheSurvivorsWithoutTheExactBytes() throws Exception {
@@ -155,25 +162,26 @@ class KillNodeIT {
     for (Waiter w : waiters) {
       String who = "waiter on node-" + (w.node() + 1);
       long waitMs = BUDGET.plus(SLACK).toMillis() - (System.nanoTime() - w.sentAt()) / 1_000_000;
-      HttpResponse<byte[]> r;
+      KeptConnection.Response r;
       try {
         r = w.response().get(Math.max(waitMs, 1), TimeUnit.MILLISECONDS);
       } catch (TimeoutException e) {
         throw new AssertionError(who + " has no answer " + BUDGET.plus(SLACK) + " after it was sent");
       } catch (ExecutionException e) {
-        assertEquals(entityNode, w.node(), who + " failed: " + e.getCause());
-        assertTrue(e.getCause() instanceof IOException, who + ": " + e.getCause());
-        outcomes.add("node-" + (w.node() + 1) + ": " + e.getCause().getClass().getSimpleName());
+        Throwable cause = e.getCause() instanceof java.io.UncheckedIOException u ? u.getCause() : e.getCause();
+        assertEquals(entityNode, w.node(), who + " failed: " + cause);
+        assertTrue(cause instanceof IOException, who + ": " + cause);
+        outcomes.add("node-" + (w.node() + 1) + ": " + cause);
         continue;
       }
       long answeredAt = System.nanoTime();
       lastAnswer = Math.max(lastAnswer, answeredAt);
-      outcomes.add("node-" + (w.node() + 1) + ": " + r.statusCode() + " " + Http.xCache(r) + " after "
+      outcomes.add("node-" + (w.node() + 1) + ": " + r.status() + " " + r.xCache() + " after "
           + (answeredAt - w.sentAt()) / 1_000_000 + " ms");
       if (w.node() != entityNode) {
-        assertEquals(200, r.statusCode(), who);
+        assertEquals(200, r.status(), who);
       }
-      if (r.statusCode() == 200) {
+      if (r.status() == 200) {
         assertArrayEquals(body, r.body(), who + ": a 200 carries exactly the artifact");
       }
       assertTrue(answeredAt - w.sentAt() <= BUDGET.plus(SLACK).toNanos(), who + " answered within its budget");
@@ -256,9 +264,9 @@ class KillNodeIT {
     }
     long lastAnswer = killedAt;
     for (Waiter w : after) {
-      HttpResponse<byte[]> r = w.response().get(BUDGET.plus(SLACK).toSeconds(), TimeUnit.SECONDS);
+      KeptConnection.Response r = w.response().get(BUDGET.plus(SLACK).toSeconds(), TimeUnit.SECONDS);
       lastAnswer = Math.max(lastAnswer, System.nanoTime());
-      assertEquals(200, r.statusCode(), "node-" + (w.node() + 1));
+      assertEquals(200, r.status(), "node-" + (w.node() + 1));
       assertArrayEquals(large, r.body(), "node-" + (w.node() + 1) + ": a 200 carries exactly the artifact");
     }
     System.out.printf("KillNodeIT: the large body was served again on the survivors %.1f s after the kill%n",
@@ -278,10 +286,15 @@ class KillNodeIT {
   }
 
   private static Waiter send(CorralCluster cluster, int node, String path) {
-    HttpRequest request = HttpRequest.newBuilder(URI.create(cluster.base(node) + path))
-        .timeout(BUDGET.plus(SLACK)).GET().build();
-    return new Waiter(node, System.nanoTime(),
-        Http.CLIENT.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray()));
+    URI base = URI.create(cluster.base(node));
+    CompletableFuture<KeptConnection.Response> response = CompletableFuture.supplyAsync(() -> {
+      try (KeptConnection c = new KeptConnection(base, 0, BUDGET.plus(SLACK))) {
+        return c.get(path);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }, CLIENTS);
+    return new Waiter(node, System.nanoTime(), response);
   }
 
   /** The one node whose {@code corral_inflight_fetches} for the repository is 1. */

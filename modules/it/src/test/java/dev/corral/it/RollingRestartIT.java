@@ -5,21 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
 import dev.corral.http.upstream.FakeUpstream;
-import java.io.BufferedInputStream;
-import java.io.EOFException;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -125,89 +116,6 @@ class RollingRestartIT {
     }
   }
 
-  /**
-   * One kept-alive HTTP/1.1 connection, GETs only, bodies framed by Content-Length, reads bounded
-   * by {@link #REQUEST_TIMEOUT}. It never sends a request twice: any failure is the caller's.
-   */
-  static final class KeptConnection implements AutoCloseable {
-    record Response(int status, String xCache, byte[] body) {}
-
-    final int incarnation;
-    private final Socket socket;
-    private final InputStream in;
-    private final OutputStream out;
-    private final String host;
-    private boolean closeAfter;
-
-    KeptConnection(URI base, int incarnation) throws IOException {
-      this.incarnation = incarnation;
-      this.host = base.getHost() + ":" + base.getPort();
-      socket = new Socket();
-      socket.connect(new InetSocketAddress(base.getHost(), base.getPort()), 5_000);
-      socket.setSoTimeout((int) REQUEST_TIMEOUT.toMillis());
-      in = new BufferedInputStream(socket.getInputStream(), 64 * 1024);
-      out = socket.getOutputStream();
-    }
-
-    boolean open() {
-      return !closeAfter && !socket.isClosed();
-    }
-
-    Response get(String path) throws IOException {
-      out.write(("GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
-      out.flush();
-      String statusLine = line();
-      if (!statusLine.startsWith("HTTP/1.1 ")) {
-        throw new IOException("not a status line: '" + statusLine + "'");
-      }
-      int status = Integer.parseInt(statusLine.substring(9, 12));
-      long length = -1;
-      String xCache = "(none)";
-      for (String h = line(); !h.isEmpty(); h = line()) {
-        int colon = h.indexOf(':');
-        String name = h.substring(0, colon).trim().toLowerCase(Locale.ROOT);
-        String value = h.substring(colon + 1).trim();
-        switch (name) {
-          case "content-length" -> length = Long.parseLong(value);
-          case "x-cache" -> xCache = value;
-          case "connection" -> closeAfter |= value.equalsIgnoreCase("close");
-          case "transfer-encoding" -> throw new IOException("unexpected Transfer-Encoding: " + value);
-          default -> { }
-        }
-      }
-      if (length < 0) {
-        throw new IOException("no Content-Length (status " + status + ")");
-      }
-      byte[] body = in.readNBytes((int) length);
-      if (body.length != length) {
-        throw new IOException("body ended after " + body.length + " of " + length + " bytes");
-      }
-      return new Response(status, xCache, body);
-    }
-
-    private String line() throws IOException {
-      StringBuilder sb = new StringBuilder();
-      for (int b; (b = in.read()) != '\n'; ) {
-        if (b < 0) {
-          throw new EOFException("connection closed" + (sb.length() == 0 ? "" : " in '" + sb + "'"));
-        }
-        if (b != '\r') {
-          sb.append((char) b);
-        }
-      }
-      return sb.toString();
-    }
-
-    @Override
-    public void close() {
-      try {
-        socket.close();
-      } catch (IOException ignored) {
-        // closing anyway
-      }
-    }
-  }
-
   @Test
   void restartingEachNodeInTurnUnderLoadFailsNoRequestAndFetchesEachKeyOnce() throws Exception {
     upstream = new FakeUpstream(this::answer);
@@ -247,7 +155,7 @@ class RollingRestartIT {
               if (c != null) {
                 c.close();
               }
-              c = connections[node] = new KeptConnection(URI.create(rotation.base.get(node)), rotation.incarnation.get(node));
+              c = connections[node] = new KeptConnection(URI.create(rotation.base.get(node)), rotation.incarnation.get(node), REQUEST_TIMEOUT);
             }
             KeptConnection.Response r = c.get(path);
             String via = r.xCache();
@@ -293,6 +201,7 @@ class RollingRestartIT {
     System.out.printf("RollingRestartIT: every key on every node after %.1f s, %d requests%n",
         (System.nanoTime() - warmAt) / 1e9, counter.get());
 
+    List<CorralProcess> incarnations = new ArrayList<>(cluster.nodes);
     for (int i = 0; i < 3; i++) {
       long stopAt = System.nanoTime();
       rotation.remove(i, REQUEST_TIMEOUT.plusSeconds(5));
@@ -300,7 +209,7 @@ class RollingRestartIT {
       old.terminate();
       old.awaitExit(Duration.ofSeconds(60)); // 143: the JVM's exit code after SIGTERM and its shutdown hooks
       long stoppedAt = System.nanoTime();
-      cluster.restart(i, Duration.ofSeconds(90));
+      incarnations.add(cluster.restart(i, Duration.ofSeconds(90)));
       int node = i;
       Await.until(Duration.ofSeconds(90), () -> cluster.nodes.get(node).output(),
           () -> Http.getBytes(cluster.base(node) + "/-/health/ready").statusCode() == 200);
@@ -330,5 +239,9 @@ class RollingRestartIT {
       assertEquals(1, upstream.requests("/k-" + key + ".bin"), "key " + key + " fetched from the upstream once");
     }
     assertEquals(KEYS, upstream.requests());
+    // Replies between nodes all arrived: none was dropped as undecodable (the shaded jar once did that to Inline).
+    for (CorralProcess p : incarnations) {
+      assertTrue(!p.stdout().contains("Failed to deserialize"), p.output());
+    }
   }
 }
