@@ -122,6 +122,37 @@ class ClusterDataTest {
   }
 
   @Test
+  void aReplicaIsAsOldAsTheCopyItWasMadeFrom() throws Exception {
+    // A copy keeps its source's fetched-at time: re-stamped "now", a stale copy of mutable
+    // metadata would be served as a fresh HIT on the copying node (found in review).
+    byte[] small = TestNode.bytes(2 * 1024, 5);
+    byte[] large = TestNode.bytes(3 * 1024 * 1024, 6); // over the inline limit: read from the peer endpoint
+    paths.put("/age/small.bin", (exchange, n) -> TestNode.ok(exchange, small));
+    paths.put("/age/large.bin", (exchange, n) -> TestNode.ok(exchange, large));
+    for (String path : List.of("/age/small.bin", "/age/large.bin")) {
+      ArtifactKey key = key(path);
+      CorralServer first = cluster.node(0);
+      assertEquals(200, TestNode.get(client, first, "/up" + path).statusCode());
+      CorralServer holder = cluster.entityHost(key.id()).orElseThrow();
+      TestNode.await("the entity's node holds " + path, Duration.ofSeconds(20),
+          () -> holder.node().store().lookup(key).isPresent());
+      // Make the holder's copy an hour old, then ask a node without a copy.
+      long hourAgo = System.currentTimeMillis() - 3_600_000L;
+      var held = holder.node().store().lookup(key).orElseThrow();
+      holder.node().store().touch(key, held.headers(), hourAgo);
+      CorralServer other = cluster.nodes.stream()
+          .filter(s -> s != holder && s.node().store().lookup(key).isEmpty()).findFirst().orElseThrow();
+      HttpResponse<byte[]> copied = TestNode.get(client, other, "/up" + path);
+      assertEquals(200, copied.statusCode());
+      assertEquals("PEER", xCache(copied), path);
+      TestNode.await("a replica of " + path, Duration.ofSeconds(20), () -> other.node().store().lookup(key).isPresent());
+      assertEquals(hourAgo, other.node().store().lookup(key).orElseThrow().fetchedAtMillis(), path);
+    }
+    assertEquals(1, upstream.requests("/age/small.bin"));
+    assertEquals(1, upstream.requests("/age/large.bin"));
+  }
+
+  @Test
   void aLargeBodyStreamsAcrossNodesAndLeavesVerifiedReplicas() throws Exception {
     // Issue 3 item 4: a body over the inline limit streams from the holder's peer endpoint
     // while it downloads; every node keeps a verified replica, so its next request is a HIT.

@@ -2,7 +2,6 @@ package dev.corral.core.fetch;
 
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * This node's large bodies that are still downloading, by download id. A waiter told to stream
@@ -11,10 +10,13 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class Downloads {
   private final ConcurrentHashMap<Long, GrowingBlob> running = new ConcurrentHashMap<>();
-  private final AtomicLong ids = new AtomicLong();
-
+  /**
+   * A new download id: random, not sequential, so that the peer endpoint's
+   * {@code /-/peer/downloads/<id>} cannot be walked to read what other clients are downloading.
+   * (Below 10^18, the endpoint's 18 digits.)
+   */
   long nextId() {
-    return ids.incrementAndGet();
+    return java.util.concurrent.ThreadLocalRandom.current().nextLong(1, 1_000_000_000_000_000_000L);
   }
 
   void put(long id, GrowingBlob blob) {

@@ -64,10 +64,16 @@ final class Fetch {
   /**
    * Where the bytes come from: the peers listed, in order, each asked for {@code path}; then the
    * upstream if {@code thenUpstream}. A peer's bytes must hash to {@code sha256} when it is known,
-   * and are stored with {@code headers} (the holder's record), not with the peer's own.
+   * and are stored with {@code headers} (the holder's record), not with the peer's own, and as
+   * old as the holder's copy ({@code fetchedAtMillis}; -1: as fetched now).
    */
-  record Origin(List<String> peers, String path, String sha256, List<Header> headers, boolean thenUpstream) {
-    static final Origin UPSTREAM = new Origin(List.of(), null, null, null, true);
+  record Origin(List<String> peers, String path, String sha256, List<Header> headers, boolean thenUpstream,
+      long fetchedAtMillis) {
+    static final Origin UPSTREAM = new Origin(List.of(), null, null, null, true, -1);
+
+    Origin(List<String> peers, String path, String sha256, List<Header> headers, boolean thenUpstream) {
+      this(peers, path, sha256, headers, thenUpstream, -1);
+    }
   }
 
   /** No listed peer gave the bytes. */
@@ -349,7 +355,11 @@ final class Fetch {
           return new Outcome.Failed(502, "upstream bytes do not match the expected " + key.expected().algorithm());
         }
       }
-      StoredArtifact artifact = node.store().commit(key, writer, headers);
+      StoredArtifact committed = node.store().commit(key, writer, headers);
+      // A copy of another node's bytes keeps their age: mutable metadata must not look fresh.
+      StoredArtifact artifact = expectedSha256 != null && origin.fetchedAtMillis() >= 0
+          ? node.store().touch(key, headers, origin.fetchedAtMillis()).orElse(committed)
+          : committed;
       if (stream != null) {
         stream.complete(() -> node.store().read(artifact, 0, artifact.size()));
         return new Outcome.Stored(artifact);

@@ -99,7 +99,7 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
   private record RecordRead(long flightId, Record record) implements Command {}
 
   /** How an answer relates to the upstream, for the {@code X-Cache} header. */
-  public enum Via { MISS, COALESCED, HIT, NEGATIVE, STALE, REVALIDATED, PEER }
+  public enum Via { MISS, COALESCED, HIT, NEGATIVE, STALE, REVALIDATED, PEER, BYPASS }
 
   /** What a waiter is told. */
   public sealed interface Reply extends CborSerializable {}
@@ -127,20 +127,31 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
    * For a waiter on another node: a small verified body inside the reply. Bounded by
    * {@link Node.Peering#inlineLimit()} so that it always fits Artery's large-message frame (a
    * larger message would be dropped with only a log line). The waiter's node checks the SHA-256,
-   * answers its clients and keeps a replica.
+   * answers its clients and keeps a replica, as old as the holder's copy ({@code fetchedAtMillis};
+   * -1: fetched just now), so a copy of mutable metadata never looks fresher than its source.
    */
   public record Inline(Via via, int status, List<Header> headers,
       @JsonSerialize(using = ByteStringModule.Writer.class) @JsonDeserialize(using = ByteStringModule.Reader.class)
-      ByteString bytes, String sha256) implements Reply {}
+      ByteString bytes, String sha256, long fetchedAtMillis) implements Reply {
+    public Inline(Via via, int status, List<Header> headers, ByteString bytes, String sha256) {
+      this(via, status, headers, bytes, sha256, -1);
+    }
+  }
 
   /**
    * For a waiter on another node: read the body from the node at {@code peerUrl}, which holds it
    * committed ({@code downloadId < 0}; {@code sha256} names the blob) or is still downloading it
    * (download {@code downloadId}; {@code sha256} is null). The waiter's node copies it once,
-   * streams the copy to its clients and keeps a verified replica.
+   * streams the copy to its clients and keeps a verified replica, as old as the holder's copy
+   * ({@code fetchedAtMillis}; -1: fetched just now).
    */
   public record FromPeer(Via via, int status, List<Header> headers, long length, String peerUrl, String sha256,
-      long downloadId) implements Reply {
+      long downloadId, long fetchedAtMillis) implements Reply {
+    public FromPeer(Via via, int status, List<Header> headers, long length, String peerUrl, String sha256,
+        long downloadId) {
+      this(via, status, headers, length, peerUrl, sha256, downloadId, -1);
+    }
+
     /** The path of the bytes on the peer's endpoint. */
     public String path() {
       return downloadId >= 0 ? PeerBlobs.downloadPath(downloadId) : PeerBlobs.blobPath(sha256);
@@ -244,6 +255,9 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
   private boolean revalidationFailed;
   /** After a failed revalidation, stale answers start no new one before this (ticker nanos). */
   private long revalidateNotBefore;
+
+  /** How long a miss waits for the replica directory before it asks the upstream instead. */
+  static final Duration RECORD_READ_TIMEOUT = Duration.ofSeconds(1);
 
   /** The longest pause between revalidations after one failed (shorter when the TTL is). */
   static final Duration REVALIDATION_RETRY = Duration.ofSeconds(30);
@@ -390,7 +404,9 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
       // Replica directory: read only on this node's miss, never on a hit. Joins meanwhile wait
       // in the flight like any coalesced waiter.
       ActorRef<Command> self = ctx.getSelf();
-      node.records().read(persistenceId)
+      // Bounded: a database that hangs must not hold up a miss (the upstream is asked instead).
+      node.records().read(persistenceId).toCompletableFuture()
+          .orTimeout(RECORD_READ_TIMEOUT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
           .whenComplete((got, error) -> {
             if (error != null) {
               log.warn("could not read the record of {}; fetching from the upstream: {}", key, error.toString());
@@ -422,7 +438,8 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
     } else {
       flight.fromPeer = true;
       StoredArtifact a = r.cached();
-      run(flight, new Fetch.Origin(peers, PeerBlobs.blobPath(a.sha256()), a.sha256(), a.headers(), true));
+      run(flight, new Fetch.Origin(peers, PeerBlobs.blobPath(a.sha256()), a.sha256(), a.headers(), true,
+          a.fetchedAtMillis()));
     }
     return this;
   }
@@ -523,8 +540,14 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
    */
   private void send(ActorRef<Reply> to, Outcome outcome, Via via) {
     Node.Peering peering = node.peering();
-    if (peering == null || to.path().address().hasLocalScope()) {
+    if (to.path().address().hasLocalScope()) {
       to.tell(outcome.toReply(via));
+      return;
+    }
+    if (peering == null) {
+      // A node still starting (its HTTP side not bound yet) cannot hand bytes to other nodes;
+      // a local-only reply would point the waiter at its own store or downloads.
+      to.tell(new Retry("this node cannot serve other nodes yet"));
       return;
     }
     Via remoteVia = via == Via.HIT ? Via.PEER : via; // bytes held by another node
@@ -532,14 +555,14 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
     if (outcome instanceof Outcome.Body b) {
       StoredArtifact a = b.artifact();
       to.tell(b.bytes().size() <= peering.inlineLimit()
-          ? new Inline(remoteVia, b.status(), b.headers(), b.bytes(), a.sha256())
-          : new FromPeer(remoteVia, b.status(), b.headers(), a.size(), self, a.sha256(), -1));
+          ? new Inline(remoteVia, b.status(), b.headers(), b.bytes(), a.sha256(), a.fetchedAtMillis())
+          : new FromPeer(remoteVia, b.status(), b.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis()));
     } else if (outcome instanceof Outcome.Stored s) {
       StoredArtifact a = s.artifact();
-      to.tell(new FromPeer(remoteVia, 200, a.headers(), a.size(), self, a.sha256(), -1));
+      to.tell(new FromPeer(remoteVia, 200, a.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis()));
     } else if (outcome instanceof Outcome.Revalidated r) {
       StoredArtifact a = r.artifact();
-      to.tell(new FromPeer(remoteVia, 200, a.headers(), a.size(), self, a.sha256(), -1));
+      to.tell(new FromPeer(remoteVia, 200, a.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis()));
     } else if (outcome instanceof Outcome.Streaming s) {
       to.tell(new FromPeer(remoteVia, s.status(), s.headers(), s.length(), self, null, s.downloadId()));
     } else {
@@ -552,7 +575,7 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
    * copies it from this node's peer endpoint (X-Cache: STALE either way).
    */
   private void sendStale(ActorRef<Reply> to, StoredArtifact stored) {
-    if (node.peering() == null || to.path().address().hasLocalScope()) {
+    if (to.path().address().hasLocalScope()) {
       to.tell(new Stale(stored, revalidationFailed));
     } else {
       send(to, new Outcome.Stored(stored), Via.STALE);

@@ -238,6 +238,9 @@ final class SharedAsks {
         writer.finish();
         if (writer.sha256().equals(in.sha256())) {
           StoredArtifact a = node.store().commit(key, writer, in.headers());
+          if (in.fetchedAtMillis() >= 0) { // as old as the holder's copy (mutable metadata stays stale)
+            a = node.store().touch(key, in.headers(), in.fetchedAtMillis()).orElse(a);
+          }
           node.hot().put(a.sha256(), in.bytes());
           holding(a);
         }
@@ -256,7 +259,8 @@ final class SharedAsks {
         answer(new FetchEntity.Failed(502, "this node cannot read from peers"), true);
         return;
       }
-      Fetch.Origin origin = new Fetch.Origin(List.of(from.peerUrl()), from.path(), from.sha256(), from.headers(), false);
+      Fetch.Origin origin = new Fetch.Origin(List.of(from.peerUrl()), from.path(), from.sha256(), from.headers(), false,
+          from.sha256() == null ? -1 : from.fetchedAtMillis());
       Via via = from.via();
       synchronized (SharedAsks.this) {
         if (answered && locals.isEmpty()) {
