@@ -11,7 +11,9 @@ import java.util.regex.Pattern;
  * PyPI file URLs). In order: the configured public base URL; else, for a connection from a
  * trusted proxy, its {@code X-Forwarded-Proto} and {@code X-Forwarded-Host} (or {@code Host});
  * else the local address the connection arrived at. A client's own {@code Host} or forwarded
- * headers are never believed, so a hostile header cannot point anyone at another host.
+ * headers are never believed, so a hostile header cannot point anyone at another host. The
+ * trusted proxy must set (overwrite, not append to) {@code X-Forwarded-Host}: a proxy that passes
+ * a client's header through would let that client choose the links in its own response.
  */
 public final class PublicBase {
   /** A host name or address with an optional port: nothing that could end or extend a URL. */
