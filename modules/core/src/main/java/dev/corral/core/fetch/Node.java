@@ -35,7 +35,7 @@ public final class Node {
   /**
    * How this node exchanges bytes with the other nodes of its cluster.
    *
-   * @param selfUrl this node's peer base URL ({@code http://host:port} of its HTTP server), which
+   * @param selfUrl this node's peer base URL (the scheme, address and port of its HTTP server), which
    *     the key records list as a holder and replies to other nodes point at
    * @param client reads other nodes' blobs and downloads
    * @param inlineLimit the largest body sent inside a reply to another node; it must fit Artery's

@@ -52,7 +52,7 @@ class PeerCopyTest extends EntityTestBase {
 
   @BeforeAll
   void peering() {
-    node.peering(new Node.Peering("http://self", (peerUrl, path, offset) -> {
+    node.peering(new Node.Peering("http://127.0.0.1:1", (peerUrl, path, offset) -> {
       asked.add(peerUrl + "@" + offset);
       Peer p = peers.get(peerUrl);
       return p == null ? CompletableFuture.failedFuture(new IOException("connection refused")) : p.get(offset);
@@ -88,12 +88,12 @@ class PeerCopyTest extends EntityTestBase {
   @Test
   void aBrokenTransferResumesWhereItBrokeAndTheWholeIsVerified() throws Exception {
     ArtifactKey key = ArtifactKey.of(repo(), url("resumed"));
-    peers.put("http://p1", serving(100_000)); // breaks once at 100 000, then serves the rest
-    Outcome outcome = copy(key, List.of("http://p1"));
+    peers.put("http://127.0.0.1:11", serving(100_000)); // breaks once at 100 000, then serves the rest
+    Outcome outcome = copy(key, List.of("http://127.0.0.1:11"));
     assertInstanceOf(Outcome.Body.class, outcome);
     assertEquals(SHA, node.store().lookup(key).orElseThrow().sha256());
     assertEquals(ByteString.fromArray(BODY), node.store().readAll(node.store().lookup(key).get()));
-    assertEquals(List.of("http://p1@0", "http://p1@100000"), asked.stream().filter(a -> a.startsWith("http://p1")).toList());
+    assertEquals(List.of("http://127.0.0.1:11@0", "http://127.0.0.1:11@100000"), asked.stream().filter(a -> a.startsWith("http://127.0.0.1:11")).toList());
   }
 
   @Test
@@ -101,21 +101,21 @@ class PeerCopyTest extends EntityTestBase {
     ArtifactKey key = ArtifactKey.of(repo(), url("next-holder"));
     asked.clear();
     // p2 breaks at 50 000 and then refuses (gone); p3 gives the rest.
-    peers.put("http://p2", offset -> offset == 0 ? serving(50_000).get(0)
+    peers.put("http://127.0.0.1:12", offset -> offset == 0 ? serving(50_000).get(0)
         : CompletableFuture.failedFuture(new IOException("connection refused")));
-    peers.put("http://p3", serving(BODY.length));
-    Outcome outcome = copy(key, List.of("http://p2", "http://p3"));
+    peers.put("http://127.0.0.1:13", serving(BODY.length));
+    Outcome outcome = copy(key, List.of("http://127.0.0.1:12", "http://127.0.0.1:13"));
     assertInstanceOf(Outcome.Body.class, outcome);
     assertEquals(SHA, node.store().lookup(key).orElseThrow().sha256());
-    assertEquals(List.of("http://p2@0", "http://p2@50000", "http://p3@50000"), asked);
+    assertEquals(List.of("http://127.0.0.1:12@0", "http://127.0.0.1:12@50000", "http://127.0.0.1:13@50000"), asked);
   }
 
   @Test
   void aCopyThatCannotBeCompletedFailsAndStoresNothing() throws Exception {
     ArtifactKey key = ArtifactKey.of(repo(), url("unfinished"));
-    peers.put("http://p4", offset -> offset == 0 ? serving(1000).get(0)
+    peers.put("http://127.0.0.1:14", offset -> offset == 0 ? serving(1000).get(0)
         : CompletableFuture.completedFuture(new UpstreamResponse(404, List.of(), OptionalLong.of(0), Source.empty())));
-    Outcome outcome = copy(key, List.of("http://p4"));
+    Outcome outcome = copy(key, List.of("http://127.0.0.1:14"));
     assertEquals(502, assertInstanceOf(Outcome.Failed.class, outcome).status());
     assertTrue(node.store().lookup(key).isEmpty());
   }
@@ -125,9 +125,9 @@ class PeerCopyTest extends EntityTestBase {
     ArtifactKey key = ArtifactKey.of(repo(), url("tampered"));
     byte[] other = BODY.clone();
     other[10] ^= 1;
-    peers.put("http://p5", offset -> CompletableFuture.completedFuture(new UpstreamResponse(200, List.of(),
+    peers.put("http://127.0.0.1:15", offset -> CompletableFuture.completedFuture(new UpstreamResponse(200, List.of(),
         OptionalLong.of(other.length), Source.single(ByteString.fromArray(other)))));
-    Outcome outcome = copy(key, List.of("http://p5"));
+    Outcome outcome = copy(key, List.of("http://127.0.0.1:15"));
     assertEquals(502, assertInstanceOf(Outcome.Failed.class, outcome).status());
     assertTrue(node.store().lookup(key).isEmpty());
   }
@@ -135,7 +135,7 @@ class PeerCopyTest extends EntityTestBase {
   @Test
   void noPeerGivingTheBytesIsUnavailableSoTheWaiterAsksAgain() throws Exception {
     ArtifactKey key = ArtifactKey.of(repo(), url("nobody"));
-    Outcome outcome = copy(key, List.of("http://gone1", "http://gone2"));
+    Outcome outcome = copy(key, List.of("http://127.0.0.1:21", "http://127.0.0.1:22"));
     assertInstanceOf(FetchEntity.Retry.class, assertInstanceOf(Outcome.Unavailable.class, outcome).toReply(FetchEntity.Via.PEER));
   }
 }
