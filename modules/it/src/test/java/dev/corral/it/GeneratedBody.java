@@ -79,4 +79,44 @@ final class GeneratedBody {
       }
     }
   }
+  /** What a client read of a (large) response body: its length and SHA-256, hashed as it streamed. */
+  record Received(long bytes, String sha256) {}
+
+  /** Reads a response body to its end in bounded memory, hashing it. */
+  static Received read(java.net.http.HttpResponse<java.io.InputStream> response) {
+    MessageDigest md = newSha256();
+    byte[] buf = new byte[256 * 1024];
+    long total = 0;
+    try (java.io.InputStream in = response.body()) {
+      for (int n; (n = in.read(buf)) >= 0; ) {
+        md.update(buf, 0, n);
+        total += n;
+      }
+    } catch (IOException e) {
+      throw new AssertionError("transfer failed after " + total + " bytes", e);
+    }
+    return new Received(total, HexFormat.of().formatHex(md.digest()));
+  }
+
+  /** Deletes a directory tree (a node's data dir holding gibibytes), if it exists. */
+  static void deleteTree(java.nio.file.Path root) throws IOException {
+    if (!java.nio.file.Files.exists(root)) {
+      return;
+    }
+    java.nio.file.Files.walkFileTree(root, new java.nio.file.SimpleFileVisitor<>() {
+      @Override
+      public java.nio.file.FileVisitResult visitFile(java.nio.file.Path file,
+          java.nio.file.attribute.BasicFileAttributes attrs) throws IOException {
+        java.nio.file.Files.delete(file);
+        return java.nio.file.FileVisitResult.CONTINUE;
+      }
+
+      @Override
+      public java.nio.file.FileVisitResult postVisitDirectory(java.nio.file.Path dir, IOException e)
+          throws IOException {
+        java.nio.file.Files.delete(dir);
+        return java.nio.file.FileVisitResult.CONTINUE;
+      }
+    });
+  }
 }

@@ -10,15 +10,10 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.http.HttpResponse;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
@@ -53,7 +48,7 @@ class LargeArtifactIT {
       upstream.close();
     }
     if (dataDir != null) {
-      deleteTree(dataDir);
+      GeneratedBody.deleteTree(dataDir);
     }
   }
 
@@ -75,17 +70,17 @@ class LargeArtifactIT {
     for (int i = 0; i < CLIENTS; i++) {
       sent.add(Http.CLIENT.sendAsync(Http.get(base + "/up/big.bin"), HttpResponse.BodyHandlers.ofInputStream()));
     }
-    List<CompletableFuture<Received>> received = new ArrayList<>();
+    List<CompletableFuture<GeneratedBody.Received>> received = new ArrayList<>();
     for (CompletableFuture<HttpResponse<InputStream>> f : sent) {
       HttpResponse<InputStream> r = f.get(60, TimeUnit.SECONDS);
       assertEquals(200, r.statusCode());
       assertEquals(String.valueOf(SIZE), r.headers().firstValue("Content-Length").orElse("(none)"));
-      received.add(CompletableFuture.supplyAsync(() -> read(r), pool));
+      received.add(CompletableFuture.supplyAsync(() -> GeneratedBody.read(r), pool));
     }
 
     List<String> via = new ArrayList<>();
     for (int i = 0; i < CLIENTS; i++) {
-      Received got = received.get(i).get(120, TimeUnit.SECONDS);
+      GeneratedBody.Received got = received.get(i).get(120, TimeUnit.SECONDS);
       via.add(Http.xCache(sent.get(i).get()));
       assertEquals(SIZE, got.bytes(), "client " + i + " receives exactly 2 GiB");
       assertEquals(expected.get(120, TimeUnit.SECONDS), got.sha256(), "client " + i + " receives the exact bytes");
@@ -99,23 +94,6 @@ class LargeArtifactIT {
     assertFalse(output.contains("OutOfMemoryError"), "no OutOfMemoryError\n" + node.output());
   }
 
-  private record Received(long bytes, String sha256) {}
-
-  private static Received read(HttpResponse<InputStream> response) {
-    MessageDigest md = GeneratedBody.newSha256();
-    byte[] buf = new byte[256 * 1024];
-    long total = 0;
-    try (InputStream in = response.body()) {
-      for (int n; (n = in.read(buf)) >= 0; ) {
-        md.update(buf, 0, n);
-        total += n;
-      }
-    } catch (IOException e) {
-      throw new AssertionError("transfer failed after " + total + " bytes", e);
-    }
-    return new Received(total, HexFormat.of().formatHex(md.digest()));
-  }
-
   private void answer(HttpExchange exchange, int nth) throws Exception {
     if (!exchange.getRequestURI().getPath().equals("/big.bin")) {
       FakeUpstream.send(exchange, 404, new byte[0]);
@@ -125,24 +103,5 @@ class LargeArtifactIT {
     try (OutputStream out = exchange.getResponseBody()) {
       body.writeTo(out);
     }
-  }
-
-  private static void deleteTree(Path root) throws IOException {
-    if (!Files.exists(root)) {
-      return;
-    }
-    Files.walkFileTree(root, new SimpleFileVisitor<>() {
-      @Override
-      public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-        Files.delete(file);
-        return FileVisitResult.CONTINUE;
-      }
-
-      @Override
-      public FileVisitResult postVisitDirectory(Path dir, IOException e) throws IOException {
-        Files.delete(dir);
-        return FileVisitResult.CONTINUE;
-      }
-    });
   }
 }

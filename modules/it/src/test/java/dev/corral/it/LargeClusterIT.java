@@ -12,15 +12,10 @@ import java.io.OutputStream;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
@@ -59,7 +54,7 @@ class LargeClusterIT {
       upstream.close();
     }
     if (dir != null) {
-      deleteTree(dir);
+      GeneratedBody.deleteTree(dir);
     }
   }
 
@@ -87,18 +82,18 @@ class LargeClusterIT {
           .timeout(Duration.ofSeconds(120)).GET().build();
       sent.add(Http.CLIENT.sendAsync(request, HttpResponse.BodyHandlers.ofInputStream()));
     }
-    List<CompletableFuture<Received>> received = new ArrayList<>();
+    List<CompletableFuture<GeneratedBody.Received>> received = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
       HttpResponse<InputStream> r = sent.get(i).get(150, TimeUnit.SECONDS);
       assertEquals(200, r.statusCode(), "node-" + (i + 1));
       assertEquals(String.valueOf(SIZE), r.headers().firstValue("Content-Length").orElse("(none)"), "node-" + (i + 1));
-      received.add(CompletableFuture.supplyAsync(() -> read(r), pool));
+      received.add(CompletableFuture.supplyAsync(() -> GeneratedBody.read(r), pool));
     }
 
     List<String> via = new ArrayList<>();
     String sha256 = expected.get(TRANSFER.toSeconds(), TimeUnit.SECONDS);
     for (int i = 0; i < 3; i++) {
-      Received got = received.get(i).get(TRANSFER.toSeconds(), TimeUnit.SECONDS);
+      GeneratedBody.Received got = received.get(i).get(TRANSFER.toSeconds(), TimeUnit.SECONDS);
       via.add("node-" + (i + 1) + ": " + Http.xCache(sent.get(i).get()));
       assertEquals(SIZE, got.bytes(), "the client of node-" + (i + 1) + " receives exactly 2 GiB");
       assertEquals(sha256, got.sha256(), "the client of node-" + (i + 1) + " receives the exact bytes");
@@ -115,23 +110,6 @@ class LargeClusterIT {
     }
   }
 
-  private record Received(long bytes, String sha256) {}
-
-  private static Received read(HttpResponse<InputStream> response) {
-    MessageDigest md = GeneratedBody.newSha256();
-    byte[] buf = new byte[256 * 1024];
-    long total = 0;
-    try (InputStream in = response.body()) {
-      for (int n; (n = in.read(buf)) >= 0; ) {
-        md.update(buf, 0, n);
-        total += n;
-      }
-    } catch (IOException e) {
-      throw new AssertionError("transfer failed after " + total + " bytes", e);
-    }
-    return new Received(total, HexFormat.of().formatHex(md.digest()));
-  }
-
   private void answer(HttpExchange exchange, int nth) throws Exception {
     if (!exchange.getRequestURI().getPath().equals("/big.bin")) {
       FakeUpstream.send(exchange, 404, new byte[0]);
@@ -141,24 +119,5 @@ class LargeClusterIT {
     try (OutputStream out = exchange.getResponseBody()) {
       body.writeTo(out);
     }
-  }
-
-  private static void deleteTree(Path root) throws IOException {
-    if (!Files.exists(root)) {
-      return;
-    }
-    Files.walkFileTree(root, new SimpleFileVisitor<>() {
-      @Override
-      public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-        Files.delete(file);
-        return FileVisitResult.CONTINUE;
-      }
-
-      @Override
-      public FileVisitResult postVisitDirectory(Path dir, IOException e) throws IOException {
-        Files.delete(dir);
-        return FileVisitResult.CONTINUE;
-      }
-    });
   }
 }
