@@ -73,7 +73,7 @@ def fmt(v, unit=""):
 
 def ratio(a, b):
     # latency deltas can be ~0 or negative: a ratio of those says nothing
-    if a is None or b is None or b <= 0 or a < 0:
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)) or b <= 0 or a < 0:
         return None
     return a / b
 

@@ -74,10 +74,10 @@ chmod 755 "$TMP" # nginx workers and varnish's child drop root and must reach th
 GROUPS_STARTED=()
 PG_DIR="" # the PostgreSQL of the corral-3 target while it runs (pg_ctl daemonizes it: stopped by postgres.sh)
 
-stop_group() { # pgid: TERM the group, wait up to 5 s, then KILL it
-  local pg=$1 i
+stop_group() { # pgid [seconds]: TERM the group, wait up to 5 s (or seconds), then KILL it
+  local pg=$1 secs=${2:-5} i
   kill -TERM -- "-$pg" 2>/dev/null || return 0
-  for ((i = 0; i < 50; i++)); do
+  for ((i = 0; i < secs * 10; i++)); do
     kill -0 -- "-$pg" 2>/dev/null || return 0
     sleep 0.1
   done
@@ -316,7 +316,7 @@ PYEOF
 stop_corral_cluster() { # pgids...: SIGTERM all nodes at once (they drain and leave), then the database
   local pid
   for pid in "$@"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
-  for pid in "$@"; do stop_group "$pid"; done
+  for pid in "$@"; do stop_group "$pid" 40; done # a node drains, hands off its shards and leaves first
   if [[ -n "$PG_DIR" ]]; then "$PG_SCRIPT" stop "$PG_DIR" || true; PG_DIR=""; fi
 }
 
