@@ -72,6 +72,7 @@ log() { printf '[bench %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 TMP=$(mktemp -d /tmp/corral-bench.XXXXXX)
 chmod 755 "$TMP" # nginx workers and varnish's child drop root and must reach their dirs
 GROUPS_STARTED=()
+SCENARIOS_PID="" # scenarios.py while it runs
 PG_DIR="" # the PostgreSQL of the corral-3 target while it runs (pg_ctl daemonizes it: stopped by postgres.sh)
 
 stop_group() { # pgid [seconds]: TERM the group, wait up to 5 s (or seconds), then KILL it
@@ -86,6 +87,7 @@ stop_group() { # pgid [seconds]: TERM the group, wait up to 5 s (or seconds), th
 
 cleanup() {
   local pg
+  if [[ -n "$SCENARIOS_PID" ]]; then kill -TERM "$SCENARIOS_PID" 2>/dev/null || true; fi
   for pg in "${GROUPS_STARTED[@]}"; do stop_group "$pg"; done
   if [[ -n "$PG_DIR" ]]; then "$PG_SCRIPT" stop "$PG_DIR" || true; fi
   if [[ "${BENCH_KEEP_TMP:-0}" == 1 ]]; then log "temp dir kept: $TMP"; else rm -rf "$TMP"; fi
@@ -176,7 +178,13 @@ run_scenarios() { # target base[,base...] pgid[,pgid...] [more pgids to exclude 
   "$PY" "$BENCH_DIR/scenarios.py" --target "$1" --base "$2" --origin "$ORIGIN" --pgid "$3" --exclude-pgids "$ORIGIN_PID${4:+,$4}" \
     --out "$out" --wrk-duration "$WRK_DURATION" --wrk-runs "$WRK_RUNS" --s1s-rounds "$S1S_ROUNDS" \
     --wait-quiet "$WAIT_QUIET" \
-    --run-id "$STAMP" && RESULTS+=("$out")
+    --run-id "$STAMP" &
+  SCENARIOS_PID=$! # waited on in the background, so a TERM or INT runs the trap at once
+  local rc=0
+  wait "$SCENARIOS_PID" || rc=$?
+  SCENARIOS_PID=""
+  ((rc == 0)) && RESULTS+=("$out")
+  return "$rc"
 }
 
 skip() { # target reason
