@@ -2,11 +2,18 @@
 """Concurrent GET load released together (Python standard library only).
 
     load.py --clients 50 --url http://127.0.0.1:PORT/blob/k?size=1024&delay_ms=100 [--url ...]
+    load.py --clients 50 --base http://127.0.0.1:P1,http://127.0.0.1:P2 --url /blob/k?size=1024
 
 Opens --clients connections per URL before the start, then sends one GET on
 each at once and records per request its time to first byte (the status line
 received), its total time (body read), status, body length and cache status.
 Prints JSON.
+
+With --base (a comma-separated list of base URLs, several caches behind one
+round-robin) each --url is a path: request i (numbered over all URLs, clients
+of one URL consecutive) goes to base i mod len(bases), so each key's clients are
+spread evenly. Requests are grouped by path (the key), whatever their base, and
+the summary also breaks the numbers down by base.
 
 Engines: `raw` (default) is one thread on epoll with raw sockets: all requests
 are written in one tight loop and a response's first byte is stamped as soon as
@@ -22,7 +29,8 @@ Leader of a URL: the only response with cache status MISS, else the request that
 completed first. Waiters: every other request for that URL. For each waiter
 `delta = waiter TTFB - leader TTFB` (both measured from the request's own send)
 and `abs delta = waiter's first byte - leader's first byte` (wall clock; not
-flattered by a waiter that was sent a little later than the leader).
+flattered by a waiter that was sent a little later than the leader), and
+`end delta = waiter's last byte - leader's last byte` (wall clock).
 """
 import argparse
 import http.client
@@ -61,13 +69,15 @@ def cache_status(headers):
 
 
 class Probe(threading.Thread):
-    def __init__(self, index, url, barrier, timeout):
+    def __init__(self, index, target, barrier, timeout):
         super().__init__(daemon=True)
+        key, self.url, base = target
         self.index = index
-        self.url = url
         self.barrier = barrier
         self.timeout = timeout
-        self.rec = {"i": index, "url": url}
+        self.rec = {"i": index, "url": key}
+        if base is not None:
+            self.rec["base"] = base
 
     def run(self):
         u = urlsplit(self.url)
@@ -159,15 +169,30 @@ def dechunk(data):
             return None
 
 
-def run_raw(urls, clients, timeout):
+def targets(urls, clients, bases):
+    """[(key, URL to request, base or None)] in send order: `clients` per URL, consecutive;
+    with bases, URLs are paths and request i goes to bases[i % len(bases)]."""
+    out = []
+    for i, url in enumerate(u for u in urls for _ in range(clients)):
+        if bases:
+            base = bases[i % len(bases)]
+            out.append((url, base.rstrip("/") + url, base))
+        else:
+            out.append((url, url, None))
+    return out
+
+
+def run_raw(urls, clients, timeout, bases=None):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = len(urls) * clients + 64
     if soft < need:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(need, soft)), hard))
     sel = selectors.DefaultSelector()
     reqs = []
-    for i, url in enumerate(u for u in urls for _ in range(clients)):
-        rec = {"i": i, "url": url}
+    for i, (key, url, base) in enumerate(targets(urls, clients, bases)):
+        rec = {"i": i, "url": key}
+        if base is not None:
+            rec["base"] = base
         u = urlsplit(url)
         try:
             sock = socket.create_connection((u.hostname, u.port or 80), timeout=timeout)
@@ -242,10 +267,14 @@ def run_raw(urls, clients, timeout):
             r.sock.close()
     sel.close()
     records = [r.rec for r in reqs]
-    return records, summarize(records, t0)
+    return records, summarize(records, t0, by_base=bool(bases))
 
 
-def summarize(records, t0):
+def _pcts(values):
+    return {p: ms(percentile(values, q)) for p, q in (("p50", 50), ("p99", 99), ("max", 100))}
+
+
+def summarize(records, t0, by_base=False):
     ok = [r for r in records if "error" not in r]
     out = {
         "requests": len(records),
@@ -265,7 +294,9 @@ def summarize(records, t0):
     sends = [r["send"] for r in ok]
     out["send_spread_ms"] = ms(max(sends) - min(sends)) if sends else None
 
-    deltas, abs_deltas, leaders = [], [], []
+    deltas, abs_deltas, end_deltas, leaders = [], [], [], []
+    other_base_end_deltas = []  # waiters on another base than their key's leader
+    per_base = {}  # base -> {"deltas": [...], "end_deltas": [...]}
     by_url = {}
     for r in ok:
         by_url.setdefault(r["url"], []).append(r)
@@ -280,29 +311,59 @@ def summarize(records, t0):
             "total_ms": ms(leader["end"] - leader["send"]),
             "first_byte_since_start_ms": ms(leader["first_byte"] - t0),
         })
+        if "base" in leader:
+            leaders[-1]["base"] = leader["base"]
         for r in rs:
             if r is leader:
                 continue
-            deltas.append((r["first_byte"] - r["send"]) - lt)
+            d, e = (r["first_byte"] - r["send"]) - lt, r["end"] - leader["end"]
+            deltas.append(d)
             abs_deltas.append(r["first_byte"] - leader["first_byte"])
+            end_deltas.append(e)
+            if "base" in r:
+                pb = per_base.setdefault(r["base"], {"deltas": [], "end_deltas": []})
+                pb["deltas"].append(d)
+                pb["end_deltas"].append(e)
+                if r["base"] != leader.get("base"):
+                    other_base_end_deltas.append(e)
     out["waiters"] = len(deltas)
-    out["waiter_delta_ms"] = {p: ms(percentile(deltas, q)) for p, q in (("p50", 50), ("p99", 99), ("max", 100))}
-    out["waiter_abs_delta_ms"] = {p: ms(percentile(abs_deltas, q)) for p, q in (("p50", 50), ("p99", 99), ("max", 100))}
+    out["waiter_delta_ms"] = _pcts(deltas)
+    out["waiter_abs_delta_ms"] = _pcts(abs_deltas)
+    out["waiter_end_delta_ms"] = _pcts(end_deltas)
     out["leaders"] = leaders if len(leaders) <= 5 else leaders[:5] + [{"more": len(leaders) - 5}]
     out["_deltas"] = deltas  # raw, for pooling across rounds (removed by callers that print)
     out["_abs_deltas"] = abs_deltas
+    out["_end_deltas"] = end_deltas
+    if by_base:
+        bases = {}
+        for r in records:
+            b = bases.setdefault(r.get("base"), {"requests": 0, "errors": 0, "cache": {}})
+            b["requests"] += 1
+            if "error" in r:
+                b["errors"] += 1
+            else:
+                b["cache"][str(r["cache"])] = b["cache"].get(str(r["cache"]), 0) + 1
+        for base, pb in per_base.items():
+            bases[base].update(waiters=len(pb["deltas"]), waiter_delta_ms=_pcts(pb["deltas"]),
+                               waiter_end_delta_ms=_pcts(pb["end_deltas"]))
+        out["by_base"] = bases
+        out["other_base_waiters"] = len(other_base_end_deltas)
+        out["other_base_waiter_end_delta_ms"] = _pcts(other_base_end_deltas)
+        out["_other_base_end_deltas"] = other_base_end_deltas
+        out["_per_base"] = per_base  # raw, for pooling across rounds
     return out
 
 
-def run(urls, clients, timeout=60.0, engine="raw"):
-    """Fires `clients` GETs per URL released together; returns (records, summary)."""
+def run(urls, clients, timeout=60.0, engine="raw", bases=None):
+    """Fires `clients` GETs per URL released together; returns (records, summary).
+    With `bases`, URLs are paths spread round-robin over the bases (see the module doc)."""
     if engine == "raw":
-        return run_raw(urls, clients, timeout)
+        return run_raw(urls, clients, timeout, bases)
     sys.setswitchinterval(0.0005)  # wake threads promptly so TTFB is not GIL-quantized
     threading.stack_size(512 * 1024)
     n = len(urls) * clients
     barrier = threading.Barrier(n + 1)
-    probes = [Probe(i, url, barrier, timeout) for i, url in enumerate(u for u in urls for _ in range(clients))]
+    probes = [Probe(i, t, barrier, timeout) for i, t in enumerate(targets(urls, clients, bases))]
     for p in probes:
         p.start()
     try:
@@ -318,20 +379,22 @@ def run(urls, clients, timeout=60.0, engine="raw"):
         if p.is_alive():
             p.rec.setdefault("error", "still running at deadline")
         records.append(p.rec)
-    return records, summarize(records, t0)
+    return records, summarize(records, t0, by_base=bool(bases))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--url", action="append", required=True, help="URL to GET (repeatable)")
+    ap.add_argument("--url", action="append", required=True, help="URL to GET (repeatable); a path with --base")
+    ap.add_argument("--base", help="comma-separated base URLs: requests go to them round-robin")
     ap.add_argument("--clients", type=int, default=1, help="concurrent clients per URL")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     ap.add_argument("--engine", choices=("raw", "threads"), default="raw")
     ap.add_argument("--raw", action="store_true", help="include every request's record")
     args = ap.parse_args()
-    records, summary = run(args.url, args.clients, args.timeout, args.engine)
-    summary.pop("_deltas")
-    summary.pop("_abs_deltas")
+    bases = [b for b in args.base.split(",") if b] if args.base else None
+    records, summary = run(args.url, args.clients, args.timeout, args.engine, bases)
+    for k in [k for k in summary if k.startswith("_")]:
+        summary.pop(k)
     if args.raw:
         base = min((r["send"] for r in records if "send" in r), default=0.0)
         for r in records:

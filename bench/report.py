@@ -3,6 +3,11 @@
 markdown report: a table per scenario with one column per target, ratios
 Corral/nginx and Corral/Varnish, and the issue's targets checked.
 
+Cluster mode (targets nginx-3 and corral-3, whose load was spread round-robin over
+several base URLs): ratios corral-3/nginx-3, extra rows (waiters on another node
+than the leader's, upstream requests while warming each node), a per-node table,
+and the cluster issue's targets checked.
+
     report.py --out bench/results/<stamp>.json result-nginx.json result-varnish.json ...
 """
 import argparse
@@ -13,7 +18,7 @@ import subprocess
 import sys
 import time
 
-ORDER = ["nginx", "varnish", "corral"]
+ORDER = ["nginx", "varnish", "corral", "nginx-3", "corral-3"]
 
 
 def sh(cmd):
@@ -68,7 +73,7 @@ def fmt(v, unit=""):
 
 def ratio(a, b):
     # latency deltas can be ~0 or negative: a ratio of those says nothing
-    if a is None or b is None or b <= 0 or a < 0:
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)) or b <= 0 or a < 0:
         return None
     return a / b
 
@@ -120,7 +125,39 @@ ROWS = [
 ]
 
 
+# rows added to a section's table when a target spread its load over several nodes
+CLUSTER_ROWS = {
+    "S1:": [
+        ("waiter last byte - leader last byte p99", ("S1", "waiter_end_delta_ms", "p99"), " ms"),
+        ("waiters on another node than the leader's: last byte - leader's p99",
+         ("S1", "other_base_waiter_end_delta_ms", "p99"), " ms"),
+        ("X-Cache", None, ""),
+    ],
+    "S2:": [
+        ("X-Cache", None, ""),
+    ],
+    "S1s:": [
+        ("waiter last byte - leader last byte p99", ("S1s", "waiter_end_delta_ms", "p99"), " ms"),
+        ("waiters on another node than the leader's", ("S1s", "other_base_waiters"), ""),
+        ("those waiters: last byte - leader's last byte p50", ("S1s", "other_base_waiter_end_delta_ms", "p50"), " ms"),
+        ("those waiters: last byte - leader's last byte p99", ("S1s", "other_base_waiter_end_delta_ms", "p99"), " ms"),
+        ("those waiters: last byte - leader's last byte max", ("S1s", "other_base_waiter_end_delta_ms", "max"), " ms"),
+    ],
+    "S3:": [
+        ("upstream requests while warming, 1 KiB / 1 MiB", None, ""),
+        ("wrk options", ("S3_1KiB", "wrk_opts"), ""),
+    ],
+}
+
+
 def special(label, res, section):
+    if label == "X-Cache":
+        key = "S1" if section.startswith("S1:") else "S2"
+        c = dig(res, key, "cache")
+        return None if c is None else ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
+    if label.startswith("upstream requests while warming"):
+        a, b = dig(res, "S3_1KiB", "upstream_requests_warming"), dig(res, "S3_1MiB", "upstream_requests_warming")
+        return None if a is None and b is None else f"{fmt(a)} / {fmt(b)}"
     if label == "errors / short bodies":
         key = "S1" if section.startswith("S1:") else "S2"
         e, b = dig(res, key, "errors"), dig(res, key, "bad_lengths")
@@ -135,6 +172,57 @@ def special(label, res, section):
         a, b = dig(res, "S3_1KiB", "upstream_requests_during_wrk"), dig(res, "S3_1MiB", "upstream_requests_during_wrk")
         return None if a is None and b is None else f"{fmt(a)} / {fmt(b)}"
     return None
+
+
+def per_node(name, res):
+    """A table with one row per node (base URL) of a target whose load was spread."""
+    bases = res["base"].split(",")
+    nm = res.get("node_metrics") or {}
+    out = [f"## {name}: per node", "",
+           "| node | S1 X-Cache | S2 X-Cache | S1s waiters | S1s waiter TTFB - leader TTFB p99 | "
+           "S1s waiter last byte - leader last byte p99 | S1s leader here (rounds) |"
+           + (" node counters after the run |" if nm else ""),
+           "|---" * (7 + (1 if nm else 0)) + "|"]
+    leader_bases = [r.get("leader_base") for r in (dig(res, "S1s", "per_round") or [])]
+    for i, b in enumerate(bases):
+        def cache(sc):
+            c = dig(res, sc, "by_base", b, "cache")
+            return "–" if not c else ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
+        row = [f"{i + 1} `{b}`", cache("S1"), cache("S2"),
+               fmt(dig(res, "S1s", "by_base", b, "waiters")),
+               fmt(dig(res, "S1s", "by_base", b, "waiter_delta_ms", "p99"), " ms"),
+               fmt(dig(res, "S1s", "by_base", b, "waiter_end_delta_ms", "p99"), " ms"),
+               str(sum(1 for x in leader_bases if x == b))]
+        if nm:
+            counters = nm.get(b) or {}
+            row.append("; ".join(f"{k} {v:g}" for k, v in sorted(counters.items()) if isinstance(v, float) and v)
+                       or "–")
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+    return out
+
+
+def cluster_checks(c, nginx3):
+    """The cluster issue's targets that this benchmark measures."""
+    checks = []
+    for sc, ideal in (("S1", 1), ("S2", 50)):
+        n = dig(c, sc, "upstream_requests")
+        peer = dig(nginx3, sc, "upstream_requests") if nginx3 else None
+        checks.append((f"{sc} upstream requests = {ideal} across the nodes", n == ideal,
+                       f"{fmt(n)} (nginx-3: {fmt(peer)})"))
+    checks.append(("S1s upstream requests = rounds",
+                   dig(c, "S1s", "upstream_requests") == dig(c, "S1s", "rounds"),
+                   fmt(dig(c, "S1s", "upstream_requests"))))
+    for sc in ("S1", "S2"):
+        e, b = dig(c, sc, "errors"), dig(c, sc, "bad_lengths")
+        checks.append((f"{sc}: every client got a 200 with the full length", e == 0 and b == 0
+                       and dig(c, sc, "statuses") == {"200": dig(c, sc, "requests")},
+                       f"errors {fmt(e)}, short {fmt(b)}, statuses {dig(c, sc, 'statuses')}"))
+    p99 = dig(c, "S1s", "other_base_waiter_end_delta_ms", "p99")
+    checks.append(("S1s waiters on another node than the leader's finish within 20 ms of the leader's finish (p99)",
+                   p99 is not None and p99 <= 20.0,
+                   f"{fmt(p99, ' ms')} over {fmt(dig(c, 'S1s', 'other_base_waiters'))} waiters"))
+    return checks
 
 
 def main():
@@ -182,11 +270,19 @@ def main():
         ratio_cols += [("corral", "nginx"), ("corral", "varnish")]
     if "varnish" in ran and "nginx" in ran:
         ratio_cols.append(("varnish", "nginx"))
+    ratio_cols.append(("corral-3", "nginx-3"))
     ratio_cols = [(a, b) for a, b in ratio_cols if a in ran and b in ran]
+    spread = [t for t in ran if "," in (targets[t].get("base") or "")]
+    if spread:
+        lines.append(f"Cluster mode: {', '.join(spread)} got the load round-robin over their nodes "
+                     f"({'; '.join(t + ': ' + targets[t]['base'] for t in spread)}).")
+        lines.append("")
 
     if not ran:
         lines.append("No target ran.")
     for section, rows in (ROWS if ran else []):
+        if spread:
+            rows = rows + next((extra for prefix, extra in CLUSTER_ROWS.items() if section.startswith(prefix)), [])
         lines.append(f"## {section}")
         if section.startswith("S1s") and floor:
             lines.append("")
@@ -211,9 +307,14 @@ def main():
             lines.append(f"| {label} | " + " | ".join(cells) + "".join(f" | {c}" for c in rcells) + " |")
         lines.append("")
 
+    for t in spread:
+        lines += per_node(t, targets[t])
+
     # one-line ratios and the issue's targets
     summary, checks = [], []
-    c = targets.get("corral") if "corral" in ran else None
+    cname = "corral" if "corral" in ran else ("corral-3" if "corral-3" in ran else None)
+    c = targets[cname] if cname else None
+    peer_names = ("nginx", "varnish") if cname == "corral" else ("nginx-3",)
     for label, path, unit in [
         ("hits 1 KiB", ("S3_1KiB", "rps"), " req/s"),
         ("hits 1 MiB", ("S3_1MiB", "rps"), " req/s"),
@@ -224,8 +325,8 @@ def main():
         ("S2 upstream requests", ("S2", "upstream_requests"), ""),
     ]:
         if c is not None:
-            parts = [f"corral {fmt(dig(c, *path), unit)}"]
-            for b in ("nginx", "varnish"):
+            parts = [f"{cname} {fmt(dig(c, *path), unit)}"]
+            for b in peer_names:
                 if b in ran:
                     parts.append(f"{fmt_ratio(ratio(dig(c, *path), dig(targets[b], *path)))} {b}")
             summary.append(f"- {label}: " + " = ".join(parts[:2]) + "".join(f", {p}" for p in parts[2:]))
@@ -233,7 +334,9 @@ def main():
             parts = [f"{t} {fmt(dig(targets[t], *path), unit)}" for t in ran]
             summary.append(f"- {label}: " + ", ".join(parts))
     out["ratios"] = summary
-    if c is not None:
+    if cname == "corral-3":
+        checks += cluster_checks(c, targets.get("nginx-3") if "nginx-3" in ran else None)
+    elif c is not None:
         for size in ("1KiB", "1MiB"):
             peers = [dig(targets[t], f"S3_{size}", "rps") for t in ("nginx", "varnish") if t in ran]
             peers = [p for p in peers if p]

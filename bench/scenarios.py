@@ -6,12 +6,18 @@
 
 --base is the URL prefix under which the cache serves the origin's /blob/...
 (nginx, Varnish: http://127.0.0.1:PORT; Corral: http://127.0.0.1:PORT/bench).
+A comma-separated list of prefixes (cluster mode: several caches behind one
+round-robin) spreads the load: in S1, S2 and S1s request i of a burst goes to
+prefix i mod n, so every key's clients are spread evenly; in S3 wrk runs one
+thread per prefix (-tN -c21N), each thread's connections on its own prefix.
+Results then also break S1, S2 and S1s down by prefix.
 
 S1   200 clients x 1 key, 1 MiB, origin delay 500 ms: upstream fetches, TTFB.
 S2   50 keys x 20 clients, 1 KiB, origin delay 200 ms: upstream fetches (1 per key is ideal).
 S1s  50 clients x 1 key, 1 KiB, origin delay 100 ms, in several rounds (a new key each):
      waiter TTFB - leader TTFB, pooled over the rounds.
-S3   warm hits: wrk -t2 -c64 -d<duration>s --latency on a cached 1 KiB and 1 MiB URL.
+S3   warm hits: wrk -t2 -c64 -d<duration>s --latency on a cached 1 KiB and 1 MiB URL
+     (several prefixes: -tN -c21N, see above).
 Every scenario uses keys no earlier run used, so the cache starts cold for it.
 """
 import argparse
@@ -109,19 +115,30 @@ def blob(base, name, size, delay_ms):
     return f"{base.rstrip('/')}/blob/{name}?size={size}&delay_ms={delay_ms}"
 
 
+def key_url(args, name, size, delay_ms):
+    """What load.run gets for a key: the URL on the one base, or the path when several
+    bases share the load (load.run spreads it)."""
+    return blob("" if args.spread else args.base, name, size, delay_ms)
+
+
+def burst(args, urls, clients):
+    return load.run(urls, clients, timeout=args.timeout, engine=args.engine,
+                    bases=args.bases if args.spread else None)
+
+
 def clean(summary):
-    summary.pop("_deltas", None)
-    summary.pop("_abs_deltas", None)
+    for k in [k for k in summary if k.startswith("_")]:
+        summary.pop(k)
     return summary
 
 
 def coalescing(args, origin, name, clients, keys, size, delay_ms):
     """One barrier-released burst: `clients` requests on each of `keys` cold keys."""
     prefix = f"/blob/{args.run_id}-{name}-"
-    urls = [blob(args.base, f"{args.run_id}-{name}-{k}", size, delay_ms) for k in range(keys)]
+    urls = [key_url(args, f"{args.run_id}-{name}-{k}", size, delay_ms) for k in range(keys)]
     origin.reset()
     la0 = loadavg()
-    _, s = load.run(urls, clients, timeout=args.timeout, engine=args.engine)
+    _, s = burst(args, urls, clients)
     time.sleep(0.2)  # let any straggling upstream request reach the origin's counter
     s = clean(s)
     s.update(
@@ -138,31 +155,49 @@ def coalescing(args, origin, name, clients, keys, size, delay_ms):
 
 
 def s1s(args, origin):
-    rounds, deltas, abs_deltas, per_round, upstream = [], [], [], [], 0
+    rounds, deltas, abs_deltas, end_deltas, per_round, upstream = [], [], [], [], [], 0
+    other_base_end, per_base = [], {}
     la0 = loadavg()
     for r in range(args.s1s_rounds):
         prefix = f"/blob/{args.run_id}-s1s{r}-"
-        url = blob(args.base, f"{args.run_id}-s1s{r}-0", KIB, 100)
+        url = key_url(args, f"{args.run_id}-s1s{r}-0", KIB, 100)
         if args.floor:  # the origin itself answers all 50 at one instant: a perfect coalescer
             url = url.replace("delay_ms=100", "delay_ms=0&sync_ms=100")
         urls = [url]
         origin.reset()
-        _, s = load.run(urls, 50, timeout=args.timeout, engine=args.engine)
+        _, s = burst(args, urls, 50)
         time.sleep(0.2)
         deltas += s["_deltas"]
         abs_deltas += s["_abs_deltas"]
+        end_deltas += s["_end_deltas"]
+        other_base_end += s.get("_other_base_end_deltas", [])
+        for base, pb in s.get("_per_base", {}).items():
+            acc = per_base.setdefault(base, {"deltas": [], "end_deltas": []})
+            acc["deltas"] += pb["deltas"]
+            acc["end_deltas"] += pb["end_deltas"]
         upstream += origin.count(prefix)
         rounds.append(clean(s))
         per_round.append({
             "leader_ttfb_ms": s["leaders"][0]["ttfb_ms"] if s["leaders"] else None,
             "leader_chosen_by": s["leaders"][0]["chosen_by"] if s["leaders"] else None,
+            "leader_base": s["leaders"][0].get("base") if s["leaders"] else None,
             "waiter_delta_ms": s["waiter_delta_ms"],
             "waiter_abs_delta_ms": s["waiter_abs_delta_ms"],
             "send_spread_ms": s["send_spread_ms"],
             "cache": s["cache"],
             "errors": s["errors"],
         })
+    pcts = lambda v: {p: load.ms(load.percentile(v, q)) for p, q in (("p50", 50), ("p99", 99), ("max", 100))}  # noqa: E731
+    spread = {}
+    if args.spread:
+        spread = {
+            "other_base_waiters": len(other_base_end),
+            "other_base_waiter_end_delta_ms": pcts(other_base_end),
+            "by_base": {b: {"waiters": len(pb["deltas"]), "waiter_delta_ms": pcts(pb["deltas"]),
+                            "waiter_end_delta_ms": pcts(pb["end_deltas"])} for b, pb in per_base.items()},
+        }
     return {
+        **spread,
         "rounds": args.s1s_rounds,
         "clients_per_round": 50,
         "body_bytes": KIB,
@@ -171,6 +206,7 @@ def s1s(args, origin):
         "waiters": len(deltas),
         "waiter_delta_ms": {p: load.ms(load.percentile(deltas, q)) for p, q in (("p50", 50), ("p99", 99), ("max", 100))},
         "waiter_abs_delta_ms": {p: load.ms(load.percentile(abs_deltas, q)) for p, q in (("p50", 50), ("p99", 99), ("max", 100))},
+        "waiter_end_delta_ms": pcts(end_deltas),
         "leader_ttfb_ms_p50": load.ms(load.percentile([x["leader_ttfb_ms"] / 1000 for x in per_round if x["leader_ttfb_ms"] is not None], 50)),
         "errors": sum(x["errors"] for x in per_round),
         "per_round": per_round,
@@ -198,9 +234,21 @@ def parse_wrk(text):
     return out
 
 
+WRK_SPREAD_LUA = """-- written by bench/scenarios.py: thread i connects to address i mod n
+local addrs = {%s}
+local next_thread = 0
+function setup(thread)
+  local a = addrs[next_thread %% #addrs + 1]
+  next_thread = next_thread + 1
+  thread.addr = wrk.lookup(a[1], a[2])[1]
+end
+"""
+
+
 def warm_hits(args, origin, size, label):
     name = f"{args.run_id}-s3-{label}"
     url = blob(args.base, name, size, 0)
+    origin.reset()
     first = get(url)
     second = get(url)
     res = {
@@ -209,10 +257,28 @@ def warm_hits(args, origin, size, label):
         "warm_second": {"status": second[0], "cache": load.cache_status(second[1]), "length": len(second[2])},
         "runs": [],
     }
+    wrk_opts = ["-t2", "-c64"]
+    if args.spread:
+        # every cache gets the key twice before wrk; the bases share the path after their host:port
+        res["warm_others"] = []
+        for base in args.bases[1:]:
+            for _ in range(2):
+                st, hd, body = get(blob(base, name, size, 0))
+                res["warm_others"].append({"base": base, "status": st, "cache": load.cache_status(hd), "length": len(body)})
+        hosts = [urlsplit(b) for b in args.bases]
+        if len({(u.path.rstrip("/")) for u in hosts}) != 1:
+            raise ValueError("wrk spread needs the same path prefix on every base")
+        lua = os.path.join(os.path.dirname(os.path.abspath(args.out)), f"wrk-spread-{args.target}.lua")
+        with open(lua, "w") as f:
+            f.write(WRK_SPREAD_LUA % ", ".join(f'{{"{u.hostname}", "{u.port or 80}"}}' for u in hosts))
+        n = len(hosts)
+        wrk_opts = [f"-t{n}", f"-c{21 * n}", "-s", lua]
+    res["wrk_opts"] = " ".join(wrk_opts)
+    res["upstream_requests_warming"] = origin.count(f"/blob/{name}")
     origin.reset()
     la0 = loadavg()
     for _ in range(args.wrk_runs):
-        cmd = ["wrk", "-t2", "-c64", f"-d{args.wrk_duration}s", "--latency", url]
+        cmd = ["wrk", *wrk_opts, f"-d{args.wrk_duration}s", "--latency", url]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.wrk_duration + 60)
         run = parse_wrk(p.stdout)
         run["exit"] = p.returncode
@@ -229,8 +295,8 @@ def warm_hits(args, origin, size, label):
     return res
 
 
-def peak_rss_kib(pgid):
-    """Sum of VmHWM (peak resident set) over the processes of a process group."""
+def peak_rss_kib(pgids):
+    """Sum of VmHWM (peak resident set) over the processes of some process groups."""
     total = 0
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -239,7 +305,7 @@ def peak_rss_kib(pgid):
             with open(f"/proc/{pid}/stat") as f:
                 stat = f.read()
             # fields after the ")" of comm: state ppid pgrp ...
-            if int(stat.rsplit(")", 1)[1].split()[2]) != pgid:
+            if int(stat.rsplit(")", 1)[1].split()[2]) not in pgids:
                 continue
             with open(f"/proc/{pid}/status") as f:
                 for line in f:
@@ -253,10 +319,10 @@ def peak_rss_kib(pgid):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--target", required=True)
-    ap.add_argument("--base", required=True)
+    ap.add_argument("--base", required=True, help="URL prefix, or a comma-separated list of them (round-robin)")
     ap.add_argument("--origin", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--pgid", type=int, help="the target's process group (peak RSS, excluded from other load)")
+    ap.add_argument("--pgid", default="", help="the target's process group(s), comma list (peak RSS, excluded from other load)")
     ap.add_argument("--exclude-pgids", default="", help="comma list of our other process groups (origin)")
     ap.add_argument("--scenarios", default="S1,S2,S1s,S3")
     ap.add_argument("--wrk-duration", type=int, default=10)
@@ -272,7 +338,11 @@ def main():
     ap.add_argument("--run-id", default=f"r{int(time.time())}")
     args = ap.parse_args()
     args.run_id = f"{args.target}-{args.run_id}"
-    args.exclude_pgids = [int(x) for x in args.exclude_pgids.split(",") if x] + ([args.pgid] if args.pgid else [])
+    args.bases = [b for b in args.base.split(",") if b]
+    args.base = args.bases[0]
+    args.spread = len(args.bases) > 1
+    args.pgids = [int(x) for x in args.pgid.split(",") if x]
+    args.exclude_pgids = [int(x) for x in args.exclude_pgids.split(",") if x] + args.pgids
     want = set(args.scenarios.split(","))
     origin = Origin(args.origin)
     quiet = None
@@ -286,7 +356,7 @@ def main():
             if quiet <= args.quiet_cores or time.monotonic() >= deadline:
                 break
         print(f"[{args.target}] other processes' CPU before start: {quiet} cores", file=sys.stderr, flush=True)
-    res = {"target": args.target, "base": args.base, "started": time.time(), "loadavg_start": loadavg(),
+    res = {"target": args.target, "base": ",".join(args.bases), "started": time.time(), "loadavg_start": loadavg(),
            "other_load_before_start": quiet}
 
     def step(name, fn):
@@ -312,8 +382,9 @@ def main():
             step("S3_1MiB", lambda: warm_hits(args, origin, MIB, "1m"))
         else:
             res["S3_1KiB"] = res["S3_1MiB"] = {"error": "wrk not installed"}
-    if args.pgid:
-        res["peak_rss_kib"] = peak_rss_kib(args.pgid)
+    if args.pgids:
+        res["peak_rss_kib"] = peak_rss_kib(set(args.pgids))
+        res["processes"] = len(args.pgids)
     res["loadavg_end"] = loadavg()
     res["finished"] = time.time()
     with open(args.out, "w") as f:
