@@ -15,21 +15,21 @@ class ReplicaDirectoryTest {
 
   @Test
   void aCommitKeepsTheHoldersOfTheSameBytesAndForgetsThoseOfOtherBytes() {
-    FetchEntity.Record r = FetchEntity.Record.EMPTY.committed(bytes("a"), "http://n1");
-    r = r.holding("http://n2", "a".repeat(64));
-    assertEquals(List.of("http://n1", "http://n2"), r.holders());
-    assertEquals(List.of("http://n1", "http://n2", "http://n3"), r.committed(bytes("a"), "http://n3").holders());
+    FetchEntity.Record r = FetchEntity.Record.EMPTY.committed(bytes("a"), "http://127.0.0.1:20001");
+    r = r.holding("http://127.0.0.1:20002", "a".repeat(64));
+    assertEquals(List.of("http://127.0.0.1:20001", "http://127.0.0.1:20002"), r.holders());
+    assertEquals(List.of("http://127.0.0.1:20001", "http://127.0.0.1:20002", "http://127.0.0.1:20003"), r.committed(bytes("a"), "http://127.0.0.1:20003").holders());
     // New bytes (a refetch that changed): the old holders hold something else.
-    assertEquals(List.of("http://n3"), r.committed(bytes("b"), "http://n3").holders());
+    assertEquals(List.of("http://127.0.0.1:20003"), r.committed(bytes("b"), "http://127.0.0.1:20003").holders());
   }
 
   @Test
   void aHolderOfOtherBytesIsNotListedAndAnEvictionDropsTheNode() {
-    FetchEntity.Record r = FetchEntity.Record.EMPTY.committed(bytes("a"), "http://n1");
-    assertSame(r, r.holding("http://n2", "b".repeat(64)));
-    assertSame(r, r.holding("http://n1", "a".repeat(64)));
-    assertEquals(List.of(), r.dropped("http://n1").holders());
-    assertSame(r, r.dropped("http://n9"));
-    assertEquals(List.of(), FetchEntity.Record.EMPTY.holding("http://n1", "a".repeat(64)).holders());
+    FetchEntity.Record r = FetchEntity.Record.EMPTY.committed(bytes("a"), "http://127.0.0.1:20001");
+    assertSame(r, r.holding("http://127.0.0.1:20002", "b".repeat(64)));
+    assertSame(r, r.holding("http://127.0.0.1:20001", "a".repeat(64)));
+    assertEquals(List.of(), r.dropped("http://127.0.0.1:20001").holders());
+    assertSame(r, r.dropped("http://127.0.0.1:20009"));
+    assertEquals(List.of(), FetchEntity.Record.EMPTY.holding("http://127.0.0.1:20001", "a".repeat(64)).holders());
   }
 }
