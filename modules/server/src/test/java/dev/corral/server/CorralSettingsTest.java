@@ -417,9 +417,9 @@ class CorralSettingsTest {
 
   @Test
   void badRepoNameNamesTheFlagValue() {
-    assertEquals("--repo \"Bad=generic:http://x.invalid\": name must match [a-z0-9][a-z0-9._-]*",
-        fails("--repo", "Bad=generic:http://x.invalid").getMessage());
-    assertEquals("--repo \"-a=generic:http://x.invalid\"", fails("--repo", "-a=generic:http://x.invalid").setting());
+    assertEquals("--repo \"Bad=generic:http://127.0.0.1:9\": name must match [a-z0-9][a-z0-9._-]*",
+        fails("--repo", "Bad=generic:http://127.0.0.1:9").getMessage());
+    assertEquals("--repo \"-a=generic:http://127.0.0.1:9\"", fails("--repo", "-a=generic:http://127.0.0.1:9").setting());
   }
 
   @Test

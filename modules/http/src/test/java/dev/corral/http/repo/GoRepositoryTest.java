@@ -22,7 +22,7 @@ class GoRepositoryTest {
   }
 
   private Target resolve(GoRepository repo, String path) {
-    RepoRequest r = new RepoRequest(List.of(path.split("/")), "/" + path, Optional.empty(), Optional.empty(), "http://c/go");
+    RepoRequest r = new RepoRequest(List.of(path.split("/")), "/" + path, Optional.empty(), Optional.empty(), "http://127.0.0.1:8080/go");
     return repo.resolve(r, new MapLookup()).toCompletableFuture().join();
   }
 

@@ -42,9 +42,9 @@ class HostileInputTest {
       ByteString body = ByteString.fromString(doc, StandardCharsets.UTF_8);
       assertDoesNotThrow(() -> {
         SimpleIndex.files(body, "http://127.0.0.1:9/simple/p/");
-        SimpleIndex.rewrite(body, "http://c/py/-/files/p");
+        SimpleIndex.rewrite(body, "http://127.0.0.1:8080/py/-/files/p");
         NpmPackument.tarballs(body, "@demo/scoped");
-        NpmPackument.rewrite(body, "@demo/scoped", "http://c/npm");
+        NpmPackument.rewrite(body, "@demo/scoped", "http://127.0.0.1:8080/npm");
       }, doc);
     }
   }

@@ -22,7 +22,7 @@ class MavenRepositoryTest {
 
   static RepoRequest request(String path) {
     List<String> segments = List.of(path.replaceAll("/$", "").split("/"));
-    return new RepoRequest(segments, "/" + path, Optional.empty(), Optional.empty(), "http://corral/m2");
+    return new RepoRequest(segments, "/" + path, Optional.empty(), Optional.empty(), "http://127.0.0.1:8080/m2");
   }
 
   private Target resolve(String path, Lookup lookup) {
@@ -165,7 +165,7 @@ class MavenRepositoryTest {
   @Test
   void queryIsNotPartOfTheKey() {
     RepoRequest r = new RepoRequest(List.of("g", "a", "maven-metadata.xml"), "/g/a/maven-metadata.xml",
-        Optional.of("x=1"), Optional.empty(), "http://corral/m2");
+        Optional.of("x=1"), Optional.empty(), "http://127.0.0.1:8080/m2");
     Target t = repo.resolve(r, new MapLookup()).toCompletableFuture().join();
     assertEquals(UP + "/g/a/maven-metadata.xml", ((Target.Artifact) t).key().url());
     assertNull(((Target.Artifact) t).key().expected());

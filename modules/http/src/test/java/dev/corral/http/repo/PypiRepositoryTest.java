@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
 
 class PypiRepositoryTest {
   static final String ROOT = "http://127.0.0.1:9/simple/";
-  static final String BASE = "http://corral.test:8080/py";
+  static final String BASE = "http://127.0.0.1:8080/py";
   static final String PIP_ACCEPT =
       "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01";
   static final String SHA_WHL = "a".repeat(64);

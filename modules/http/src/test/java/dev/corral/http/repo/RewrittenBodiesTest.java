@@ -25,13 +25,13 @@ class RewrittenBodiesTest {
   @Test
   void aBodyIsRewrittenOncePerInputs() {
     RewrittenBodies memo = new RewrittenBodies(1024 * 1024);
-    BodyRewrite a = memo.memoized("http://a", prefixing("http://a "));
-    BodyRewrite b = memo.memoized("http://b", prefixing("http://b "));
-    assertEquals("http://a doc", a.rewrite(bytes("doc")).utf8String());
-    assertEquals("http://a doc", memo.memoized("http://a", prefixing("http://a ")).rewrite(bytes("doc")).utf8String());
+    BodyRewrite a = memo.memoized("http://127.0.0.1:1", prefixing("http://127.0.0.1:1 "));
+    BodyRewrite b = memo.memoized("http://127.0.0.1:2", prefixing("http://127.0.0.1:2 "));
+    assertEquals("http://127.0.0.1:1 doc", a.rewrite(bytes("doc")).utf8String());
+    assertEquals("http://127.0.0.1:1 doc", memo.memoized("http://127.0.0.1:1", prefixing("http://127.0.0.1:1 ")).rewrite(bytes("doc")).utf8String());
     assertEquals(1, runs.get());
-    assertEquals("http://b doc", b.rewrite(bytes("doc")).utf8String(), "other inputs, other output");
-    assertEquals("http://a doc2", a.rewrite(bytes("doc2")).utf8String(), "other body, rewritten afresh");
+    assertEquals("http://127.0.0.1:2 doc", b.rewrite(bytes("doc")).utf8String(), "other inputs, other output");
+    assertEquals("http://127.0.0.1:1 doc2", a.rewrite(bytes("doc2")).utf8String(), "other body, rewritten afresh");
     assertEquals(3, runs.get());
   }
 
