@@ -11,7 +11,7 @@ import java.util.regex.Pattern;
 
 /**
  * An npm registry ({@code --repo NAME=npm:URL}, URL the registry root; clients use
- * {@code npm --registry http://CORRAL/NAME/}).
+ * {@code npm --registry <corral>/NAME/}).
  *
  * <ul>
  *   <li>{@code /NAME/<pkg>}, {@code /NAME/@scope/<pkg>}, {@code /NAME/@scope%2f<pkg>}: the

@@ -12,7 +12,7 @@ import java.util.regex.Pattern;
 
 /**
  * A Python simple repository ({@code --repo NAME=pypi:URL}, URL the simple index root
- * {@code .../simple/}; clients use {@code pip --index-url http://CORRAL/NAME/}).
+ * {@code .../simple/}; clients use {@code pip --index-url <corral>/NAME/}).
  *
  * <ul>
  *   <li>{@code /NAME/<project>/}: the project's page, upstream {@code <root><normalized>/},

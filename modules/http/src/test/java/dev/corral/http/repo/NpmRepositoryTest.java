@@ -174,10 +174,10 @@ class NpmRepositoryTest {
     Target.Artifact a = artifact("application/json", "demo-pkg");
     assertTrue(a.rewrite().get().rewrite(stored).utf8String().contains(BASE + "/demo-pkg/-/demo-pkg-1.0.0.tgz"));
     RepoRequest other = new RepoRequest(List.of("demo-pkg"), "/demo-pkg", Optional.empty(), Optional.empty(),
-        "https://other.test/n");
+        "https://127.0.0.4:8443/n");
     Target.Artifact b = (Target.Artifact) repo.resolve(other, lookup).toCompletableFuture().join();
     String served = b.rewrite().get().rewrite(stored).utf8String();
-    assertTrue(served.contains("https://other.test/n/demo-pkg/-/demo-pkg-1.0.0.tgz"), served);
+    assertTrue(served.contains("https://127.0.0.4:8443/n/demo-pkg/-/demo-pkg-1.0.0.tgz"), served);
   }
 
   @Test
