@@ -25,6 +25,7 @@
 #   BENCH_WRK_DURATION  seconds per wrk run (default 10; --quick: 3)
 #   BENCH_WRK_RUNS      wrk runs per URL, the median is reported (default 3; --quick: 1)
 #   BENCH_S1S_ROUNDS    S1s rounds of 50 clients (default 3)
+#   BENCH_SCENARIOS     comma list of scenarios to run (default S1,S2,S1s,S3)
 #   BENCH_WAIT_QUIET    seconds to wait, before each target, for other processes to use
 #                       <= 0.2 cores (default 30; 0 = don't wait); the load seen is reported
 #   BENCH_CORRAL_START_TIMEOUT  seconds to wait for Corral's "listening on" line (default 120)
@@ -54,6 +55,7 @@ esac
 WRK_DURATION=${BENCH_WRK_DURATION:-10}
 WRK_RUNS=${BENCH_WRK_RUNS:-3}
 S1S_ROUNDS=${BENCH_S1S_ROUNDS:-3}
+SCENARIOS=${BENCH_SCENARIOS:-S1,S2,S1s,S3}
 WAIT_QUIET=${BENCH_WAIT_QUIET:-30}
 CORRAL_START_TIMEOUT=${BENCH_CORRAL_START_TIMEOUT:-120}
 CLUSTER_NODES=${BENCH_CLUSTER_NODES:-3}
@@ -177,7 +179,7 @@ run_scenarios() { # target base[,base...] pgid[,pgid...] [more pgids to exclude 
   local out="$TMP/result-$1.json"
   "$PY" "$BENCH_DIR/scenarios.py" --target "$1" --base "$2" --origin "$ORIGIN" --pgid "$3" --exclude-pgids "$ORIGIN_PID${4:+,$4}" \
     --out "$out" --wrk-duration "$WRK_DURATION" --wrk-runs "$WRK_RUNS" --s1s-rounds "$S1S_ROUNDS" \
-    --wait-quiet "$WAIT_QUIET" \
+    --scenarios "$SCENARIOS" --wait-quiet "$WAIT_QUIET" \
     --run-id "$STAMP" &
   SCENARIOS_PID=$! # waited on in the background, so a TERM or INT runs the trap at once
   local rc=0
