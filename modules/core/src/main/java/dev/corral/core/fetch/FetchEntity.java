@@ -458,7 +458,7 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
       return this;
     }
     flight.streaming = msg.outcome();
-    for (Waiter w : flight.waiters) {
+    for (Waiter w : remoteFirst(flight.waiters)) {
       send(w.replyTo(), msg.outcome(), via(w));
     }
     flight.waiters.clear();
@@ -518,9 +518,31 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
   }
 
   private void answer(Flight done, Outcome outcome) {
-    for (Waiter w : done.waiters) {
+    for (Waiter w : remoteFirst(done.waiters)) {
       send(w.replyTo(), outcome, outcome instanceof Outcome.Revalidated ? Via.REVALIDATED : via(done, w));
     }
+  }
+
+  /**
+   * Waiters on other nodes first: their replies still cross the network and are answered by
+   * their own node, so they get a head start over this node's, which are answered at once.
+   */
+  private static List<Waiter> remoteFirst(List<Waiter> waiters) {
+    if (waiters.size() < 2) {
+      return waiters;
+    }
+    List<Waiter> ordered = new ArrayList<>(waiters.size());
+    for (Waiter w : waiters) {
+      if (!w.replyTo().path().address().hasLocalScope()) {
+        ordered.add(w);
+      }
+    }
+    for (Waiter w : waiters) {
+      if (w.replyTo().path().address().hasLocalScope()) {
+        ordered.add(w);
+      }
+    }
+    return ordered;
   }
 
   private Via via(Waiter w) {

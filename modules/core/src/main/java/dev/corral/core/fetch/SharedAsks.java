@@ -211,7 +211,7 @@ final class SharedAsks {
 
     private void resolve(FetchEntity.Reply reply) {
       if (reply instanceof FetchEntity.Inline in) {
-        node.io().execute(() -> inline(in));
+        inline(in); // on the reply's own thread: one hand-off less before the waiters are answered
       } else if (reply instanceof FetchEntity.FromPeer from) {
         startCopy(from);
       } else {
@@ -219,7 +219,10 @@ final class SharedAsks {
       }
     }
 
-    /** A small body from another node: checked, answered, and kept as a replica here. */
+    /**
+     * A small body from another node: checked and answered at once, then kept as a replica here
+     * (file I/O, on the I/O pool, after the waiters have their answer).
+     */
     private void inline(FetchEntity.Inline in) {
       String actual = sha256(in.bytes());
       if (!actual.equals(in.sha256())) {
@@ -228,6 +231,10 @@ final class SharedAsks {
         return;
       }
       answer(new FetchEntity.Body(in.via(), in.status(), in.headers(), in.bytes()), true);
+      node.io().execute(() -> keepReplica(in));
+    }
+
+    private void keepReplica(FetchEntity.Inline in) {
       if (node.store().lookup(key).isPresent()) {
         return;
       }
