@@ -261,6 +261,15 @@ def main():
     lines.append(f"Load average (1/5/15 min) when each target's scenarios started: {la}. "
                  "\"other processes' CPU\" is CPU used during a scenario by processes that are not "
                  "this benchmark's (nor the target's, nor the origin's).")
+    warm = [t for t in ran if isinstance(targets[t].get("warmup"), dict) and "rounds" in targets[t]["warmup"]]
+    if warm:
+        w = targets[warm[0]]["warmup"]
+        lines.append(f"Warm-up, not measured, before each target's scenarios: {w['rounds']} bursts of "
+                     f"{w['clients_per_round']} clients on a new {w['body_bytes']} B key each (origin "
+                     f"{w['origin_delay_ms']} ms), so that the JVMs have compiled their hot paths: "
+                     + " · ".join(f"{t} {targets[t]['warmup']['seconds']} s, "
+                                  f"{targets[t]['warmup']['upstream_requests']} upstream requests, "
+                                  f"{targets[t]['warmup']['errors']} errors" for t in warm) + ".")
     for t, why in skipped.items():
         lines.append(f"**{t} skipped:** {why}")
     lines.append("")

@@ -24,8 +24,10 @@
 #   BENCH_TARGETS       comma list, default nginx,varnish,corral
 #   BENCH_WRK_DURATION  seconds per wrk run (default 10; --quick: 3)
 #   BENCH_WRK_RUNS      wrk runs per URL, the median is reported (default 3; --quick: 1)
-#   BENCH_S1S_ROUNDS    S1s rounds of 50 clients (default 3)
+#   BENCH_S1S_ROUNDS    S1s rounds of 50 clients (default 10)
 #   BENCH_SCENARIOS     comma list of scenarios to run (default S1,S2,S1s,S3)
+#   BENCH_WARMUP_ROUNDS unmeasured S1s-like bursts per target before its scenarios (default 150;
+#                       --quick: 30): the JVM compiles its hot paths only after thousands of calls
 #   BENCH_WAIT_QUIET    seconds to wait, before each target, for other processes to use
 #                       <= 0.2 cores (default 30; 0 = don't wait); the load seen is reported
 #   BENCH_CORRAL_START_TIMEOUT  seconds to wait for Corral's "listening on" line (default 120)
@@ -54,8 +56,9 @@ case "$MODE" in
 esac
 WRK_DURATION=${BENCH_WRK_DURATION:-10}
 WRK_RUNS=${BENCH_WRK_RUNS:-3}
-S1S_ROUNDS=${BENCH_S1S_ROUNDS:-3}
+S1S_ROUNDS=${BENCH_S1S_ROUNDS:-10}
 SCENARIOS=${BENCH_SCENARIOS:-S1,S2,S1s,S3}
+WARMUP_ROUNDS=${BENCH_WARMUP_ROUNDS:-150}
 WAIT_QUIET=${BENCH_WAIT_QUIET:-30}
 CORRAL_START_TIMEOUT=${BENCH_CORRAL_START_TIMEOUT:-120}
 CLUSTER_NODES=${BENCH_CLUSTER_NODES:-3}
@@ -64,6 +67,7 @@ CLUSTER_FORM_TIMEOUT=${BENCH_CLUSTER_FORM_TIMEOUT:-120}
 if ((QUICK)); then
   WRK_DURATION=${BENCH_WRK_DURATION:-3}
   WRK_RUNS=${BENCH_WRK_RUNS:-1}
+  WARMUP_ROUNDS=${BENCH_WARMUP_ROUNDS:-30}
 fi
 PG_SCRIPT="$ROOT/modules/it/src/test/scripts/postgres.sh"
 PY=${PYTHON:-python3}
@@ -179,7 +183,7 @@ run_scenarios() { # target base[,base...] pgid[,pgid...] [more pgids to exclude 
   local out="$TMP/result-$1.json"
   "$PY" "$BENCH_DIR/scenarios.py" --target "$1" --base "$2" --origin "$ORIGIN" --pgid "$3" --exclude-pgids "$ORIGIN_PID${4:+,$4}" \
     --out "$out" --wrk-duration "$WRK_DURATION" --wrk-runs "$WRK_RUNS" --s1s-rounds "$S1S_ROUNDS" \
-    --scenarios "$SCENARIOS" --wait-quiet "$WAIT_QUIET" \
+    --scenarios "$SCENARIOS" --warmup-rounds "$WARMUP_ROUNDS" --wait-quiet "$WAIT_QUIET" \
     --run-id "$STAMP" &
   SCENARIOS_PID=$! # waited on in the background, so a TERM or INT runs the trap at once
   local rc=0

@@ -154,6 +154,20 @@ def coalescing(args, origin, name, clients, keys, size, delay_ms):
     return s
 
 
+def warmup(args, origin):
+    """Bursts like S1s (50 clients x 1 new 1 KiB key, origin 20 ms), back to back, not measured:
+    a JVM compiles its hot paths only after thousands of calls, and every target gets the same."""
+    t, errors = time.monotonic(), 0
+    origin.reset()
+    for r in range(args.warmup_rounds):
+        _, s = burst(args, [key_url(args, f"{args.run_id}-warm{r}-0", KIB, 20)], 50)
+        errors += s["errors"]
+    time.sleep(0.2)
+    upstream = origin.count(f"/blob/{args.run_id}-warm")
+    return {"rounds": args.warmup_rounds, "clients_per_round": 50, "body_bytes": KIB, "origin_delay_ms": 20,
+            "seconds": round(time.monotonic() - t, 1), "errors": errors, "upstream_requests": upstream}
+
+
 def s1s(args, origin):
     rounds, deltas, abs_deltas, end_deltas, per_round, upstream = [], [], [], [], [], 0
     other_base_end, per_base = [], {}
@@ -328,6 +342,8 @@ def main():
     ap.add_argument("--wrk-duration", type=int, default=10)
     ap.add_argument("--wrk-runs", type=int, default=1)
     ap.add_argument("--s1s-rounds", type=int, default=3)
+    ap.add_argument("--warmup-rounds", type=int, default=0,
+                    help="unmeasured S1s-like bursts before the scenarios (JIT warm-up), 0 = none")
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--wait-quiet", type=float, default=0.0,
                     help="wait up to this many seconds for other processes to use <= --quiet-cores")
@@ -370,6 +386,8 @@ def main():
             res[name] = {"error": f"{type(e).__name__}: {e}"}
         print(f"[{args.target}] {name} done in {time.time() - t:.1f} s", file=sys.stderr, flush=True)
 
+    if args.warmup_rounds > 0:
+        step("warmup", lambda: warmup(args, origin))
     if "S1" in want:
         step("S1", lambda: coalescing(args, origin, "s1", clients=200, keys=1, size=MIB, delay_ms=500))
     if "S2" in want:
