@@ -110,6 +110,8 @@ ROWS = [
         ("waiter first byte - leader first byte (wall clock) p50", ("S1s", "waiter_abs_delta_ms", "p50"), " ms"),
         ("waiter first byte - leader first byte (wall clock) p99", ("S1s", "waiter_abs_delta_ms", "p99"), " ms"),
         ("other processes' CPU", ("S1s", "other_load_cores"), " cores"),
+        ("the target's CPU in S1s", ("S1s", "target_cpu_s"), " s"),
+        ("of which JIT compiler threads", ("S1s", "target_jit_cpu_s"), " s"),
     ]),
     ("S3: warm hits, wrk -t2 -c64 (median of runs)", [
         ("1 KiB req/s", ("S3_1KiB", "rps"), ""),

@@ -26,7 +26,7 @@
 #   BENCH_WRK_RUNS      wrk runs per URL, the median is reported (default 3; --quick: 1)
 #   BENCH_S1S_ROUNDS    S1s rounds of 50 clients (default 10)
 #   BENCH_SCENARIOS     comma list of scenarios to run (default S1,S2,S1s,S3)
-#   BENCH_WARMUP_ROUNDS unmeasured S1s-like bursts per target before its scenarios (default 150;
+#   BENCH_WARMUP_ROUNDS unmeasured S1s-like bursts per target before its scenarios (default 600;
 #                       --quick: 30): the JVM compiles its hot paths only after thousands of calls
 #   BENCH_WAIT_QUIET    seconds to wait, before each target, for other processes to use
 #                       <= 0.2 cores (default 30; 0 = don't wait); the load seen is reported
@@ -58,7 +58,7 @@ WRK_DURATION=${BENCH_WRK_DURATION:-10}
 WRK_RUNS=${BENCH_WRK_RUNS:-3}
 S1S_ROUNDS=${BENCH_S1S_ROUNDS:-10}
 SCENARIOS=${BENCH_SCENARIOS:-S1,S2,S1s,S3}
-WARMUP_ROUNDS=${BENCH_WARMUP_ROUNDS:-150}
+WARMUP_ROUNDS=${BENCH_WARMUP_ROUNDS:-600}
 WAIT_QUIET=${BENCH_WAIT_QUIET:-30}
 CORRAL_START_TIMEOUT=${BENCH_CORRAL_START_TIMEOUT:-120}
 CLUSTER_NODES=${BENCH_CLUSTER_NODES:-3}

@@ -309,6 +309,29 @@ def warm_hits(args, origin, size, label):
     return res
 
 
+def jit_cpu(pgids):
+    """CPU seconds so far of the target's threads, split into the JVM's JIT compiler threads
+    ("C1/C2 CompilerThread") and all the others; {} for a target without threads by that name."""
+    out = {"jit_s": 0.0, "other_s": 0.0}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[2]) not in pgids:
+                    continue
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    stat = f.read()
+                name = stat[stat.index("(") + 1:stat.rindex(")")]
+                fields = stat.rsplit(")", 1)[1].split()
+                cpu = (int(fields[11]) + int(fields[12])) / _TICK
+                out["jit_s" if "CompilerThre" in name else "other_s"] += cpu
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
 def peak_rss_kib(pgids):
     """Sum of VmHWM (peak resident set) over the processes of some process groups."""
     total = 0
@@ -379,9 +402,14 @@ def main():
         t = time.time()
         print(f"[{args.target}] {name} ...", file=sys.stderr, flush=True)
         other = OtherLoad(args.exclude_pgids)
+        jit0 = jit_cpu(set(args.pgids)) if args.pgids else None
         try:
             res[name] = fn()
             res[name]["other_load_cores"] = other.cores()
+            if jit0 is not None:  # the target's own CPU in this step, and how much of it was JIT compiling
+                jit1 = jit_cpu(set(args.pgids))
+                res[name]["target_cpu_s"] = round(jit1["jit_s"] + jit1["other_s"] - jit0["jit_s"] - jit0["other_s"], 2)
+                res[name]["target_jit_cpu_s"] = round(jit1["jit_s"] - jit0["jit_s"], 2)
         except Exception as e:  # keep the other scenarios' numbers
             res[name] = {"error": f"{type(e).__name__}: {e}"}
         print(f"[{args.target}] {name} done in {time.time() - t:.1f} s", file=sys.stderr, flush=True)
