@@ -266,7 +266,7 @@ def main():
     warm = [t for t in ran if isinstance(targets[t].get("warmup"), dict) and "rounds" in targets[t]["warmup"]]
     if warm:
         w = targets[warm[0]]["warmup"]
-        lines.append(f"Warm-up, not measured, before each target's scenarios: {w['rounds']} bursts of "
+        lines.append(f"Warm-up (JVM targets only), not measured, before the scenarios: {w['rounds']} bursts of "
                      f"{w['clients_per_round']} clients on a new {w['body_bytes']} B key each (origin "
                      f"{w['origin_delay_ms']} ms), so that the JVMs have compiled their hot paths: "
                      + " · ".join(f"{t} {targets[t]['warmup']['seconds']} s, "

@@ -26,8 +26,9 @@
 #   BENCH_WRK_RUNS      wrk runs per URL, the median is reported (default 3; --quick: 1)
 #   BENCH_S1S_ROUNDS    S1s rounds of 50 clients (default 10)
 #   BENCH_SCENARIOS     comma list of scenarios to run (default S1,S2,S1s,S3)
-#   BENCH_WARMUP_ROUNDS unmeasured S1s-like bursts per target before its scenarios (default 600;
-#                       --quick: 30): the JVM compiles its hot paths only after thousands of calls
+#   BENCH_WARMUP_ROUNDS unmeasured S1s-like bursts before Corral's scenarios (default 600;
+#                       --quick: 30): a JVM compiles its hot paths only after thousands of calls
+#                       (nginx and Varnish need none, and their lock's 500 ms poll would make it slow)
 #   BENCH_WAIT_QUIET    seconds to wait, before each target, for other processes to use
 #                       <= 0.2 cores (default 30; 0 = don't wait); the load seen is reported
 #   BENCH_CORRAL_START_TIMEOUT  seconds to wait for Corral's "listening on" line (default 120)
@@ -183,7 +184,7 @@ run_scenarios() { # target base[,base...] pgid[,pgid...] [more pgids to exclude 
   local out="$TMP/result-$1.json"
   "$PY" "$BENCH_DIR/scenarios.py" --target "$1" --base "$2" --origin "$ORIGIN" --pgid "$3" --exclude-pgids "$ORIGIN_PID${4:+,$4}" \
     --out "$out" --wrk-duration "$WRK_DURATION" --wrk-runs "$WRK_RUNS" --s1s-rounds "$S1S_ROUNDS" \
-    --scenarios "$SCENARIOS" --warmup-rounds "$WARMUP_ROUNDS" --wait-quiet "$WAIT_QUIET" \
+    --scenarios "$SCENARIOS" --warmup-rounds "$([[ $1 == corral* ]] && echo "$WARMUP_ROUNDS" || echo 0)" --wait-quiet "$WAIT_QUIET" \
     --run-id "$STAMP" &
   SCENARIOS_PID=$! # waited on in the background, so a TERM or INT runs the trap at once
   local rc=0
