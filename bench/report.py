@@ -272,6 +272,16 @@ def main():
                      + " · ".join(f"{t} {targets[t]['warmup']['seconds']} s, "
                                   f"{targets[t]['warmup']['upstream_requests']} upstream requests, "
                                   f"{targets[t]['warmup']['errors']} errors" for t in warm) + ".")
+    settled = []
+    for t in ran:
+        waits = [(k, targets[t][k]["settle"]) for k in targets[t]
+                 if isinstance(targets[t][k], dict) and isinstance(targets[t][k].get("settle"), dict)]
+        if waits:
+            settled.append(f"{t} " + ", ".join(f"{k} {w['waited_s']} s" for k, w in waits))
+    if settled:
+        lines.append("Before each scenario the bench waited (at most 30 s) until the target itself idled "
+                     "(<= 0.1 cores; a JVM keeps compiling what the last scenario made hot): "
+                     + " · ".join(settled) + ".")
     for t, why in skipped.items():
         lines.append(f"**{t} skipped:** {why}")
     lines.append("")

@@ -365,6 +365,8 @@ def main():
     ap.add_argument("--wrk-duration", type=int, default=10)
     ap.add_argument("--wrk-runs", type=int, default=1)
     ap.add_argument("--s1s-rounds", type=int, default=3)
+    ap.add_argument("--settle", type=float, default=30.0,
+                    help="before each scenario, wait up to this many seconds for the target to idle (0 = don't)")
     ap.add_argument("--warmup-rounds", type=int, default=0,
                     help="unmeasured S1s-like bursts before the scenarios (JIT warm-up), 0 = none")
     ap.add_argument("--timeout", type=float, default=60.0)
@@ -398,7 +400,23 @@ def main():
     res = {"target": args.target, "base": ",".join(args.bases), "started": time.time(), "loadavg_start": loadavg(),
            "other_load_before_start": quiet}
 
+    def settle():
+        """Waits (at most --settle seconds) until the target itself is idle: <= 0.1 cores over
+        half a second. A JVM compiles what the previous scenario made hot for seconds after it,
+        and that CPU would land in the next scenario's numbers."""
+        if not args.pgids or args.settle <= 0:
+            return None
+        t0 = time.monotonic()
+        while True:
+            a = jit_cpu(set(args.pgids))
+            time.sleep(0.5)
+            b = jit_cpu(set(args.pgids))
+            cores = (b["jit_s"] + b["other_s"] - a["jit_s"] - a["other_s"]) / 0.5
+            if cores <= 0.1 or time.monotonic() - t0 >= args.settle:
+                return {"waited_s": round(time.monotonic() - t0, 1), "target_cores": round(cores, 2)}
+
     def step(name, fn):
+        settled = settle()
         t = time.time()
         print(f"[{args.target}] {name} ...", file=sys.stderr, flush=True)
         other = OtherLoad(args.exclude_pgids)
@@ -406,6 +424,8 @@ def main():
         try:
             res[name] = fn()
             res[name]["other_load_cores"] = other.cores()
+            if settled is not None:
+                res[name]["settle"] = settled
             if jit0 is not None:  # the target's own CPU in this step, and how much of it was JIT compiling
                 jit1 = jit_cpu(set(args.pgids))
                 res[name]["target_cpu_s"] = round(jit1["jit_s"] + jit1["other_s"] - jit0["jit_s"] - jit0["other_s"], 2)
