@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -180,26 +181,38 @@ final class SharedAsks {
         entity.tell(new FetchEntity.Leave(token));
         return;
       }
-      asked.whenComplete((reply, error) -> {
-        if (error != null) {
-          boolean timeout = error instanceof TimeoutException || error.getCause() instanceof TimeoutException;
-          if (timeout) {
-            ask(); // unanswered (a Join lost with a stopping entity or a dead node): ask again
-          } else {
-            later();
-          }
-        } else if (reply instanceof FetchEntity.Retry) {
-          int waiting;
-          synchronized (SharedAsks.this) {
-            waiting = locals.size();
-          }
-          // Counted per waiting request, as a single waiter's ask would be.
-          node.metrics().fallthrough.labelValues(key.repo(), "entity-stopped").inc(Math.max(1, waiting));
-          later();
+      // A body from another node is answered on the thread that delivered it (Artery's
+      // large-message stream, which carries nothing else): Pekko's CompletionStage would otherwise
+      // hand every callback to the common pool, one more thread to wake before the waiters hear.
+      // Everything else may read files, so it goes to the common pool as before.
+      asked.whenCompleteAsync((reply, error) -> {
+        if (error == null && reply instanceof FetchEntity.Inline in) {
+          inline(in);
         } else {
-          resolve(reply);
+          ForkJoinPool.commonPool().execute(() -> asked(reply, error));
         }
-      });
+      }, Runnable::run);
+    }
+
+    private void asked(FetchEntity.Reply reply, Throwable error) {
+      if (error != null) {
+        boolean timeout = error instanceof TimeoutException || error.getCause() instanceof TimeoutException;
+        if (timeout) {
+          ask(); // unanswered (a Join lost with a stopping entity or a dead node): ask again
+        } else {
+          later();
+        }
+      } else if (reply instanceof FetchEntity.Retry) {
+        int waiting;
+        synchronized (SharedAsks.this) {
+          waiting = locals.size();
+        }
+        // Counted per waiting request, as a single waiter's ask would be.
+        node.metrics().fallthrough.labelValues(key.repo(), "entity-stopped").inc(Math.max(1, waiting));
+        later();
+      } else {
+        resolve(reply);
+      }
     }
 
     /** Asks again after a pause (doubling up to 500 ms), so the shard has noticed a stop. */
@@ -211,7 +224,7 @@ final class SharedAsks {
 
     private void resolve(FetchEntity.Reply reply) {
       if (reply instanceof FetchEntity.Inline in) {
-        inline(in); // on the reply's own thread: one hand-off less before the waiters are answered
+        inline(in);
       } else if (reply instanceof FetchEntity.FromPeer from) {
         startCopy(from);
       } else {
