@@ -266,15 +266,12 @@ def main():
     warm = [t for t in ran if isinstance(targets[t].get("warmup"), dict) and "rounds" in targets[t]["warmup"]]
     if warm:
         w = targets[warm[0]]["warmup"]
-        lines.append(f"Warm-up (JVM targets only), not measured, before the scenarios: {w['rounds']} bursts on new "
-                     f"keys ({w.get('shapes')}; origin {w['origin_delay_ms']} ms), so that the JVMs have "
-                     f"compiled their hot paths: "
+        lines.append(f"Warm-up (JVM targets only), not measured, before the scenarios: {w['rounds']} bursts of "
+                     f"{w['clients_per_round']} clients on a new {w['body_bytes']} B key each (origin "
+                     f"{w['origin_delay_ms']} ms), so that the JVMs have compiled their hot paths: "
                      + " · ".join(f"{t} {targets[t]['warmup']['seconds']} s, "
-                                  f"{targets[t]['warmup']['upstream_requests']} upstream requests "
-                                  f"(ideal {targets[t]['warmup'].get('expected_upstream_requests')}), "
-                                  f"{targets[t]['warmup']['errors']} errors, "
-                                  f"JIT {targets[t]['warmup'].get('target_jit_cpu_s')} of "
-                                  f"{targets[t]['warmup'].get('target_cpu_s')} CPU s" for t in warm) + ".")
+                                  f"{targets[t]['warmup']['upstream_requests']} upstream requests, "
+                                  f"{targets[t]['warmup']['errors']} errors" for t in warm) + ".")
     settled = []
     for t in ran:
         waits = [(k, targets[t][k]["settle"]) for k in targets[t]

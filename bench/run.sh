@@ -26,7 +26,7 @@
 #   BENCH_WRK_RUNS      wrk runs per URL, the median is reported (default 3; --quick: 1)
 #   BENCH_S1S_ROUNDS    S1s rounds of 50 clients (default 10)
 #   BENCH_SCENARIOS     comma list of scenarios to run (default S1,S2,S1s,S3)
-#   BENCH_WARMUP_ROUNDS unmeasured bursts shaped like S1s, S2 and S1 in turn, before Corral's scenarios (default 600;
+#   BENCH_WARMUP_ROUNDS unmeasured S1s-like bursts before Corral's scenarios (default 600;
 #                       --quick: 30): a JVM compiles its hot paths only after thousands of calls
 #                       (nginx and Varnish need none, and their lock's 500 ms poll would make it slow)
 #   BENCH_WAIT_QUIET    seconds to wait, before each target, for other processes to use
