@@ -436,12 +436,14 @@ def main():
 
     if args.warmup_rounds > 0:
         step("warmup", lambda: warmup(args, origin))
+    # S1s first, right after the warm-up (whose bursts have its shape): it measures how waiters
+    # are woken, and S1/S2 bring new shapes of traffic that make a JVM recompile for seconds.
+    if "S1s" in want:
+        step("S1s", lambda: s1s(args, origin))
     if "S1" in want:
         step("S1", lambda: coalescing(args, origin, "s1", clients=200, keys=1, size=MIB, delay_ms=500))
     if "S2" in want:
         step("S2", lambda: coalescing(args, origin, "s2", clients=20, keys=50, size=KIB, delay_ms=200))
-    if "S1s" in want:
-        step("S1s", lambda: s1s(args, origin))
     if "S3" in want:
         if shutil.which("wrk"):
             step("S3_1KiB", lambda: warm_hits(args, origin, KIB, "1k"))
