@@ -222,10 +222,9 @@ final class SharedAsks {
       CompletableFuture.delayedExecutor(pause.toMillis(), TimeUnit.MILLISECONDS, node.io()).execute(this::ask);
     }
 
+    /** A reply other than an inline body (those are answered where they arrive, see ask()). */
     private void resolve(FetchEntity.Reply reply) {
-      if (reply instanceof FetchEntity.Inline in) {
-        inline(in);
-      } else if (reply instanceof FetchEntity.FromPeer from) {
+      if (reply instanceof FetchEntity.FromPeer from) {
         startCopy(from);
       } else {
         answer(reply, true);
