@@ -103,9 +103,7 @@ class KillNodeIT {
       upstream.close();
     }
     if (temp != null) {
-      try (var files = Files.walk(temp)) {
-        files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-      }
+      GeneratedBody.deleteTree(temp);
     }
   }
 

@@ -64,9 +64,7 @@ class RegistryClusterIT {
       pipFixture.close();
     }
     if (temp != null) {
-      try (var files = Files.walk(temp)) {
-        files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-      }
+      GeneratedBody.deleteTree(temp);
     }
   }
 

@@ -211,7 +211,7 @@ class ClusterDataTest {
     TestNode.await("a replica", Duration.ofSeconds(20), () -> other.node().store().lookup(key).isPresent());
     // The entity's node loses its bytes without telling anyone (a lost disk).
     host.node().store().remove(key);
-    TestNode.await("the holder recorded", Duration.ofSeconds(20), () -> holders(host, key).size() >= 2);
+    TestNode.await("the holder recorded", Duration.ofSeconds(20), () -> TestCluster.holders(host, key).size() >= 2);
 
     HttpResponse<byte[]> fromPeer = TestNode.get(client, host, "/up/dir/a.bin");
     assertEquals(200, fromPeer.statusCode());
@@ -240,15 +240,6 @@ class ClusterDataTest {
     assertEquals(400, TestNode.get(client, s, "/-/peer/blobs/../../etc/passwd").statusCode());
     assertEquals(400, TestNode.get(client, s, "/-/peer/keys/" + key("/peer/a.bin").id()).statusCode());
     assertEquals(416, TestNode.get(client, s, "/-/peer/blobs/" + sha, "Range", "bytes=5000-").statusCode());
-  }
-
-  private static List<String> holders(CorralServer s, ArtifactKey key) {
-    try {
-      var got = s.node().records().read("Fetch|" + key.id()).toCompletableFuture().get();
-      return got.value().map(r -> r.holders()).orElse(List.of());
-    } catch (Exception e) {
-      throw new AssertionError(e);
-    }
   }
 
   static String sha256(byte[] b) throws Exception {

@@ -45,7 +45,7 @@ class ClusterEvictionTest {
       assertEquals(200, TestNode.get(client, s, "/up/ev/first.bin").statusCode());
     }
     CorralServer any = cluster.node(0);
-    TestNode.await("both nodes hold it", Duration.ofSeconds(20), () -> holders(any, first).size() == 2);
+    TestNode.await("both nodes hold it", Duration.ofSeconds(20), () -> TestCluster.holders(any, first).size() == 2);
     // Another artifact on node 1 evicts the first from node 1's store (and from node 0's too
     // when the second key's entity runs there and commits it).
     CorralServer evicting = cluster.node(1);
@@ -53,18 +53,9 @@ class ClusterEvictionTest {
     assertFalse(evicting.node().store().lookup(first).isPresent());
     String evictingUrl = "http://127.0.0.1:" + evicting.address().getPort();
     TestNode.await("the evicting node dropped from the holders", Duration.ofSeconds(20), () -> {
-      List<String> h = holders(any, first);
+      List<String> h = TestCluster.holders(any, first);
       int stillHeld = any.node().store().lookup(first).isPresent() ? 1 : 0;
       return !h.contains(evictingUrl) && h.size() == stillHeld;
     });
-  }
-
-  private static List<String> holders(CorralServer s, ArtifactKey key) {
-    try {
-      var got = s.node().records().read("Fetch|" + key.id()).toCompletableFuture().get();
-      return got.value().map(r -> r.holders()).orElse(List.of());
-    } catch (Exception e) {
-      throw new AssertionError(e);
-    }
   }
 }

@@ -108,7 +108,7 @@ class ClusterFailureTest {
     TestNode.await("the replica", Duration.ofSeconds(20), () -> holder.node().store().lookup(key).isPresent());
     // The third node must not hold it already (it did not take part).
     third.node().store().remove(key);
-    TestNode.await("both holders recorded", Duration.ofSeconds(20), () -> holders(holder, key).size() == 2);
+    TestNode.await("both holders recorded", Duration.ofSeconds(20), () -> TestCluster.holders(holder, key).size() == 2);
 
     cluster.stop(host);
     cluster.awaitUp();
@@ -149,15 +149,6 @@ class ClusterFailureTest {
     }
     for (CorralServer s : copying) {
       assertFalse(s.node().store().lookup(key).isPresent(), "nothing half-copied is kept");
-    }
-  }
-
-  private static List<String> holders(CorralServer s, ArtifactKey key) {
-    try {
-      var got = s.node().records().read("Fetch|" + key.id()).toCompletableFuture().get();
-      return got.value().map(r -> r.holders()).orElse(List.of());
-    } catch (Exception e) {
-      throw new AssertionError(e);
     }
   }
 }

@@ -30,6 +30,16 @@ final class TestCluster implements AutoCloseable {
   private final String shared;
   private Address seed;
 
+  /** The holders the key's record lists, as node {@code s} reads it from the shared database. */
+  static List<String> holders(CorralServer s, dev.corral.core.ArtifactKey key) {
+    try {
+      var got = s.node().records().read("Fetch|" + key.id()).toCompletableFuture().get();
+      return got.value().map(r -> r.holders()).orElse(List.of());
+    } catch (Exception e) {
+      throw new AssertionError(e);
+    }
+  }
+
   private TestCluster(Path dir, String upstreamBase, String hocon, String[] extraArgs) {
     this.dir = dir;
     this.upstreamBase = upstreamBase;
