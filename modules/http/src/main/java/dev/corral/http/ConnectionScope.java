@@ -1,6 +1,6 @@
 package dev.corral.http;
 
-import dev.corral.core.CancelRegistry;
+import dev.corral.core.wait.CancelRegistry;
 import java.util.HashSet;
 import java.util.Set;
 import org.apache.pekko.http.javadsl.model.AttributeKey;

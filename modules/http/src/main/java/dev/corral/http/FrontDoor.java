@@ -1,6 +1,6 @@
 package dev.corral.http;
 
-import dev.corral.core.ArtifactKey;
+import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.fetch.FetchEntity;
 import dev.corral.core.fetch.FetchEntity.Via;
 import dev.corral.core.fetch.FetchPolicy;

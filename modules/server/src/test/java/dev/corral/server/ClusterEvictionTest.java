@@ -3,7 +3,7 @@ package dev.corral.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
-import dev.corral.core.ArtifactKey;
+import dev.corral.core.key.ArtifactKey;
 import dev.corral.http.upstream.FakeUpstream;
 import java.net.http.HttpClient;
 import java.nio.file.Path;

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import dev.corral.core.ArtifactKey;
+import dev.corral.core.key.ArtifactKey;
 import dev.corral.http.upstream.FakeUpstream;
 import java.net.http.HttpClient;
 import java.net.http.HttpResponse;

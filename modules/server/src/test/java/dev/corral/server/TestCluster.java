@@ -31,7 +31,7 @@ final class TestCluster implements AutoCloseable {
   private Address seed;
 
   /** The holders the key's record lists, as node {@code s} reads it from the shared database. */
-  static List<String> holders(CorralServer s, dev.corral.core.ArtifactKey key) {
+  static List<String> holders(CorralServer s, dev.corral.core.key.ArtifactKey key) {
     try {
       var got = s.node().records().read("Fetch|" + key.id()).toCompletableFuture().get();
       return got.value().map(r -> r.holders()).orElse(List.of());

@@ -1,6 +1,6 @@
 package dev.corral.core.fetch;
 
-import dev.corral.core.ArtifactKey;
+import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.store.BlobWriter;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;

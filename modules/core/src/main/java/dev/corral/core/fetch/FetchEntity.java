@@ -1,8 +1,10 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.record.Record;
+import dev.corral.core.record.KeyRecords;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import com.fasterxml.jackson.databind.annotation.JsonSerialize;
-import dev.corral.core.ArtifactKey;
+import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.ByteStringModule;
 import dev.corral.core.CborSerializable;
 import dev.corral.core.store.StoredArtifact;
@@ -166,50 +168,6 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
 
   /** The entity stopped before the outcome was known: ask again (W3), never the upstream. */
   public record Retry(String reason) implements Reply {}
-
-  /**
-   * The persisted record of a key: what this cluster has cached for it (or null), and the peer
-   * URLs of the nodes holding verified copies of those bytes (the replica directory).
-   */
-  public record Record(StoredArtifact cached, List<String> holders) implements CborSerializable {
-    static final Record EMPTY = new Record(null);
-
-    public Record {
-      holders = holders == null || cached == null ? List.of() : List.copyOf(holders);
-    }
-
-    public Record(StoredArtifact cached) {
-      this(cached, List.of());
-    }
-
-    /** {@code holder} committed {@code artifact}: other holders stay if they hold the same bytes. */
-    Record committed(StoredArtifact artifact, String holder) {
-      List<String> kept = cached != null && cached.sha256().equals(artifact.sha256())
-          ? new ArrayList<>(holders) : new ArrayList<>();
-      if (holder != null && !kept.contains(holder)) {
-        kept.add(holder);
-      }
-      return new Record(artifact, kept);
-    }
-
-    Record holding(String holder, String sha256) {
-      if (cached == null || !cached.sha256().equals(sha256) || holders.contains(holder)) {
-        return this;
-      }
-      List<String> more = new ArrayList<>(holders);
-      more.add(holder);
-      return new Record(cached, more);
-    }
-
-    Record dropped(String holder) {
-      if (!holders.contains(holder)) {
-        return this;
-      }
-      List<String> fewer = new ArrayList<>(holders);
-      fewer.remove(holder);
-      return new Record(cached, fewer);
-    }
-  }
 
   // ---- sharding -------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.record.KeyRecords;
 import com.github.benmanes.caffeine.cache.Ticker;
 import dev.corral.core.Metrics;
 import dev.corral.core.store.ArtifactStore;

@@ -1,7 +1,7 @@
 package dev.corral.core.fetch;
 
-import dev.corral.core.ArtifactKey;
-import dev.corral.core.CancelRegistry;
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.wait.CancelRegistry;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;

@@ -1,6 +1,6 @@
 package dev.corral.core.store;
 
-import dev.corral.core.ArtifactKey;
+import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.upstream.Header;
 import java.io.IOException;
 import java.util.List;

@@ -2,7 +2,7 @@ package dev.corral.core.store;
 
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.corral.core.ArtifactKey;
+import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.upstream.Header;
 import java.io.IOException;
 import java.nio.ByteBuffer;

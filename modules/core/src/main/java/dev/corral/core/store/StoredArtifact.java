@@ -8,8 +8,8 @@ import java.util.List;
  * What one node's store holds for one key: a pointer to a content-addressed blob plus the
  * response metadata needed to serve it without asking the upstream.
  *
- * @param keyId {@link dev.corral.core.ArtifactKey#id()}
- * @param key {@link dev.corral.core.ArtifactKey#canonical()}, kept so the index can be rebuilt
+ * @param keyId {@link dev.corral.core.key.ArtifactKey#id()}
+ * @param key {@link dev.corral.core.key.ArtifactKey#canonical()}, kept so the index can be rebuilt
  * @param sha256 lower-case hex SHA-256 of the bytes (the blob's name)
  * @param size exact byte count
  * @param headers the upstream response headers worth replaying (Content-Type, ETag,

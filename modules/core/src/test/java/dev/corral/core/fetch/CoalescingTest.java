@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.corral.core.ArtifactKey;
+import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.fetch.FetchEntity.Via;
 import dev.corral.core.store.BlobWriter;
 import dev.corral.core.store.StoredArtifact;

@@ -1,12 +1,13 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.record.KeyRecords;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 
 import com.github.benmanes.caffeine.cache.Ticker;
 import com.typesafe.config.ConfigFactory;
-import dev.corral.core.ArtifactKey;
-import dev.corral.core.CancelRegistry;
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.wait.CancelRegistry;
 import dev.corral.core.Metrics;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.core.store.DiskStore;

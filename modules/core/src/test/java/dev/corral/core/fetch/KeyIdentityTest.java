@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
-import dev.corral.core.ArtifactKey;
-import dev.corral.core.Digest;
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.key.Digest;
 import dev.corral.core.fetch.FetchEntity.Via;
 import dev.corral.core.upstream.UpstreamResponse;
 import java.security.MessageDigest;

@@ -1,10 +1,11 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.record.Record;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.corral.core.ArtifactKey;
+import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.fetch.FetchEntity.Via;
 import dev.corral.core.upstream.UpstreamResponse;
 import java.time.Duration;
@@ -42,7 +43,7 @@ class LifecycleTest extends EntityTestBase {
     reply(ask(key), FetchEntity.Body.class);
 
     awaitAssert(() -> assertFalse(isRunning(key), "still running after its idle timeout"));
-    FetchEntity.Record record = persisted(key).orElseThrow();
+    Record record = persisted(key).orElseThrow();
     assertEquals(node.store().lookup(key).orElseThrow().sha256(), record.cached().sha256());
     assertEquals(Via.HIT, reply(ask(key), FetchEntity.Stored.class).via());
     assertEquals(1, upstream.count(u));
@@ -140,8 +141,8 @@ class LifecycleTest extends EntityTestBase {
   }
 
   @SuppressWarnings("unchecked")
-  private Optional<FetchEntity.Record> persisted(ArtifactKey key) throws Exception {
-    PersistenceTestKitDurableStateStore<FetchEntity.Record> states =
+  private Optional<Record> persisted(ArtifactKey key) throws Exception {
+    PersistenceTestKitDurableStateStore<Record> states =
         DurableStateStoreRegistry.get(kit.system()).getDurableStateStoreFor(
             PersistenceTestKitDurableStateStore.class, PersistenceTestKitDurableStateStore.Identifier());
     String id = PersistenceId.of(FetchEntity.TYPE_KEY.name(), key.id()).id();

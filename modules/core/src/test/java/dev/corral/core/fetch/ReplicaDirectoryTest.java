@@ -1,5 +1,6 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.record.Record;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 
@@ -15,7 +16,7 @@ class ReplicaDirectoryTest {
 
   @Test
   void aCommitKeepsTheHoldersOfTheSameBytesAndForgetsThoseOfOtherBytes() {
-    FetchEntity.Record r = FetchEntity.Record.EMPTY.committed(bytes("a"), "http://127.0.0.1:20001");
+    Record r = Record.EMPTY.committed(bytes("a"), "http://127.0.0.1:20001");
     r = r.holding("http://127.0.0.1:20002", "a".repeat(64));
     assertEquals(List.of("http://127.0.0.1:20001", "http://127.0.0.1:20002"), r.holders());
     assertEquals(List.of("http://127.0.0.1:20001", "http://127.0.0.1:20002", "http://127.0.0.1:20003"), r.committed(bytes("a"), "http://127.0.0.1:20003").holders());
@@ -25,11 +26,11 @@ class ReplicaDirectoryTest {
 
   @Test
   void aHolderOfOtherBytesIsNotListedAndAnEvictionDropsTheNode() {
-    FetchEntity.Record r = FetchEntity.Record.EMPTY.committed(bytes("a"), "http://127.0.0.1:20001");
+    Record r = Record.EMPTY.committed(bytes("a"), "http://127.0.0.1:20001");
     assertSame(r, r.holding("http://127.0.0.1:20002", "b".repeat(64)));
     assertSame(r, r.holding("http://127.0.0.1:20001", "a".repeat(64)));
     assertEquals(List.of(), r.dropped("http://127.0.0.1:20001").holders());
     assertSame(r, r.dropped("http://127.0.0.1:20009"));
-    assertEquals(List.of(), FetchEntity.Record.EMPTY.holding("http://127.0.0.1:20001", "a".repeat(64)).holders());
+    assertEquals(List.of(), Record.EMPTY.holding("http://127.0.0.1:20001", "a".repeat(64)).holders());
   }
 }

@@ -1,13 +1,14 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.record.Record;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
-import dev.corral.core.ArtifactKey;
-import dev.corral.core.Digest;
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.key.Digest;
 import dev.corral.core.fetch.FetchEntity.Via;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
@@ -151,25 +152,37 @@ class SerializationTest {
 
   @Test
   void recordsRoundTripWithTheirHolders() {
-    roundTrip(FetchEntity.Record.EMPTY);
-    roundTrip(new FetchEntity.Record(ARTIFACT));
-    FetchEntity.Record r = (FetchEntity.Record) roundTrip(
-        new FetchEntity.Record(ARTIFACT, List.of("http://127.0.0.1:1", "http://127.0.0.1:2")));
+    roundTrip(Record.EMPTY);
+    roundTrip(new Record(ARTIFACT));
+    Record r = (Record) roundTrip(
+        new Record(ARTIFACT, List.of("http://127.0.0.1:1", "http://127.0.0.1:2")));
     assertEquals(List.of("http://127.0.0.1:1", "http://127.0.0.1:2"), r.holders());
   }
 
   @Test
   void aRecordWrittenBeforeHoldersExistedReadsWithNone() throws Exception {
     // What an older node wrote: the record without a holders field.
-    var serializer = serialization.findSerializerFor(FetchEntity.Record.EMPTY);
+    var serializer = serialization.findSerializerFor(Record.EMPTY);
     var mapper = new com.fasterxml.jackson.databind.ObjectMapper(new com.fasterxml.jackson.dataformat.cbor.CBORFactory());
     byte[] old = mapper.writeValueAsBytes(java.util.Map.of("cached", java.util.Map.of(
         "keyId", ARTIFACT.keyId(), "key", ARTIFACT.key(), "sha256", ARTIFACT.sha256(), "size", 3,
         "headers", List.of(), "fetchedAtMillis", 1L)));
-    FetchEntity.Record r = (FetchEntity.Record) serialization.deserialize(old, serializer.identifier(),
-        Serializers.manifestFor(serializer, FetchEntity.Record.EMPTY)).get();
+    Record r = (Record) serialization.deserialize(old, serializer.identifier(),
+        Serializers.manifestFor(serializer, Record.EMPTY)).get();
     assertEquals(ARTIFACT.sha256(), r.cached().sha256());
     assertEquals(List.of(), r.holders());
+  }
+
+  @Test
+  void aRecordPersistedUnderItsEarlierClassNameIsReadAsARecord() {
+    // Before the record package, records were written with the manifest of FetchEntity's nested
+    // class; a cluster's database still holds them.
+    Record written = new Record(ARTIFACT, List.of("http://127.0.0.1:1"));
+    var serializer = serialization.findSerializerFor(written);
+    byte[] bytes = serialization.serialize(written).get();
+    Object back = serialization.deserialize(bytes, serializer.identifier(),
+        "dev.corral.core.fetch.FetchEntity$Record").get();
+    assertEquals(written, back);
   }
 
   @Test

@@ -8,8 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.corral.core.ArtifactKey;
-import dev.corral.core.Digest;
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.key.Digest;
 import dev.corral.core.upstream.Header;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -3,7 +3,7 @@ package dev.corral.core.store;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.corral.core.ArtifactKey;
+import dev.corral.core.key.ArtifactKey;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Clock;

@@ -1,6 +1,6 @@
 package dev.corral.http.repo;
 
-import dev.corral.core.ArtifactKey;
+import dev.corral.core.key.ArtifactKey;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.util.ByteString;

@@ -2,7 +2,7 @@ package dev.corral.http.repo;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
-import dev.corral.core.ArtifactKey;
+import dev.corral.core.key.ArtifactKey;
 import java.nio.ByteBuffer;
 import java.util.Map;
 import java.util.function.Function;

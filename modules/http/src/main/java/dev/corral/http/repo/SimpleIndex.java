@@ -3,7 +3,7 @@ package dev.corral.http.repo;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonStreamContext;
 import com.fasterxml.jackson.core.JsonToken;
-import dev.corral.core.Digest;
+import dev.corral.core.key.Digest;
 import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;

@@ -1,6 +1,6 @@
 package dev.corral.http.repo;
 
-import dev.corral.core.ArtifactKey;
+import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.upstream.Header;
 import java.util.List;
 import java.util.Optional;

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.corral.core.ArtifactKey;
+import dev.corral.core.key.ArtifactKey;
 import java.util.List;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;

@@ -1,6 +1,6 @@
 package dev.corral.http.repo;
 
-import dev.corral.core.ArtifactKey;
+import dev.corral.core.key.ArtifactKey;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;

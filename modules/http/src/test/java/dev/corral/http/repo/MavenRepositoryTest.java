@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.corral.core.ArtifactKey;
-import dev.corral.core.Digest;
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.key.Digest;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletionException;

@@ -2,7 +2,7 @@ package dev.corral.http.repo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import dev.corral.core.ArtifactKey;
+import dev.corral.core.key.ArtifactKey;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;

@@ -8,8 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.corral.core.ArtifactKey;
-import dev.corral.core.Digest;
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.key.Digest;
 import dev.corral.core.upstream.Header;
 import java.nio.charset.StandardCharsets;
 import java.util.List;

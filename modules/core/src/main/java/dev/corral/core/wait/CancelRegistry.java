@@ -1,4 +1,4 @@
-package dev.corral.core;
+package dev.corral.core.wait;
 
 import com.github.benmanes.caffeine.cache.Ticker;
 import java.time.Duration;

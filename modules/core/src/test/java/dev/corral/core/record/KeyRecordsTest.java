@@ -1,5 +1,6 @@
-package dev.corral.core.fetch;
+package dev.corral.core.record;
 
+import dev.corral.core.record.Record;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -39,20 +40,20 @@ class KeyRecordsTest {
   record Written(long revision, Throwable failure) {}
 
   /** A durable state store whose answers the test gives one by one. */
-  static final class HeldStore implements DurableStateUpdateStore<FetchEntity.Record> {
-    final ConcurrentLinkedQueue<CompletableFuture<GetObjectResult<FetchEntity.Record>>> reads = new ConcurrentLinkedQueue<>();
+  static final class HeldStore implements DurableStateUpdateStore<Record> {
+    final ConcurrentLinkedQueue<CompletableFuture<GetObjectResult<Record>>> reads = new ConcurrentLinkedQueue<>();
     final ConcurrentLinkedQueue<Object[]> upserts = new ConcurrentLinkedQueue<>();
     final ConcurrentLinkedQueue<CompletableFuture<Done>> upsertResults = new ConcurrentLinkedQueue<>();
 
     @Override
-    public CompletionStage<GetObjectResult<FetchEntity.Record>> getObject(String persistenceId) {
-      CompletableFuture<GetObjectResult<FetchEntity.Record>> f = new CompletableFuture<>();
+    public CompletionStage<GetObjectResult<Record>> getObject(String persistenceId) {
+      CompletableFuture<GetObjectResult<Record>> f = new CompletableFuture<>();
       reads.add(f);
       return f;
     }
 
     @Override
-    public CompletionStage<Done> upsertObject(String persistenceId, long revision, FetchEntity.Record value, String tag) {
+    public CompletionStage<Done> upsertObject(String persistenceId, long revision, Record value, String tag) {
       CompletableFuture<Done> f = new CompletableFuture<>();
       upserts.add(new Object[] {revision, value});
       upsertResults.add(f);
@@ -70,8 +71,8 @@ class KeyRecordsTest {
     }
   }
 
-  private static FetchEntity.Record record(String sha) {
-    return new FetchEntity.Record(new StoredArtifact("id", "key", sha, 1, List.of(), 0));
+  private static Record record(String sha) {
+    return new Record(new StoredArtifact("id", "key", sha, 1, List.of(), 0));
   }
 
   @Test
@@ -106,7 +107,7 @@ class KeyRecordsTest {
     writer.write(record("third"), self.ref(), Written::new);
     store.reads.poll().complete(new GetObjectResult<>(Optional.empty(), 0));
     self.awaitAssert(() -> { assertEquals(1, store.upserts.size()); return null; });
-    assertEquals("first", ((FetchEntity.Record) store.upserts.poll()[1]).cached().sha256());
+    assertEquals("first", ((Record) store.upserts.poll()[1]).cached().sha256());
     store.upsertResults.poll().complete(Done.getInstance());
     Written w = self.receiveMessage();
     writer.written(w.revision(), w.failure(), self.ref(), Written::new);
@@ -114,7 +115,7 @@ class KeyRecordsTest {
     Object[] next = store.upserts.poll();
     assertNotNull(next, "the queued record is written when the first write ends");
     assertEquals(2L, next[0]);
-    assertEquals("third", ((FetchEntity.Record) next[1]).cached().sha256());
+    assertEquals("third", ((Record) next[1]).cached().sha256());
     assertNull(store.upserts.poll());
   }
 

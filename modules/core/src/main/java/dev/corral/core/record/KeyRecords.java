@@ -1,5 +1,7 @@
-package dev.corral.core.fetch;
+package dev.corral.core.record;
 
+import dev.corral.core.record.Record;
+import dev.corral.core.fetch.FetchEntity;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.Optional;
@@ -25,9 +27,9 @@ import org.slf4j.LoggerFactory;
 public final class KeyRecords {
   private static final Logger log = LoggerFactory.getLogger(KeyRecords.class);
 
-  private final DurableStateUpdateStore<FetchEntity.Record> store;
+  private final DurableStateUpdateStore<Record> store;
 
-  public KeyRecords(DurableStateUpdateStore<FetchEntity.Record> store) {
+  public KeyRecords(DurableStateUpdateStore<Record> store) {
     this.store = store;
   }
 
@@ -39,11 +41,11 @@ public final class KeyRecords {
   }
 
   /** The last record written for a persistence id, if any. */
-  public CompletionStage<GetObjectResult<FetchEntity.Record>> read(String persistenceId) {
+  public CompletionStage<GetObjectResult<Record>> read(String persistenceId) {
     return store.getObject(persistenceId);
   }
 
-  Writer writer(String persistenceId) {
+  public Writer writer(String persistenceId) {
     return new Writer(persistenceId);
   }
 
@@ -53,35 +55,35 @@ public final class KeyRecords {
    * of the current record (read once, with its revision, before the first write; the entity is the
    * only writer of its key), so that the replica directory's updates never lose each other.
    */
-  final class Writer {
+  public final class Writer {
     private final String persistenceId;
     private long revision = -1; // unknown until read
-    private FetchEntity.Record current; // the record at that revision
+    private Record current; // the record at that revision
     private boolean writing;
-    private UnaryOperator<FetchEntity.Record> pending;
+    private UnaryOperator<Record> pending;
 
     private Writer(String persistenceId) {
       this.persistenceId = persistenceId;
     }
 
-    boolean writing() {
+    public boolean writing() {
       return writing;
     }
 
-    <M> void write(FetchEntity.Record record, ActorRef<M> self, BiFunction<Long, Throwable, M> done) {
+    public <M> void write(Record record, ActorRef<M> self, BiFunction<Long, Throwable, M> done) {
       update(r -> record, self, done);
     }
 
     /** Queues a change of the record; it is written after the write in flight, if any. */
-    <M> void update(UnaryOperator<FetchEntity.Record> change, ActorRef<M> self, BiFunction<Long, Throwable, M> done) {
-      UnaryOperator<FetchEntity.Record> before = pending;
+    public <M> void update(UnaryOperator<Record> change, ActorRef<M> self, BiFunction<Long, Throwable, M> done) {
+      UnaryOperator<Record> before = pending;
       pending = before == null ? change : r -> change.apply(before.apply(r));
       if (!writing) {
         next(self, done);
       }
     }
 
-    <M> void written(long newRevision, Throwable failure, ActorRef<M> self, BiFunction<Long, Throwable, M> done) {
+    public <M> void written(long newRevision, Throwable failure, ActorRef<M> self, BiFunction<Long, Throwable, M> done) {
       writing = false;
       if (failure != null) {
         revision = -1; // read it again before the next write
@@ -96,16 +98,16 @@ public final class KeyRecords {
     }
 
     private <M> void next(ActorRef<M> self, BiFunction<Long, Throwable, M> done) {
-      UnaryOperator<FetchEntity.Record> change = pending;
+      UnaryOperator<Record> change = pending;
       pending = null;
       writing = true;
-      CompletionStage<GetObjectResult<FetchEntity.Record>> known = revision >= 0
+      CompletionStage<GetObjectResult<Record>> known = revision >= 0
           ? CompletableFuture.completedFuture(new GetObjectResult<>(Optional.ofNullable(current), revision))
           : store.getObject(persistenceId);
       known
           .thenCompose(got -> {
-            FetchEntity.Record base = got.value().orElse(FetchEntity.Record.EMPTY);
-            FetchEntity.Record record = change.apply(base);
+            Record base = got.value().orElse(Record.EMPTY);
+            Record record = change.apply(base);
             current = record; // read by the entity's thread only after the write's message
             return store.upsertObject(persistenceId, got.revision() + 1, record, "").thenApply(d -> got.revision() + 1);
           })

@@ -1,5 +1,6 @@
-package dev.corral.core;
+package dev.corral.core.wait;
 
+import dev.corral.core.wait.CancelRegistry;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;

@@ -1,5 +1,6 @@
-package dev.corral.core;
+package dev.corral.core.key;
 
+import dev.corral.core.CborSerializable;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;

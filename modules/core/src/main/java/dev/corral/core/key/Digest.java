@@ -1,5 +1,6 @@
-package dev.corral.core;
+package dev.corral.core.key;
 
+import dev.corral.core.CborSerializable;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.Set;
