@@ -1,5 +1,7 @@
 package dev.corral.core;
 
+import dev.corral.core.fetch.Reply;
+import dev.corral.core.fetch.Via;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -22,11 +24,11 @@ class ByteStringModuleTest {
     ObjectMapper mapper = new ObjectMapper(new CBORFactory())
         .registerModule(new ByteStringModule())
         .registerModule(new DefaultScalaModule());
-    var message = new FetchEntity.Inline(FetchEntity.Via.MISS, 200, List.of(new Header("ETag", "\"x\"")),
+    var message = new Reply.Inline(Via.MISS, List.of(new Header("ETag", "\"x\"")),
         ByteString.fromString("hello").concat(ByteString.fromString(" world")), "f".repeat(64));
     byte[] bytes = mapper.writeValueAsBytes(message);
-    assertEquals(message, mapper.readValue(bytes, FetchEntity.Inline.class));
-    var empty = new FetchEntity.Body(FetchEntity.Via.HIT, 404, List.of(), ByteString.emptyByteString());
-    assertEquals(empty, mapper.readValue(mapper.writeValueAsBytes(empty), FetchEntity.Body.class));
+    assertEquals(message, mapper.readValue(bytes, Reply.Inline.class));
+    var empty = new Reply.Body(Via.HIT, List.of(), ByteString.emptyByteString());
+    assertEquals(empty, mapper.readValue(mapper.writeValueAsBytes(empty), Reply.Body.class));
   }
 }

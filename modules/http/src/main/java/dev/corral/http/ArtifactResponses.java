@@ -1,6 +1,6 @@
 package dev.corral.http;
 
-import dev.corral.core.fetch.FetchEntity.Via;
+import dev.corral.core.fetch.Via;
 import dev.corral.core.store.ArtifactStore;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.core.store.StoredArtifact;

@@ -1,8 +1,10 @@
 package dev.corral.http;
 
+import dev.corral.core.download.Failure;
+import dev.corral.core.fetch.Via;
+import dev.corral.core.fetch.Reply;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.fetch.FetchEntity;
-import dev.corral.core.fetch.FetchEntity.Via;
 import dev.corral.core.fetch.FetchPolicy;
 import dev.corral.core.fetch.Node;
 import dev.corral.core.fetch.Waiters;
@@ -409,16 +411,16 @@ public final class FrontDoor {
       }
       return done(count(repo, "error", text(504, "timed out waiting for the upstream")));
     }
-    FetchEntity.Reply reply = ((Waiters.Answered) answer).reply();
-    if (reply instanceof FetchEntity.Body b) {
-      return done(count(repo, b.via(), responses.bytes(request, b.via(), b.status(), b.headers(), b.bytes())));
+    Reply reply = ((Waiters.Answered) answer).reply();
+    if (reply instanceof Reply.Body b) {
+      return done(count(repo, b.via(), responses.bytes(request, b.via(), 200, b.headers(), b.bytes())));
     }
-    if (reply instanceof FetchEntity.Stored s) {
+    if (reply instanceof Reply.Stored s) {
       return responses.stored(request, s.via(), s.artifact())
           .thenApply(r -> r.isPresent() ? count(repo, s.via(), r.get())
               : count(repo, "error", text(502, "stored bytes of this artifact are missing or corrupt")));
     }
-    if (reply instanceof FetchEntity.Stale s) {
+    if (reply instanceof Reply.Stale s) {
       return responses.stored(request, Via.STALE, s.artifact()).thenCompose(r -> {
         if (r.isPresent()) {
           return done(count(repo, Via.STALE, s.revalidationFailed() ? r.get().addHeader(REVALIDATION_FAILED) : r.get()));
@@ -434,11 +436,11 @@ public final class FrontDoor {
                 : count(repo, "error", text(502, "stored bytes of this artifact are missing or corrupt")));
       });
     }
-    if (reply instanceof FetchEntity.Streaming s) {
+    if (reply instanceof Reply.Streaming s) {
       var growing = node.downloads().find(s.downloadId());
       if (growing.isPresent()) {
         // A reader that starts after the download ended reads the committed bytes (GrowingBlob).
-        return done(count(repo, s.via(), responses.streaming(s.via(), s.status(), s.headers(), s.length(), growing.get().reader())));
+        return done(count(repo, s.via(), responses.streaming(s.via(), 200, s.headers(), s.length(), growing.get().reader())));
       }
       // The download ended between the reply and now: serve what it committed, if anything.
       Optional<StoredArtifact> stored = node.store().lookup(key);
@@ -449,14 +451,23 @@ public final class FrontDoor {
       }
       return done(count(repo, "error", text(502, "upstream transfer failed")));
     }
-    if (reply instanceof FetchEntity.NotFound nf) {
-      return done(count(repo, nf.via(), text(nf.status(), "not found upstream")
+    if (reply instanceof Reply.NotFound nf) {
+      return done(count(repo, nf.via(), text(nf.gone() ? 410 : 404, "not found upstream")
           .addHeader(RawHeader.create("X-Cache", nf.via().name()))));
     }
-    if (reply instanceof FetchEntity.Failed f) {
-      return done(count(repo, "error", text(f.status(), f.reason())));
+    if (reply instanceof Reply.Failed f) {
+      return done(count(repo, "error", text(status(f.cause()), f.reason())));
     }
     return done(count(repo, "error", text(502, "unexpected answer: " + reply.getClass().getSimpleName())));
+  }
+
+  /** The status a client gets for a failed fetch. */
+  static int status(Failure cause) {
+    return switch (cause) {
+      case UPSTREAM_TIMEOUT -> 504;
+      case TOO_MANY_WAITERS -> 503;
+      case UPSTREAM_ERROR, BAD_BYTES, PEER_ERROR, INTERNAL -> 502;
+    };
   }
 
   /** The budget ran out and the repository allows it: one direct, uncached fetch for this client. */

@@ -1,5 +1,9 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.download.Download;
+import dev.corral.core.download.Failure;
+import dev.corral.core.download.Outcome;
+import dev.corral.core.download.PeerBlobs;
 import dev.corral.core.record.Record;
 import dev.corral.core.record.KeyRecords;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
@@ -100,75 +104,6 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
 
   private record RecordRead(long flightId, Record record) implements Command {}
 
-  /** How an answer relates to the upstream, for the {@code X-Cache} header. */
-  public enum Via { MISS, COALESCED, HIT, NEGATIVE, STALE, REVALIDATED, PEER, BYPASS }
-
-  /** What a waiter is told. */
-  public sealed interface Reply extends CborSerializable {}
-
-  /** A small body, complete and verified: one immutable ByteString shared by every waiter. */
-  public record Body(Via via, int status, List<Header> headers,
-      @JsonSerialize(using = ByteStringModule.Writer.class) @JsonDeserialize(using = ByteStringModule.Reader.class)
-      ByteString bytes) implements Reply {}
-
-  /** The bytes are committed in this node's store: serve them from there. */
-  public record Stored(Via via, StoredArtifact artifact) implements Reply {}
-
-  /**
-   * A stale copy of mutable metadata, committed in this node's store, served at once while one
-   * revalidation runs ({@code X-Cache: STALE}). {@code revalidationFailed}: the last revalidation
-   * failed upstream, so this is the last good copy (stale-if-error).
-   */
-  public record Stale(StoredArtifact artifact, boolean revalidationFailed) implements Reply {}
-
-  /** A large body that streams from {@link Downloads} while it downloads. */
-  public record Streaming(Via via, int status, List<Header> headers, long length, long downloadId)
-      implements Reply {}
-
-  /**
-   * For a waiter on another node: a small verified body inside the reply. Bounded by
-   * {@link Node.Peering#inlineLimit()} so that it always fits Artery's large-message frame (a
-   * larger message would be dropped with only a log line). The waiter's node checks the SHA-256,
-   * answers its clients and keeps a replica, as old as the holder's copy ({@code fetchedAtMillis};
-   * -1: fetched just now), so a copy of mutable metadata never looks fresher than its source.
-   */
-  public record Inline(Via via, int status, List<Header> headers,
-      @JsonSerialize(using = ByteStringModule.Writer.class) @JsonDeserialize(using = ByteStringModule.Reader.class)
-      ByteString bytes, String sha256, long fetchedAtMillis) implements Reply {
-    public Inline(Via via, int status, List<Header> headers, ByteString bytes, String sha256) {
-      this(via, status, headers, bytes, sha256, -1);
-    }
-  }
-
-  /**
-   * For a waiter on another node: read the body from the node at {@code peerUrl}, which holds it
-   * committed ({@code downloadId < 0}; {@code sha256} names the blob) or is still downloading it
-   * (download {@code downloadId}; {@code sha256} is null). The waiter's node copies it once,
-   * streams the copy to its clients and keeps a verified replica, as old as the holder's copy
-   * ({@code fetchedAtMillis}; -1: fetched just now).
-   */
-  public record FromPeer(Via via, int status, List<Header> headers, long length, String peerUrl, String sha256,
-      long downloadId, long fetchedAtMillis) implements Reply {
-    public FromPeer(Via via, int status, List<Header> headers, long length, String peerUrl, String sha256,
-        long downloadId) {
-      this(via, status, headers, length, peerUrl, sha256, downloadId, -1);
-    }
-
-    /** The path of the bytes on the peer's endpoint. */
-    public String path() {
-      return downloadId >= 0 ? PeerBlobs.downloadPath(downloadId) : PeerBlobs.blobPath(sha256);
-    }
-  }
-
-  /** The upstream said the artifact does not exist (404 or 410). */
-  public record NotFound(Via via, int status, List<Header> headers) implements Reply {}
-
-  /** The fetch failed (502, 504) or the waiter was refused (503). */
-  public record Failed(int status, String reason) implements Reply {}
-
-  /** The entity stopped before the outcome was known: ask again (W3), never the upstream. */
-  public record Retry(String reason) implements Reply {}
-
   // ---- sharding -------------------------------------------------------------------------------
 
   /**
@@ -229,7 +164,7 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
     /** The stored copy this fetch revalidates, or null for a plain fetch. */
     final StoredArtifact revalidating;
     final List<Waiter> waiters = new ArrayList<>();
-    Fetch fetch;
+    Download fetch;
     Outcome.Streaming streaming;
     boolean orphanSlot;
     /** The bytes are copied from a peer holding them: every waiter is answered PEER. */
@@ -281,10 +216,10 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
     if (passivating) {
       // The shard is stopping this entity: a fetch started now would be aborted by the stop.
       // Asked again, the shard holds the Join for the next incarnation.
-      return reply(join.replyTo(), new Retry("the fetch entity is passivating"));
+      return reply(join.replyTo(), new Reply.Retry("the fetch entity is passivating"));
     }
     if (notFound != null && node.ticker().read() - notFoundUntil < 0) {
-      return reply(join.replyTo(), notFound.toReply(Via.NEGATIVE));
+      return reply(join.replyTo(), Reply.of(notFound, Via.NEGATIVE));
     }
     notFound = null;
     if (flight != null) {
@@ -302,7 +237,7 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
         return this;
       }
       if (flight.waiters.size() >= node.policy(join.key().repo()).maxWaiters()) {
-        return reply(join.replyTo(), new Failed(503, "too many requests waiting for this artifact"));
+        return reply(join.replyTo(), new Reply.Failed(Failure.TOO_MANY_WAITERS, "too many requests waiting for this artifact"));
       }
       // A waiter that asks again (its earlier ask went unanswered) replaces its registration.
       flight.waiters.removeIf(w -> w.token() == join.token());
@@ -374,7 +309,7 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
           });
       return;
     }
-    run(f, Fetch.Origin.UPSTREAM);
+    run(f, Download.Origin.UPSTREAM);
   }
 
   /** True when other nodes may hold the key's bytes: this node talks to peers and is not alone. */
@@ -392,21 +327,22 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
     List<String> peers = r.cached() == null ? List.of()
         : r.holders().stream().filter(h -> !h.equals(self)).toList();
     if (peers.isEmpty()) {
-      run(flight, Fetch.Origin.UPSTREAM);
+      run(flight, Download.Origin.UPSTREAM);
     } else {
       flight.fromPeer = true;
       StoredArtifact a = r.cached();
-      run(flight, new Fetch.Origin(peers, PeerBlobs.blobPath(a.sha256()), a.sha256(), a.headers(), true,
+      run(flight, new Download.Origin(node.peering().client(), peers, PeerBlobs.blobPath(a.sha256()), a.sha256(), a.headers(), true,
           a.fetchedAtMillis()));
     }
     return this;
   }
 
-  private void run(Flight f, Fetch.Origin origin) {
+  private void run(Flight f, Download.Origin origin) {
     long started = node.ticker().read();
     long id = f.id;
     ActorRef<Command> self = ctx.getSelf();
-    f.fetch = Fetch.start(node, f.key, f.revalidating, ctx.getSystem(), origin,
+    f.fetch = node.downloads().start(f.key, node.policy(f.key.repo()).inlineLimit(), f.revalidating,
+        ctx.getSystem(), origin,
         streaming -> self.tell(new HeadersKnown(id, streaming)),
         outcome -> self.tell(new Finished(id, outcome, started)));
   }
@@ -521,13 +457,13 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
   private void send(ActorRef<Reply> to, Outcome outcome, Via via) {
     Node.Peering peering = node.peering();
     if (to.path().address().hasLocalScope()) {
-      to.tell(outcome.toReply(via));
+      to.tell(Reply.of(outcome, via));
       return;
     }
     if (peering == null) {
       // A node still starting (its HTTP side not bound yet) cannot hand bytes to other nodes;
       // a local-only reply would point the waiter at its own store or downloads.
-      to.tell(new Retry("this node cannot serve other nodes yet"));
+      to.tell(new Reply.Retry("this node cannot serve other nodes yet"));
       return;
     }
     Via remoteVia = via == Via.HIT ? Via.PEER : via; // bytes held by another node
@@ -535,18 +471,18 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
     if (outcome instanceof Outcome.Body b) {
       StoredArtifact a = b.artifact();
       to.tell(b.bytes().size() <= peering.inlineLimit()
-          ? new Inline(remoteVia, b.status(), b.headers(), b.bytes(), a.sha256(), a.fetchedAtMillis())
-          : new FromPeer(remoteVia, b.status(), b.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis()));
+          ? new Reply.Inline(remoteVia, b.headers(), b.bytes(), a.sha256(), a.fetchedAtMillis())
+          : new Reply.FromPeer(remoteVia, b.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis()));
     } else if (outcome instanceof Outcome.Stored s) {
       StoredArtifact a = s.artifact();
-      to.tell(new FromPeer(remoteVia, 200, a.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis()));
+      to.tell(new Reply.FromPeer(remoteVia, a.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis()));
     } else if (outcome instanceof Outcome.Revalidated r) {
       StoredArtifact a = r.artifact();
-      to.tell(new FromPeer(remoteVia, 200, a.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis()));
+      to.tell(new Reply.FromPeer(remoteVia, a.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis()));
     } else if (outcome instanceof Outcome.Streaming s) {
-      to.tell(new FromPeer(remoteVia, s.status(), s.headers(), s.length(), self, null, s.downloadId()));
+      to.tell(new Reply.FromPeer(remoteVia, s.headers(), s.length(), self, null, s.downloadId()));
     } else {
-      to.tell(outcome.toReply(via));
+      to.tell(Reply.of(outcome, via));
     }
   }
 
@@ -556,7 +492,7 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
    */
   private void sendStale(ActorRef<Reply> to, StoredArtifact stored) {
     if (to.path().address().hasLocalScope()) {
-      to.tell(new Stale(stored, revalidationFailed));
+      to.tell(new Reply.Stale(stored, revalidationFailed));
     } else {
       send(to, new Outcome.Stored(stored), Via.STALE);
     }
@@ -643,7 +579,7 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
       node.releaseOrphanSlot(f.key.repo());
     }
     for (Waiter w : f.waiters) {
-      w.replyTo().tell(new Retry("the fetch entity stopped"));
+      w.replyTo().tell(new Reply.Retry("the fetch entity stopped"));
     }
   }
 }

@@ -1,5 +1,7 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.download.PeerBlobs;
+import dev.corral.core.download.Downloads;
 import dev.corral.core.record.KeyRecords;
 import com.github.benmanes.caffeine.cache.Ticker;
 import dev.corral.core.Metrics;
@@ -27,7 +29,7 @@ public final class Node {
   private final Ticker ticker;
   private final Clock clock;
   private final Executor io;
-  private final Downloads downloads = new Downloads();
+  private final Downloads downloads;
   private final HotBlobs hot;
   private final KeyRecords records;
   private final Map<String, Semaphore> orphanSlots = new ConcurrentHashMap<>();
@@ -87,6 +89,7 @@ public final class Node {
     this.policies = policies;
     this.ticker = ticker;
     this.io = io;
+    this.downloads = new Downloads(store, hot, upstream, clock, io);
   }
 
   public ArtifactStore store() {

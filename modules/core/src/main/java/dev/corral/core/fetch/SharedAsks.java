@@ -1,7 +1,9 @@
 package dev.corral.core.fetch;
 
 import dev.corral.core.key.ArtifactKey;
-import dev.corral.core.fetch.FetchEntity.Via;
+import dev.corral.core.download.Download;
+import dev.corral.core.download.Failure;
+import dev.corral.core.download.Outcome;
 import dev.corral.core.store.BlobWriter;
 import dev.corral.core.store.StoredArtifact;
 import java.security.MessageDigest;
@@ -66,10 +68,10 @@ final class SharedAsks {
   /** One local waiter: answered through {@code answer}. */
   final class Local {
     final long token;
-    final Consumer<FetchEntity.Reply> answer;
+    final Consumer<Reply> answer;
     final Shared shared;
 
-    Local(long token, Consumer<FetchEntity.Reply> answer, Shared shared) {
+    Local(long token, Consumer<Reply> answer, Shared shared) {
       this.token = token;
       this.answer = answer;
       this.shared = shared;
@@ -86,11 +88,11 @@ final class SharedAsks {
    * null when the key already has the repository's maximum of local waiters (the caller answers
    * 503).
    */
-  Local attach(ArtifactKey key, long token, boolean mutable, Consumer<FetchEntity.Reply> answer) {
+  Local attach(ArtifactKey key, long token, boolean mutable, Consumer<Reply> answer) {
     Shared s;
     Local local;
     boolean first;
-    FetchEntity.Reply ready = null;
+    Reply ready = null;
     synchronized (this) {
       s = pending.get(key.id());
       // An ask whose waiters all left is not joined (it asks no more), unless its copy streams.
@@ -101,7 +103,7 @@ final class SharedAsks {
       }
       if (s.copying != null) {
         // A copy from a peer is already streaming here: join it, ask nobody (<= 1 transfer per node).
-        ready = s.copying.toReply(Via.COALESCED);
+        ready = Reply.of(s.copying, Via.COALESCED);
         local = new Local(token, answer, s);
       } else {
         if (s.locals.size() >= node.policy(key.repo()).maxWaiters()) {
@@ -152,7 +154,7 @@ final class SharedAsks {
     /** Every attached waiter was answered, or all of them left. */
     boolean answered;
     /** The copy from a peer, once started. */
-    Fetch copy;
+    Download copy;
     /** The copy's growing local download, once its headers are known. */
     Outcome.Streaming copying;
     Duration retryPause = FIRST_RETRY_PAUSE;
@@ -170,7 +172,7 @@ final class SharedAsks {
         }
       }
       joinsSent.increment();
-      CompletionStage<FetchEntity.Reply> asked =
+      CompletionStage<Reply> asked =
           entity.ask(replyTo -> new FetchEntity.Join(key, token, replyTo, mutable), Waiters.ASK_AGAIN);
       boolean abandoned;
       synchronized (SharedAsks.this) {
@@ -186,7 +188,7 @@ final class SharedAsks {
       // hand every callback to the common pool, one more thread to wake before the waiters hear.
       // Everything else may read files, so it goes to the common pool as before.
       asked.whenCompleteAsync((reply, error) -> {
-        if (error == null && reply instanceof FetchEntity.Inline in) {
+        if (error == null && reply instanceof Reply.Inline in) {
           inline(in);
         } else {
           ForkJoinPool.commonPool().execute(() -> asked(reply, error));
@@ -194,7 +196,7 @@ final class SharedAsks {
       }, Runnable::run);
     }
 
-    private void asked(FetchEntity.Reply reply, Throwable error) {
+    private void asked(Reply reply, Throwable error) {
       if (error != null) {
         boolean timeout = error instanceof TimeoutException || error.getCause() instanceof TimeoutException;
         if (timeout) {
@@ -202,7 +204,7 @@ final class SharedAsks {
         } else {
           later();
         }
-      } else if (reply instanceof FetchEntity.Retry) {
+      } else if (reply instanceof Reply.Retry) {
         int waiting;
         synchronized (SharedAsks.this) {
           waiting = locals.size();
@@ -223,8 +225,8 @@ final class SharedAsks {
     }
 
     /** A reply other than an inline body (those are answered where they arrive, see ask()). */
-    private void resolve(FetchEntity.Reply reply) {
-      if (reply instanceof FetchEntity.FromPeer from) {
+    private void resolve(Reply reply) {
+      if (reply instanceof Reply.FromPeer from) {
         startCopy(from);
       } else {
         answer(reply, true);
@@ -235,18 +237,18 @@ final class SharedAsks {
      * A small body from another node: checked and answered at once, then kept as a replica here
      * (file I/O, on the I/O pool, after the waiters have their answer).
      */
-    private void inline(FetchEntity.Inline in) {
+    private void inline(Reply.Inline in) {
       String actual = sha256(in.bytes());
       if (!actual.equals(in.sha256())) {
         log.warn("a body of {} from another node hashes to {}, not {}", key, actual, in.sha256());
-        answer(new FetchEntity.Failed(502, "a peer's copy does not match its sha256"), true);
+        answer(new Reply.Failed(Failure.BAD_BYTES, "a peer's copy does not match its sha256"), true);
         return;
       }
-      answer(new FetchEntity.Body(in.via(), in.status(), in.headers(), in.bytes()), true);
+      answer(new Reply.Body(in.via(), in.headers(), in.bytes()), true);
       node.io().execute(() -> keepReplica(in));
     }
 
-    private void keepReplica(FetchEntity.Inline in) {
+    private void keepReplica(Reply.Inline in) {
       if (node.store().lookup(key).isPresent()) {
         return;
       }
@@ -273,12 +275,12 @@ final class SharedAsks {
     }
 
     /** One copy per node: every local waiter streams it while it grows. */
-    private void startCopy(FetchEntity.FromPeer from) {
+    private void startCopy(Reply.FromPeer from) {
       if (system == null || node.peering() == null) {
-        answer(new FetchEntity.Failed(502, "this node cannot read from peers"), true);
+        answer(new Reply.Failed(Failure.PEER_ERROR, "this node cannot read from peers"), true);
         return;
       }
-      Fetch.Origin origin = new Fetch.Origin(List.of(from.peerUrl()), from.path(), from.sha256(), from.headers(), false,
+      Download.Origin origin = new Download.Origin(node.peering().client(), List.of(from.peerUrl()), from.path(), from.sha256(), from.headers(), false,
           from.sha256() == null ? -1 : from.fetchedAtMillis());
       Via via = from.via();
       synchronized (SharedAsks.this) {
@@ -286,12 +288,12 @@ final class SharedAsks {
           pending.remove(key.id(), this);
           return; // every waiter left meanwhile
         }
-        copy = Fetch.start(node, key, system, origin,
+        copy = node.downloads().start(key, node.policy(key.repo()).inlineLimit(), null, system, origin,
             streaming -> {
               synchronized (SharedAsks.this) {
                 copying = streaming;
               }
-              answer(streaming.toReply(via), false);
+              answer(Reply.of(streaming, via), false);
             },
             outcome -> copied(outcome, via));
       }
@@ -316,7 +318,7 @@ final class SharedAsks {
       if (retry) {
         later();
       } else {
-        answer(outcome.toReply(via), true);
+        answer(Reply.of(outcome, via), true);
       }
     }
 
@@ -334,7 +336,7 @@ final class SharedAsks {
      * @param forget whether the key's entry goes now (false while a copy still streams: later
      *     local requests join it)
      */
-    private void answer(FetchEntity.Reply reply, boolean forget) {
+    private void answer(Reply reply, boolean forget) {
       List<Local> answered;
       synchronized (SharedAsks.this) {
         if (forget && copy == null) {
@@ -354,18 +356,18 @@ final class SharedAsks {
   }
 
   /** The reply as another local waiter of the same ask sees it. */
-  static FetchEntity.Reply coalesced(FetchEntity.Reply reply) {
-    if (reply instanceof FetchEntity.Body b && b.via() == Via.MISS) {
-      return new FetchEntity.Body(Via.COALESCED, b.status(), b.headers(), b.bytes());
+  static Reply coalesced(Reply reply) {
+    if (reply instanceof Reply.Body b && b.via() == Via.MISS) {
+      return new Reply.Body(Via.COALESCED, b.headers(), b.bytes());
     }
-    if (reply instanceof FetchEntity.Stored s && s.via() == Via.MISS) {
-      return new FetchEntity.Stored(Via.COALESCED, s.artifact());
+    if (reply instanceof Reply.Stored s && s.via() == Via.MISS) {
+      return new Reply.Stored(Via.COALESCED, s.artifact());
     }
-    if (reply instanceof FetchEntity.NotFound nf && nf.via() == Via.MISS) {
-      return new FetchEntity.NotFound(Via.COALESCED, nf.status(), nf.headers());
+    if (reply instanceof Reply.NotFound nf && nf.via() == Via.MISS) {
+      return new Reply.NotFound(Via.COALESCED, nf.gone(), nf.headers());
     }
-    if (reply instanceof FetchEntity.Streaming s && s.via() == Via.MISS) {
-      return new FetchEntity.Streaming(Via.COALESCED, s.status(), s.headers(), s.length(), s.downloadId());
+    if (reply instanceof Reply.Streaming s && s.via() == Via.MISS) {
+      return new Reply.Streaming(Via.COALESCED, s.headers(), s.length(), s.downloadId());
     }
     return reply;
   }

@@ -1,6 +1,7 @@
 package dev.corral.core.fetch;
 
 import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.download.Failure;
 import dev.corral.core.wait.CancelRegistry;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -37,7 +38,7 @@ public final class Waiters {
   /** What a waiter ends with. */
   public sealed interface Answer {}
 
-  public record Answered(FetchEntity.Reply reply) implements Answer {}
+  public record Answered(Reply reply) implements Answer {}
 
   public enum TimedOut implements Answer { INSTANCE }
 
@@ -107,7 +108,7 @@ public final class Waiters {
     if (live) {
       SharedAsks.Local local = shared.attach(key, token, mutable, reply -> result.complete(new Answered(reply)));
       if (local == null) {
-        result.complete(new Answered(new FetchEntity.Failed(503, "too many requests waiting for this artifact")));
+        result.complete(new Answered(new Reply.Failed(Failure.TOO_MANY_WAITERS, "too many requests waiting for this artifact")));
       } else {
         attached.set(local);
         if (result.isDone()) {

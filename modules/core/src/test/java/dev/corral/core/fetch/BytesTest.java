@@ -1,5 +1,7 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.download.Failure;
+import dev.corral.core.download.GrowingBlob;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -37,7 +39,7 @@ class BytesTest extends EntityTestBase {
     List<CompletableFuture<Waiters.Answer>> answers = ask(key, 3);
     barrier(key);
     gate.complete(ScriptedUpstream.ok(ByteString.fromString("tampered bytes")));
-    answers.forEach(a -> assertEquals(502, reply(a, FetchEntity.Failed.class).status()));
+    answers.forEach(a -> assertEquals(Failure.BAD_BYTES, reply(a, Reply.Failed.class).cause()));
     assertTrue(node.store().lookup(key).isEmpty());
   }
 
@@ -64,7 +66,7 @@ class BytesTest extends EntityTestBase {
     ArtifactKey key = new ArtifactKey(repo, u, "", digest("SHA-256", bytes(LARGE, 2)));
     HeldBody held = new HeldBody(body);
     upstream.on(u, r -> CompletableFuture.completedFuture(held.response()));
-    FetchEntity.Streaming streaming = reply(ask(key), FetchEntity.Streaming.class);
+    Reply.Streaming streaming = reply(ask(key), Reply.Streaming.class);
     Reader reader = read(streaming);
     awaitAssert(() -> assertEquals(LARGE - 1, reader.received.get()));
     held.end();
@@ -85,7 +87,7 @@ class BytesTest extends EntityTestBase {
         Source.single(ByteString.fromString("first half"))
             .concat(Source.failed(new java.io.IOException("connection reset"))),
         OptionalLong.of(20)));
-    answers.forEach(a -> assertEquals(502, reply(a, FetchEntity.Failed.class).status()));
+    answers.forEach(a -> assertEquals(Failure.UPSTREAM_ERROR, reply(a, Reply.Failed.class).cause()));
     assertTrue(node.store().lookup(key).isEmpty());
   }
 
@@ -96,7 +98,7 @@ class BytesTest extends EntityTestBase {
     ArtifactKey key = ArtifactKey.of("r", u);
     upstream.on(u, r -> CompletableFuture.completedFuture(ScriptedUpstream.of(200,
         Source.single(ByteString.fromString("only part")), OptionalLong.of(100))));
-    assertEquals(502, reply(ask(key), FetchEntity.Failed.class).status());
+    assertEquals(Failure.UPSTREAM_ERROR, reply(ask(key), Reply.Failed.class).cause());
     assertTrue(node.store().lookup(key).isEmpty());
   }
 
@@ -111,10 +113,10 @@ class BytesTest extends EntityTestBase {
     upstream.on(u, r -> CompletableFuture.completedFuture(held.response()));
 
     List<CompletableFuture<Waiters.Answer>> answers = ask(key, 3);
-    FetchEntity.Streaming first = reply(answers.get(0), FetchEntity.Streaming.class);
+    Reply.Streaming first = reply(answers.get(0), Reply.Streaming.class);
     assertEquals(LARGE, first.length());
     for (var a : answers) {
-      assertEquals(first.downloadId(), reply(a, FetchEntity.Streaming.class).downloadId());
+      assertEquals(first.downloadId(), reply(a, Reply.Streaming.class).downloadId());
     }
     Reader one = read(first);
     Reader two = read(first);
@@ -140,7 +142,7 @@ class BytesTest extends EntityTestBase {
     HeldBody held = new HeldBody(half);
     upstream.on(u, r -> CompletableFuture.completedFuture(held.response(LARGE)));
 
-    FetchEntity.Streaming streaming = reply(ask(key), FetchEntity.Streaming.class);
+    Reply.Streaming streaming = reply(ask(key), Reply.Streaming.class);
     assertEquals(LARGE, streaming.length());
     Reader one = read(streaming);
     Reader two = read(streaming);
@@ -161,9 +163,9 @@ class BytesTest extends EntityTestBase {
     List<CompletableFuture<Waiters.Answer>> answers = ask(key, 8);
     barrier(key);
     gate.complete(ScriptedUpstream.ok(ByteString.fromString("one copy")));
-    ByteString first = reply(answers.get(0), FetchEntity.Body.class).bytes();
+    ByteString first = reply(answers.get(0), Reply.Body.class).bytes();
     assertEquals("one copy", first.utf8String());
-    answers.forEach(a -> assertSame(first, reply(a, FetchEntity.Body.class).bytes()));
+    answers.forEach(a -> assertSame(first, reply(a, Reply.Body.class).bytes()));
   }
 
   @Test
@@ -175,7 +177,7 @@ class BytesTest extends EntityTestBase {
     ByteString body = bytes(4 * LARGE, 5);
     HeldBody held = new HeldBody(body);
     upstream.on(u, r -> CompletableFuture.completedFuture(held.response()));
-    FetchEntity.Streaming streaming = reply(ask(key), FetchEntity.Streaming.class);
+    Reply.Streaming streaming = reply(ask(key), Reply.Streaming.class);
     GrowingBlob blob = node.downloads().find(streaming.downloadId()).orElseThrow();
 
     // One client reads a chunk and goes away.
@@ -196,7 +198,7 @@ class BytesTest extends EntityTestBase {
     ByteString body = bytes(4 * LARGE, 9);
     HeldBody held = new HeldBody(body);
     upstream.on(u, r -> CompletableFuture.completedFuture(held.response()));
-    FetchEntity.Streaming streaming = reply(ask(key), FetchEntity.Streaming.class);
+    Reply.Streaming streaming = reply(ask(key), Reply.Streaming.class);
     GrowingBlob blob = node.downloads().find(streaming.downloadId()).orElseThrow();
     held.end();
     awaitAssert(() -> assertEquals(0, blob.references()));
@@ -212,7 +214,7 @@ class BytesTest extends EntityTestBase {
     String u = url("verified");
     ArtifactKey key = new ArtifactKey("r", u, "", expected);
     upstream.serve(u, bytes);
-    assertEquals(bytes, reply(ask(key), FetchEntity.Body.class).bytes());
+    assertEquals(bytes, reply(ask(key), Reply.Body.class).bytes());
     assertEquals(bytes, node.store().readAll(node.store().lookup(key).orElseThrow()));
   }
 
@@ -225,7 +227,7 @@ class BytesTest extends EntityTestBase {
   /** A reader of a streaming download, counting what it has received so far. */
   private record Reader(AtomicLong received, CompletableFuture<ByteString> all) {}
 
-  private Reader read(FetchEntity.Streaming streaming) {
+  private Reader read(Reply.Streaming streaming) {
     GrowingBlob blob = node.downloads().find(streaming.downloadId()).orElseThrow();
     AtomicLong received = new AtomicLong();
     CompletableFuture<ByteString> all = blob.reader()

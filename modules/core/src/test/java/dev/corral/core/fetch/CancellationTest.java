@@ -36,7 +36,7 @@ class CancellationTest extends EntityTestBase {
     // C3: A waiter leaving never disturbs the others.
     ByteString body = ByteString.fromString("for those who stayed");
     gate.complete(ScriptedUpstream.ok(body));
-    staying.forEach(a -> assertEquals(body, reply(a, FetchEntity.Body.class).bytes()));
+    staying.forEach(a -> assertEquals(body, reply(a, Reply.Body.class).bytes()));
     assertEquals(1, upstream.count(u));
   }
 
@@ -57,8 +57,8 @@ class CancellationTest extends EntityTestBase {
     assertFalse(late.isDone(), "refused: the cancelled waiter still holds its place");
 
     gate.complete(ScriptedUpstream.ok(ByteString.fromString("x")));
-    reply(first, FetchEntity.Body.class);
-    reply(late, FetchEntity.Body.class);
+    reply(first, Reply.Body.class);
+    reply(late, Reply.Body.class);
     awaitAssert(() -> assertEquals(0, waiters.cancels().registrations()));
   }
 
@@ -94,7 +94,7 @@ class CancellationTest extends EntityTestBase {
 
     gate.complete(ScriptedUpstream.ok(ByteString.fromString("warm")));
     awaitAssert(() -> assertTrue(node.store().lookup(key).isPresent()));
-    assertEquals(FetchEntity.Via.HIT, reply(ask(key), FetchEntity.Stored.class).via());
+    assertEquals(Via.HIT, reply(ask(key), Reply.Stored.class).via());
     assertEquals(1, upstream.count(u));
   }
 
@@ -134,7 +134,7 @@ class CancellationTest extends EntityTestBase {
 
     ByteString body = ByteString.fromString("fetched again");
     upstream.serve(u, body);
-    assertEquals(body, reply(ask(key), FetchEntity.Body.class).bytes());
+    assertEquals(body, reply(ask(key), Reply.Body.class).bytes());
     assertEquals(2, upstream.count(u));
   }
 

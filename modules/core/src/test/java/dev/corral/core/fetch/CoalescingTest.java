@@ -1,11 +1,11 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.download.Failure;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.corral.core.key.ArtifactKey;
-import dev.corral.core.fetch.FetchEntity.Via;
 import dev.corral.core.store.BlobWriter;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.UpstreamResponse;
@@ -59,7 +59,7 @@ class CoalescingTest extends EntityTestBase {
 
       int misses = 0;
       for (var a : answers) {
-        FetchEntity.Body b = reply(a, FetchEntity.Body.class);
+        Reply.Body b = reply(a, Reply.Body.class);
         assertEquals(body, b.bytes());
         misses += b.via() == Via.MISS ? 1 : 0;
       }
@@ -78,7 +78,7 @@ class CoalescingTest extends EntityTestBase {
     ByteString bytes = ByteString.fromString("committed by another path");
     StoredArtifact committed = commitDirectly(key, bytes);
 
-    FetchEntity.Stored hit = reply(ask(key), FetchEntity.Stored.class);
+    Reply.Stored hit = reply(ask(key), Reply.Stored.class);
     assertEquals(Via.HIT, hit.via());
     assertEquals(committed.sha256(), hit.artifact().sha256());
     assertEquals(bytes, node.store().readAll(hit.artifact()));
@@ -95,7 +95,7 @@ class CoalescingTest extends EntityTestBase {
     ByteString fresh = ByteString.fromString("fresh bytes from upstream");
     upstream.serve(u, fresh);
 
-    FetchEntity.Body body = reply(ask(key), FetchEntity.Body.class);
+    Reply.Body body = reply(ask(key), Reply.Body.class);
     assertEquals(Via.MISS, body.via());
     assertEquals(fresh, body.bytes());
     assertEquals(1, upstream.count(u));
@@ -113,7 +113,7 @@ class CoalescingTest extends EntityTestBase {
     ByteString fresh = ByteString.fromString("whole bytes from upstream");
     upstream.serve(u, fresh);
 
-    assertEquals(fresh, reply(ask(key), FetchEntity.Body.class).bytes());
+    assertEquals(fresh, reply(ask(key), Reply.Body.class).bytes());
     assertEquals(1, upstream.count(u));
   }
 
@@ -130,7 +130,7 @@ class CoalescingTest extends EntityTestBase {
         ask(key).thenApply(a -> node.store().lookup(key));
     assertTrue(storedWhenAnswered.join().isPresent(), "committed when the waiter was answered");
 
-    FetchEntity.Stored hit = reply(ask(key), FetchEntity.Stored.class);
+    Reply.Stored hit = reply(ask(key), Reply.Stored.class);
     assertEquals(Via.HIT, hit.via());
     assertEquals(1, upstream.count(u));
   }
@@ -142,12 +142,12 @@ class CoalescingTest extends EntityTestBase {
     String u = url("purged");
     ArtifactKey key = ArtifactKey.of(repo, u);
     upstream.serve(u, ByteString.fromString("first"));
-    assertEquals(Via.MISS, reply(ask(key), FetchEntity.Body.class).via());
+    assertEquals(Via.MISS, reply(ask(key), Reply.Body.class).via());
     assertEquals(0.0, inflight(repo));
 
     assertTrue(node.store().remove(key));
     upstream.serve(u, ByteString.fromString("second"));
-    FetchEntity.Body again = reply(ask(key), FetchEntity.Body.class);
+    Reply.Body again = reply(ask(key), Reply.Body.class);
     assertEquals(Via.MISS, again.via());
     assertEquals("second", again.bytes().utf8String());
     assertEquals(2, upstream.count(u));
@@ -163,13 +163,13 @@ class CoalescingTest extends EntityTestBase {
     CompletableFuture<UpstreamResponse> gate = upstream.hold(u);
     List<CompletableFuture<Waiters.Answer>> held = ask(key, 4);
     CompletableFuture<Waiters.Answer> refused = ask(key);
-    assertEquals(503, reply(refused, FetchEntity.Failed.class).status());
+    assertEquals(Failure.TOO_MANY_WAITERS, reply(refused, Reply.Failed.class).cause());
     assertFalse(held.stream().anyMatch(CompletableFuture::isDone));
 
     ByteString body = ByteString.fromString("for the four");
     gate.complete(ScriptedUpstream.ok(body));
     for (var a : held) {
-      assertEquals(body, reply(a, FetchEntity.Body.class).bytes());
+      assertEquals(body, reply(a, Reply.Body.class).bytes());
     }
     // Every finished wait gave its cancel token back.
     awaitAssert(() -> assertEquals(0, waiters.cancels().registrations()));

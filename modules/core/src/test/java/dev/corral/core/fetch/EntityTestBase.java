@@ -170,7 +170,7 @@ abstract class EntityTestBase {
   }
 
   /** The entity's reply a waiter ended with, which must be of {@code type}. */
-  static <T extends FetchEntity.Reply> T reply(CompletableFuture<Waiters.Answer> answer, Class<T> type) {
+  static <T extends Reply> T reply(CompletableFuture<Waiters.Answer> answer, Class<T> type) {
     Waiters.Answered answered = assertInstanceOf(Waiters.Answered.class, answer(answer));
     return assertInstanceOf(type, answered.reply());
   }

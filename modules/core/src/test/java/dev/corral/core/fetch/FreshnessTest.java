@@ -1,12 +1,12 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.download.Failure;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.corral.core.key.ArtifactKey;
-import dev.corral.core.fetch.FetchEntity.Via;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.UpstreamRequest;
@@ -38,13 +38,13 @@ class FreshnessTest extends EntityTestBase {
   void theVariantIsSentUpstreamAsTheAcceptHeader() {
     String url = url("variant");
     ArtifactKey abbreviated = new ArtifactKey("r", url, "application/vnd.npm.install-v1+json", null);
-    reply(ask(abbreviated), FetchEntity.Body.class);
+    reply(ask(abbreviated), Reply.Body.class);
     List<UpstreamRequest> seen = upstream.requests(url);
     assertEquals(1, seen.size());
     assertEquals("application/vnd.npm.install-v1+json", header(seen.get(0), "Accept"));
 
     String plainUrl = url("no-variant");
-    reply(ask(ArtifactKey.of("r", plainUrl)), FetchEntity.Body.class);
+    reply(ask(ArtifactKey.of("r", plainUrl)), Reply.Body.class);
     assertNull(header(upstream.requests(plainUrl).get(0), "Accept"), "no variant sends no Accept");
   }
 
@@ -55,11 +55,11 @@ class FreshnessTest extends EntityTestBase {
         response(200, "as " + header(r, "Accept"))));
     ArtifactKey json = new ArtifactKey("r", url, "application/json", null);
     ArtifactKey html = new ArtifactKey("r", url, "text/html", null);
-    assertEquals("as application/json", reply(ask(json), FetchEntity.Body.class).bytes().utf8String());
-    assertEquals("as text/html", reply(ask(html), FetchEntity.Body.class).bytes().utf8String());
+    assertEquals("as application/json", reply(ask(json), Reply.Body.class).bytes().utf8String());
+    assertEquals("as text/html", reply(ask(html), Reply.Body.class).bytes().utf8String());
     assertEquals(2, upstream.count(url));
     // Each variant is cached under its own key.
-    FetchEntity.Stored again = reply(ask(json), FetchEntity.Stored.class);
+    Reply.Stored again = reply(ask(json), Reply.Stored.class);
     assertEquals(Via.HIT, again.via());
     assertEquals("as application/json", store.readAll(again.artifact()).utf8String());
     assertEquals(2, upstream.count(url));
@@ -70,9 +70,9 @@ class FreshnessTest extends EntityTestBase {
   @Test
   void aFreshMutableCopyIsAHitWithoutAskingTheUpstream() {
     ArtifactKey key = key("fresh");
-    assertEquals(Via.MISS, reply(askMutable(key), FetchEntity.Body.class).via());
+    assertEquals(Via.MISS, reply(askMutable(key), Reply.Body.class).via());
     ticker.advance(FetchPolicy.DEFAULT_METADATA_TTL.minusSeconds(10));
-    assertEquals(Via.HIT, reply(askMutable(key), FetchEntity.Stored.class).via());
+    assertEquals(Via.HIT, reply(askMutable(key), Reply.Stored.class).via());
     assertEquals(1, upstream.count(key.url()));
   }
 
@@ -83,7 +83,7 @@ class FreshnessTest extends EntityTestBase {
     ticker.advance(PAST_TTL);
 
     // Answered while the revalidation is held upstream: stale-while-revalidate.
-    FetchEntity.Stale stale = reply(askMutable(key), FetchEntity.Stale.class);
+    Reply.Stale stale = reply(askMutable(key), Reply.Stale.class);
     assertFalse(stale.revalidationFailed());
     assertEquals("version 1", store.readAll(stale.artifact()).utf8String());
     awaitRequests(key.url(), 2);
@@ -91,11 +91,11 @@ class FreshnessTest extends EntityTestBase {
     assertEquals(ETAG, header(conditional, "If-None-Match"));
     assertEquals(LAST_MODIFIED, header(conditional, "If-Modified-Since"));
     // More requests meanwhile are stale too and start nothing.
-    reply(askMutable(key), FetchEntity.Stale.class);
+    reply(askMutable(key), Reply.Stale.class);
     assertEquals(2, upstream.count(key.url()));
 
     revalidation.complete(response(304, "", new Header("ETag", "\"v2\"")));
-    awaitAssert(() -> assertEquals(Via.HIT, reply(askMutable(key), FetchEntity.Stored.class).via()));
+    awaitAssert(() -> assertEquals(Via.HIT, reply(askMutable(key), Reply.Stored.class).via()));
     assertEquals(2, upstream.count(key.url()));
   }
 
@@ -108,7 +108,7 @@ class FreshnessTest extends EntityTestBase {
     ticker.advance(PAST_TTL);
     long revalidatedAfter = ticker.clock().millis();
 
-    reply(askMutable(key), FetchEntity.Stale.class);
+    reply(askMutable(key), Reply.Stale.class);
     awaitAssert(() -> assertTrue(store.lookup(key).orElseThrow().fetchedAtMillis() >= revalidatedAfter));
     StoredArtifact after = store.lookup(key).orElseThrow();
     assertEquals(before.sha256(), after.sha256(), "the same bytes");
@@ -117,9 +117,9 @@ class FreshnessTest extends EntityTestBase {
     assertFalse(after.headers().contains(new Header("ETag", ETAG)));
     assertEquals("version 1", store.readAll(after).utf8String());
     // Fresh again for a whole TTL: the next revalidation sends the new validator.
-    assertEquals(Via.HIT, reply(askMutable(key), FetchEntity.Stored.class).via());
+    assertEquals(Via.HIT, reply(askMutable(key), Reply.Stored.class).via());
     ticker.advance(PAST_TTL);
-    reply(askMutable(key), FetchEntity.Stale.class);
+    reply(askMutable(key), Reply.Stale.class);
     awaitRequests(key.url(), 3);
     assertEquals("\"v2\"", header(upstream.requests(key.url()).get(2), "If-None-Match"));
   }
@@ -131,9 +131,9 @@ class FreshnessTest extends EntityTestBase {
         response(200, "version 2", new Header("ETag", "\"v2\""))));
     ticker.advance(PAST_TTL);
 
-    assertEquals("version 1", store.readAll(reply(askMutable(key), FetchEntity.Stale.class).artifact()).utf8String());
-    awaitAssert(() -> assertEquals(Via.HIT, reply(askMutable(key), FetchEntity.Stored.class).via()));
-    FetchEntity.Stored hit = reply(askMutable(key), FetchEntity.Stored.class);
+    assertEquals("version 1", store.readAll(reply(askMutable(key), Reply.Stale.class).artifact()).utf8String());
+    awaitAssert(() -> assertEquals(Via.HIT, reply(askMutable(key), Reply.Stored.class).via()));
+    Reply.Stored hit = reply(askMutable(key), Reply.Stored.class);
     assertEquals("version 2", store.readAll(hit.artifact()).utf8String());
     assertEquals(2, upstream.count(key.url()));
   }
@@ -144,9 +144,9 @@ class FreshnessTest extends EntityTestBase {
     upstream.on(key.url(), r -> CompletableFuture.completedFuture(response(500, "down")));
     ticker.advance(PAST_TTL);
 
-    assertFalse(reply(askMutable(key), FetchEntity.Stale.class).revalidationFailed());
-    awaitAssert(() -> assertTrue(reply(askMutable(key), FetchEntity.Stale.class).revalidationFailed()));
-    FetchEntity.Stale lastGood = reply(askMutable(key), FetchEntity.Stale.class);
+    assertFalse(reply(askMutable(key), Reply.Stale.class).revalidationFailed());
+    awaitAssert(() -> assertTrue(reply(askMutable(key), Reply.Stale.class).revalidationFailed()));
+    Reply.Stale lastGood = reply(askMutable(key), Reply.Stale.class);
     assertEquals("version 1", store.readAll(lastGood.artifact()).utf8String());
     // Within the pause after a failure, stale answers start no new revalidation.
     assertEquals(2, upstream.count(key.url()));
@@ -154,9 +154,9 @@ class FreshnessTest extends EntityTestBase {
     // After the pause the next request revalidates again; a 304 ends the error state.
     upstream.on(key.url(), r -> CompletableFuture.completedFuture(response(304, "")));
     ticker.advance(FetchEntity.REVALIDATION_RETRY.plusSeconds(1));
-    assertTrue(reply(askMutable(key), FetchEntity.Stale.class).revalidationFailed());
+    assertTrue(reply(askMutable(key), Reply.Stale.class).revalidationFailed());
     awaitRequests(key.url(), 3);
-    awaitAssert(() -> assertEquals(Via.HIT, reply(askMutable(key), FetchEntity.Stored.class).via()));
+    awaitAssert(() -> assertEquals(Via.HIT, reply(askMutable(key), Reply.Stored.class).via()));
   }
 
   @Test
@@ -164,7 +164,7 @@ class FreshnessTest extends EntityTestBase {
     FetchPolicy policy = FetchPolicy.defaults().withFreshness(Duration.ofMinutes(1), Duration.ofMinutes(1));
     ArtifactKey key = ArtifactKey.of(repo(policy), url("max-stale"));
     upstream.serve(key.url(), ByteString.fromString("v1"));
-    reply(askMutable(key), FetchEntity.Body.class);
+    reply(askMutable(key), Reply.Body.class);
     CompletableFuture<UpstreamResponse> revalidation = upstream.hold(key.url());
     ticker.advance(Duration.ofMinutes(3));
 
@@ -174,8 +174,8 @@ class FreshnessTest extends EntityTestBase {
     barrier(key); // both Joins are registered (a purge changes nothing the flight needs)
     assertFalse(leader.isDone(), "a copy past max-stale is not served");
     revalidation.complete(response(304, ""));
-    assertEquals(Via.REVALIDATED, reply(leader, FetchEntity.Stored.class).via());
-    assertEquals(Via.REVALIDATED, reply(other, FetchEntity.Stored.class).via());
+    assertEquals(Via.REVALIDATED, reply(leader, Reply.Stored.class).via());
+    assertEquals(Via.REVALIDATED, reply(other, Reply.Stored.class).via());
     assertEquals(2, upstream.count(key.url()));
   }
 
@@ -184,10 +184,10 @@ class FreshnessTest extends EntityTestBase {
     FetchPolicy policy = FetchPolicy.defaults().withFreshness(Duration.ofMinutes(1), Duration.ZERO);
     ArtifactKey key = ArtifactKey.of(repo(policy), url("past-max-stale-error"));
     upstream.serve(key.url(), ByteString.fromString("v1"));
-    reply(askMutable(key), FetchEntity.Body.class);
+    reply(askMutable(key), Reply.Body.class);
     upstream.on(key.url(), r -> CompletableFuture.completedFuture(response(503, "down")));
     ticker.advance(Duration.ofMinutes(2));
-    assertEquals(502, reply(askMutable(key), FetchEntity.Failed.class).status());
+    assertEquals(Failure.UPSTREAM_ERROR, reply(askMutable(key), Reply.Failed.class).cause());
   }
 
   @Test
@@ -196,8 +196,8 @@ class FreshnessTest extends EntityTestBase {
     upstream.on(key.url(), r -> CompletableFuture.completedFuture(response(404, "")));
     ticker.advance(PAST_TTL);
 
-    reply(askMutable(key), FetchEntity.Stale.class);
-    awaitAssert(() -> assertEquals(Via.NEGATIVE, reply(askMutable(key), FetchEntity.NotFound.class).via()));
+    reply(askMutable(key), Reply.Stale.class);
+    awaitAssert(() -> assertEquals(Via.NEGATIVE, reply(askMutable(key), Reply.NotFound.class).via()));
     assertTrue(store.lookup(key).isEmpty(), "the stale copy is removed");
     assertEquals(2, upstream.count(key.url()));
   }
@@ -206,7 +206,7 @@ class FreshnessTest extends EntityTestBase {
   void anImmutableArtifactIsNeverRevalidated() {
     ArtifactKey key = cachedWithValidators("immutable");
     ticker.advance(Duration.ofDays(30));
-    assertEquals(Via.HIT, reply(ask(key), FetchEntity.Stored.class).via());
+    assertEquals(Via.HIT, reply(ask(key), Reply.Stored.class).via());
     assertEquals(1, upstream.count(key.url()));
   }
 
@@ -221,11 +221,11 @@ class FreshnessTest extends EntityTestBase {
       answers.add(askMutable(key));
     }
     for (CompletableFuture<Waiters.Answer> a : answers) {
-      reply(a, FetchEntity.Stale.class); // all answered while the one revalidation is held
+      reply(a, Reply.Stale.class); // all answered while the one revalidation is held
     }
     assertEquals(2, upstream.count(key.url()));
     revalidation.complete(response(304, ""));
-    awaitAssert(() -> assertEquals(Via.HIT, reply(askMutable(key), FetchEntity.Stored.class).via()));
+    awaitAssert(() -> assertEquals(Via.HIT, reply(askMutable(key), Reply.Stored.class).via()));
     assertEquals(2, upstream.count(key.url()));
   }
 
@@ -240,11 +240,11 @@ class FreshnessTest extends EntityTestBase {
         d.maxWaiters(), d.maxOrphanFetches())), url("negative-long"));
     for (ArtifactKey key : List.of(brief, longer)) {
       upstream.on(key.url(), r -> CompletableFuture.completedFuture(response(404, "")));
-      assertEquals(Via.MISS, reply(ask(key), FetchEntity.NotFound.class).via());
+      assertEquals(Via.MISS, reply(ask(key), Reply.NotFound.class).via());
     }
     ticker.advance(Duration.ofSeconds(20));
-    assertEquals(Via.MISS, reply(ask(brief), FetchEntity.NotFound.class).via());
-    assertEquals(Via.NEGATIVE, reply(ask(longer), FetchEntity.NotFound.class).via());
+    assertEquals(Via.MISS, reply(ask(brief), Reply.NotFound.class).via());
+    assertEquals(Via.NEGATIVE, reply(ask(longer), Reply.NotFound.class).via());
     assertEquals(2, upstream.count(brief.url()));
     assertEquals(1, upstream.count(longer.url()));
   }
@@ -256,7 +256,7 @@ class FreshnessTest extends EntityTestBase {
     ArtifactKey key = key(name);
     upstream.on(key.url(), r -> CompletableFuture.completedFuture(response(200, "version 1",
         new Header("ETag", ETAG), new Header("Last-Modified", LAST_MODIFIED))));
-    assertEquals(Via.MISS, reply(askMutable(key), FetchEntity.Body.class).via());
+    assertEquals(Via.MISS, reply(askMutable(key), Reply.Body.class).via());
     assertEquals(1, upstream.count(key.url()));
     return key;
   }

@@ -1,12 +1,12 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.download.Failure;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.key.Digest;
-import dev.corral.core.fetch.FetchEntity.Via;
 import dev.corral.core.upstream.UpstreamResponse;
 import java.security.MessageDigest;
 import java.util.ArrayList;
@@ -40,8 +40,8 @@ class KeyIdentityTest extends EntityTestBase {
     gateA.complete(ScriptedUpstream.ok(ByteString.fromString("bytes of a")));
     gateB.complete(ScriptedUpstream.ok(ByteString.fromString("bytes of b")));
 
-    assertEquals("bytes of a", reply(answerA, FetchEntity.Body.class).bytes().utf8String());
-    assertEquals("bytes of b", reply(answerB, FetchEntity.Body.class).bytes().utf8String());
+    assertEquals("bytes of a", reply(answerA, Reply.Body.class).bytes().utf8String());
+    assertEquals("bytes of b", reply(answerB, Reply.Body.class).bytes().utf8String());
   }
 
   @Test
@@ -53,8 +53,8 @@ class KeyIdentityTest extends EntityTestBase {
     var two = ask(ArtifactKey.of(repo(), u));
     awaitRequests(u, 2);
     gate.complete(ScriptedUpstream.ok(ByteString.fromString("x")));
-    assertEquals(Via.MISS, reply(one, FetchEntity.Body.class).via());
-    assertEquals(Via.MISS, reply(two, FetchEntity.Body.class).via());
+    assertEquals(Via.MISS, reply(one, Reply.Body.class).via());
+    assertEquals(Via.MISS, reply(two, Reply.Body.class).via());
   }
 
   @Test
@@ -70,8 +70,8 @@ class KeyIdentityTest extends EntityTestBase {
     var two = ask(full);
     awaitRequests(u, 2);
     gate.complete(ScriptedUpstream.ok(ByteString.fromString("{}")));
-    assertEquals(Via.MISS, reply(one, FetchEntity.Body.class).via());
-    assertEquals(Via.MISS, reply(two, FetchEntity.Body.class).via());
+    assertEquals(Via.MISS, reply(one, Reply.Body.class).via());
+    assertEquals(Via.MISS, reply(two, Reply.Body.class).via());
   }
 
   @Test
@@ -89,8 +89,8 @@ class KeyIdentityTest extends EntityTestBase {
     awaitRequests(u, 2);
     gate.complete(ScriptedUpstream.ok(served));
     // Each got the verdict of its own fetch: sharing would have given both the same one.
-    assertEquals(served, reply(one, FetchEntity.Body.class).bytes());
-    assertEquals(502, reply(two, FetchEntity.Failed.class).status());
+    assertEquals(served, reply(one, Reply.Body.class).bytes());
+    assertEquals(Failure.BAD_BYTES, reply(two, Reply.Failed.class).cause());
   }
 
   @Test
@@ -109,7 +109,7 @@ class KeyIdentityTest extends EntityTestBase {
     var two = ask(upper);
     barrier(lower);
     gate.complete(ScriptedUpstream.ok(body));
-    List<Via> vias = List.of(reply(one, FetchEntity.Body.class).via(), reply(two, FetchEntity.Body.class).via());
+    List<Via> vias = List.of(reply(one, Reply.Body.class).via(), reply(two, Reply.Body.class).via());
     assertEquals(List.of(Via.MISS, Via.COALESCED), vias);
     assertEquals(1, upstream.count(u));
   }
@@ -134,7 +134,7 @@ class KeyIdentityTest extends EntityTestBase {
       gates.get(i).complete(ScriptedUpstream.ok(ByteString.fromString("body " + i)));
     }
     for (int i = 0; i < k; i++) {
-      assertEquals("body " + i, reply(answers.get(i), FetchEntity.Body.class).bytes().utf8String());
+      assertEquals("body " + i, reply(answers.get(i), Reply.Body.class).bytes().utf8String());
     }
   }
 

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.corral.core.key.ArtifactKey;
-import dev.corral.core.fetch.FetchEntity.Via;
 import dev.corral.core.upstream.UpstreamResponse;
 import java.time.Duration;
 import java.util.List;
@@ -40,12 +39,12 @@ class LifecycleTest extends EntityTestBase {
     ArtifactKey key = ArtifactKey.of("r", u);
     ByteString bytes = ByteString.fromString("cached, then idle");
     upstream.serve(u, bytes);
-    reply(ask(key), FetchEntity.Body.class);
+    reply(ask(key), Reply.Body.class);
 
     awaitAssert(() -> assertFalse(isRunning(key), "still running after its idle timeout"));
     Record record = persisted(key).orElseThrow();
     assertEquals(node.store().lookup(key).orElseThrow().sha256(), record.cached().sha256());
-    assertEquals(Via.HIT, reply(ask(key), FetchEntity.Stored.class).via());
+    assertEquals(Via.HIT, reply(ask(key), Reply.Stored.class).via());
     assertEquals(1, upstream.count(u));
   }
 
@@ -65,7 +64,7 @@ class LifecycleTest extends EntityTestBase {
 
     ByteString body = ByteString.fromString("worth the wait");
     gate.complete(ScriptedUpstream.ok(body));
-    answers.forEach(a -> assertEquals(body, reply(a, FetchEntity.Body.class).bytes()));
+    answers.forEach(a -> assertEquals(body, reply(a, Reply.Body.class).bytes()));
     assertEquals(1, upstream.count(u));
     awaitAssert(() -> assertFalse(isRunning(key), "passivates once the fetch is over"));
   }
@@ -84,7 +83,7 @@ class LifecycleTest extends EntityTestBase {
     ByteString body = ByteString.fromString("from the next incarnation");
     upstream.serve(u, body);
     passivate(key);
-    answers.forEach(a -> assertEquals(body, reply(a, FetchEntity.Body.class).bytes()));
+    answers.forEach(a -> assertEquals(body, reply(a, Reply.Body.class).bytes()));
     // The stopped entity's fetch plus one of its successor, however many waiters asked again.
     assertEquals(2, upstream.count(u));
     awaitAssert(() -> assertEquals(3.0, fallthrough(repo, "entity-stopped")));
@@ -92,7 +91,7 @@ class LifecycleTest extends EntityTestBase {
     // The stopped fetch was aborted with its entity: its late response commits nothing.
     first.complete(ScriptedUpstream.ok(ByteString.fromString("stale")));
     awaitAssert(() -> assertEquals(0.0, inflight(repo)));
-    assertEquals(body, node.store().readAll(reply(ask(key), FetchEntity.Stored.class).artifact()));
+    assertEquals(body, node.store().readAll(reply(ask(key), Reply.Stored.class).artifact()));
   }
 
   @Test
@@ -111,7 +110,7 @@ class LifecycleTest extends EntityTestBase {
     upstream.serve(u, body);
     sharding.entityRefFor(FetchEntity.TYPE_KEY, key.id()).tell(FetchEntity.Stop.INSTANCE);
     for (CompletableFuture<Waiters.Answer> a : answers) {
-      assertEquals(body, reply(a, FetchEntity.Body.class).bytes());
+      assertEquals(body, reply(a, Reply.Body.class).bytes());
     }
     assertEquals(2, upstream.count(u));
   }

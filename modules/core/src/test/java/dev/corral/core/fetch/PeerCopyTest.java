@@ -1,5 +1,9 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.download.Download;
+import dev.corral.core.download.Failure;
+import dev.corral.core.download.Outcome;
+import dev.corral.core.download.PeerBlobs;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -79,8 +83,9 @@ class PeerCopyTest extends EntityTestBase {
 
   private Outcome copy(ArtifactKey key, List<String> from) throws Exception {
     CompletableFuture<Outcome> done = new CompletableFuture<>();
-    Fetch.start(node, key, kit.system(),
-        new Fetch.Origin(from, PeerBlobs.blobPath(SHA), SHA, List.of(new Header("Content-Type", "x/y")), false),
+    node.downloads().start(key, node.policy(key.repo()).inlineLimit(), null, kit.system(),
+        new Download.Origin(node.peering().client(), from, PeerBlobs.blobPath(SHA), SHA,
+            List.of(new Header("Content-Type", "x/y")), false),
         streaming -> {}, done::complete);
     return done.get(10, TimeUnit.SECONDS);
   }
@@ -116,7 +121,7 @@ class PeerCopyTest extends EntityTestBase {
     peers.put("http://127.0.0.1:14", offset -> offset == 0 ? serving(1000).get(0)
         : CompletableFuture.completedFuture(new UpstreamResponse(404, List.of(), OptionalLong.of(0), Source.empty())));
     Outcome outcome = copy(key, List.of("http://127.0.0.1:14"));
-    assertEquals(502, assertInstanceOf(Outcome.Failed.class, outcome).status());
+    assertEquals(Failure.UPSTREAM_ERROR, assertInstanceOf(Outcome.Failed.class, outcome).cause());
     assertTrue(node.store().lookup(key).isEmpty());
   }
 
@@ -128,7 +133,7 @@ class PeerCopyTest extends EntityTestBase {
     peers.put("http://127.0.0.1:15", offset -> CompletableFuture.completedFuture(new UpstreamResponse(200, List.of(),
         OptionalLong.of(other.length), Source.single(ByteString.fromArray(other)))));
     Outcome outcome = copy(key, List.of("http://127.0.0.1:15"));
-    assertEquals(502, assertInstanceOf(Outcome.Failed.class, outcome).status());
+    assertEquals(Failure.BAD_BYTES, assertInstanceOf(Outcome.Failed.class, outcome).cause());
     assertTrue(node.store().lookup(key).isEmpty());
   }
 
@@ -136,6 +141,6 @@ class PeerCopyTest extends EntityTestBase {
   void noPeerGivingTheBytesIsUnavailableSoTheWaiterAsksAgain() throws Exception {
     ArtifactKey key = ArtifactKey.of(repo(), url("nobody"));
     Outcome outcome = copy(key, List.of("http://127.0.0.1:21", "http://127.0.0.1:22"));
-    assertInstanceOf(FetchEntity.Retry.class, assertInstanceOf(Outcome.Unavailable.class, outcome).toReply(FetchEntity.Via.PEER));
+    assertInstanceOf(Reply.Retry.class, Reply.of(assertInstanceOf(Outcome.Unavailable.class, outcome), Via.PEER));
   }
 }

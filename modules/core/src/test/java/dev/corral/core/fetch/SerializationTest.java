@@ -1,5 +1,6 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.download.Failure;
 import dev.corral.core.record.Record;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -9,7 +10,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.typesafe.config.ConfigFactory;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.key.Digest;
-import dev.corral.core.fetch.FetchEntity.Via;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
 import java.util.List;
@@ -79,7 +79,7 @@ class SerializationTest {
 
   @Test
   void commandsRoundTrip() {
-    ActorRef<FetchEntity.Reply> replyTo = kit.<FetchEntity.Reply>createTestProbe().ref();
+    ActorRef<Reply> replyTo = kit.<Reply>createTestProbe().ref();
     ActorRef<Done> done = kit.<Done>createTestProbe().ref();
     ArtifactKey key = new ArtifactKey("r", "http://upstream.example/a.tgz", "abbreviated",
         new Digest("sha512", "ab".repeat(64)));
@@ -96,21 +96,21 @@ class SerializationTest {
   @Test
   void repliesRoundTripWithTheirBytes() {
     ByteString body = random(100_000);
-    FetchEntity.Body b = (FetchEntity.Body) roundTrip(new FetchEntity.Body(Via.MISS, 200, HEADERS, body));
+    Reply.Body b = (Reply.Body) roundTrip(new Reply.Body(Via.MISS, HEADERS, body));
     assertArrayEquals(body.toArray(), b.bytes().toArray());
     // A ByteString made of several chunks is written as one byte string.
     ByteString chunked = random(10).concat(random(70_000)).concat(ByteString.emptyByteString()).concat(random(5));
-    FetchEntity.Inline in = (FetchEntity.Inline) roundTrip(
-        new FetchEntity.Inline(Via.COALESCED, 200, HEADERS, chunked, "c".repeat(64)));
+    Reply.Inline in = (Reply.Inline) roundTrip(
+        new Reply.Inline(Via.COALESCED, HEADERS, chunked, "c".repeat(64)));
     assertArrayEquals(chunked.toArray(), in.bytes().toArray());
-    roundTrip(new FetchEntity.Inline(Via.PEER, 200, List.of(), ByteString.emptyByteString(), "d".repeat(64)));
-    roundTrip(new FetchEntity.Stored(Via.HIT, ARTIFACT));
-    roundTrip(new FetchEntity.Streaming(Via.COALESCED, 200, HEADERS, 1L << 33, 17));
-    roundTrip(new FetchEntity.FromPeer(Via.PEER, 200, HEADERS, 1L << 31, "http://127.0.0.1:9", "e".repeat(64), -1));
-    roundTrip(new FetchEntity.FromPeer(Via.MISS, 200, HEADERS, 99, "http://127.0.0.1:9", null, 5));
-    roundTrip(new FetchEntity.NotFound(Via.NEGATIVE, 410, HEADERS));
-    roundTrip(new FetchEntity.Failed(504, "upstream timed out"));
-    roundTrip(new FetchEntity.Retry("the fetch entity stopped"));
+    roundTrip(new Reply.Inline(Via.PEER, List.of(), ByteString.emptyByteString(), "d".repeat(64)));
+    roundTrip(new Reply.Stored(Via.HIT, ARTIFACT));
+    roundTrip(new Reply.Streaming(Via.COALESCED, HEADERS, 1L << 33, 17));
+    roundTrip(new Reply.FromPeer(Via.PEER, HEADERS, 1L << 31, "http://127.0.0.1:9", "e".repeat(64), -1));
+    roundTrip(new Reply.FromPeer(Via.MISS, HEADERS, 99, "http://127.0.0.1:9", null, 5));
+    roundTrip(new Reply.NotFound(Via.NEGATIVE, true, HEADERS));
+    roundTrip(new Reply.Failed(Failure.UPSTREAM_TIMEOUT, "upstream timed out"));
+    roundTrip(new Reply.Retry("the fetch entity stopped"));
   }
 
   /**
@@ -137,8 +137,8 @@ class SerializationTest {
     try {
       Serialization s = SerializationExtension.get(Adapter.toClassic(shadedOrder.system()));
       ByteString body = random(50_000);
-      for (Object message : List.of(new FetchEntity.Inline(Via.COALESCED, 200, HEADERS, body, "c".repeat(64)),
-          new FetchEntity.Body(Via.MISS, 200, HEADERS, body))) {
+      for (Object message : List.of(new Reply.Inline(Via.COALESCED, HEADERS, body, "c".repeat(64)),
+          new Reply.Body(Via.MISS, HEADERS, body))) {
         var serializer = s.findSerializerFor(message);
         byte[] bytes = s.serialize(message).get();
         assertTrue(bytes.length < body.size() + 1_000, "one byte string, not a list of numbers: " + bytes.length);
@@ -188,7 +188,7 @@ class SerializationTest {
   @Test
   void aBodyIsCarriedAsRawBytesNotBase64() {
     ByteString body = random(1 << 20);
-    var message = new FetchEntity.Inline(Via.MISS, 200, HEADERS, body, "f".repeat(64));
+    var message = new Reply.Inline(Via.MISS, HEADERS, body, "f".repeat(64));
     byte[] bytes = serialization.findSerializerFor(message).toBinary(message);
     // CBOR byte string: the payload plus a few hundred bytes of fields, not 4/3 of it.
     assertTrue(bytes.length < body.size() + 1024, "serialized size " + bytes.length);

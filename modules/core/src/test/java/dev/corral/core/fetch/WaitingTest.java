@@ -1,12 +1,12 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.download.Failure;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.corral.core.key.ArtifactKey;
-import dev.corral.core.fetch.FetchEntity.Via;
 import dev.corral.core.upstream.UpstreamException;
 import dev.corral.core.upstream.UpstreamResponse;
 import java.time.Duration;
@@ -31,7 +31,7 @@ class WaitingTest extends EntityTestBase {
     assertFalse(answers.stream().anyMatch(CompletableFuture::isDone), "answered before the outcome");
     gate.complete(ScriptedUpstream.ok(ByteString.fromString("now")));
     // With an hour of budget nothing but the outcome's message can end these waits.
-    answers.forEach(a -> assertEquals("now", reply(a, FetchEntity.Body.class).bytes().utf8String()));
+    answers.forEach(a -> assertEquals("now", reply(a, Reply.Body.class).bytes().utf8String()));
   }
 
   @Test
@@ -43,11 +43,11 @@ class WaitingTest extends EntityTestBase {
     List<CompletableFuture<Waiters.Answer>> answers = ask(key, 8);
     barrier(key);
     gate.completeExceptionally(new UpstreamException("503", "upstream unavailable after retries", false, null));
-    answers.forEach(a -> assertEquals(502, reply(a, FetchEntity.Failed.class).status()));
+    answers.forEach(a -> assertEquals(Failure.UPSTREAM_ERROR, reply(a, Reply.Failed.class).cause()));
     assertEquals(1, upstream.count(u), "waiters never retry on their own");
 
     upstream.serve(u, ByteString.fromString("recovered"));
-    FetchEntity.Body again = reply(ask(key), FetchEntity.Body.class);
+    Reply.Body again = reply(ask(key), Reply.Body.class);
     assertEquals("recovered", again.bytes().utf8String());
     assertEquals(Via.MISS, again.via());
     assertEquals(2, upstream.count(u));
@@ -62,11 +62,11 @@ class WaitingTest extends EntityTestBase {
     List<CompletableFuture<Waiters.Answer>> answers = ask(key, 4);
     barrier(key);
     gate.complete(ScriptedUpstream.of(500, Source.single(ByteString.fromString("oops")), OptionalLong.of(4)));
-    answers.forEach(a -> assertEquals(502, reply(a, FetchEntity.Failed.class).status()));
+    answers.forEach(a -> assertEquals(Failure.UPSTREAM_ERROR, reply(a, Reply.Failed.class).cause()));
     assertTrue(node.store().lookup(key).isEmpty());
 
     upstream.serve(u, ByteString.fromString("fine now"));
-    assertEquals("fine now", reply(ask(key), FetchEntity.Body.class).bytes().utf8String());
+    assertEquals("fine now", reply(ask(key), Reply.Body.class).bytes().utf8String());
     assertEquals(2, upstream.count(u));
   }
 
@@ -79,7 +79,7 @@ class WaitingTest extends EntityTestBase {
     List<CompletableFuture<Waiters.Answer>> answers = ask(key, 3);
     barrier(key);
     gate.completeExceptionally(new UpstreamException("timeout", "first byte timeout", true, null));
-    answers.forEach(a -> assertEquals(504, reply(a, FetchEntity.Failed.class).status()));
+    answers.forEach(a -> assertEquals(Failure.UPSTREAM_TIMEOUT, reply(a, Reply.Failed.class).cause()));
   }
 
   @Test
@@ -91,15 +91,15 @@ class WaitingTest extends EntityTestBase {
     List<CompletableFuture<Waiters.Answer>> answers = ask(key, 3);
     awaitRequests(u, 1);
     gate.complete(ScriptedUpstream.of(404, Source.empty(), OptionalLong.of(0)));
-    answers.forEach(a -> assertEquals(404, reply(a, FetchEntity.NotFound.class).status()));
+    answers.forEach(a -> assertFalse(reply(a, Reply.NotFound.class).gone()));
 
-    FetchEntity.NotFound remembered = reply(ask(key), FetchEntity.NotFound.class);
+    Reply.NotFound remembered = reply(ask(key), Reply.NotFound.class);
     assertEquals(Via.NEGATIVE, remembered.via());
     assertEquals(1, upstream.count(u));
 
     ticker.advance(FetchPolicy.defaults().negativeTtl().plusSeconds(1));
     upstream.serve(u, ByteString.fromString("published since"));
-    assertEquals("published since", reply(ask(key), FetchEntity.Body.class).bytes().utf8String());
+    assertEquals("published since", reply(ask(key), Reply.Body.class).bytes().utf8String());
     assertEquals(2, upstream.count(u));
   }
 
@@ -134,10 +134,10 @@ class WaitingTest extends EntityTestBase {
     upstream.on(u, r -> {
       throw new IllegalStateException("a bug in the upstream client");
     });
-    assertEquals(502, reply(ask(key), FetchEntity.Failed.class).status());
+    assertEquals(Failure.INTERNAL, reply(ask(key), Reply.Failed.class).cause());
 
     upstream.serve(u, ByteString.fromString("works again"));
-    assertEquals("works again", reply(ask(key), FetchEntity.Body.class).bytes().utf8String());
+    assertEquals("works again", reply(ask(key), Reply.Body.class).bytes().utf8String());
   }
 
   @Test
@@ -149,10 +149,10 @@ class WaitingTest extends EntityTestBase {
     upstream.on(u, r -> {
       throw new AssertionError("a failed assertion in the upstream client");
     });
-    assertEquals(502, reply(ask(key), FetchEntity.Failed.class).status());
+    assertEquals(Failure.INTERNAL, reply(ask(key), Reply.Failed.class).cause());
 
     upstream.serve(u, ByteString.fromString("works again"));
-    assertEquals("works again", reply(ask(key), FetchEntity.Body.class).bytes().utf8String());
+    assertEquals("works again", reply(ask(key), Reply.Body.class).bytes().utf8String());
   }
 
   @Test
@@ -164,7 +164,7 @@ class WaitingTest extends EntityTestBase {
     List<CompletableFuture<Waiters.Answer>> answers = ask(key, 4);
     barrier(key);
     gate.completeExceptionally(new NullPointerException("a bug"));
-    answers.forEach(a -> assertEquals(502, reply(a, FetchEntity.Failed.class).status()));
+    answers.forEach(a -> assertEquals(Failure.INTERNAL, reply(a, Reply.Failed.class).cause()));
   }
 
   @Test
@@ -178,7 +178,7 @@ class WaitingTest extends EntityTestBase {
     gate.complete(ScriptedUpstream.of(200,
         Source.single(ByteString.fromString("half")).concat(Source.failed(new IllegalStateException("bug"))),
         OptionalLong.of(8)));
-    answers.forEach(a -> assertEquals(502, reply(a, FetchEntity.Failed.class).status()));
+    answers.forEach(a -> assertEquals(Failure.INTERNAL, reply(a, Reply.Failed.class).cause()));
     assertTrue(node.store().lookup(key).isEmpty());
   }
 
@@ -192,7 +192,7 @@ class WaitingTest extends EntityTestBase {
     List<CompletableFuture<Waiters.Answer>> answers = ask(key, 4);
     barrier(key);
     gate.complete(ScriptedUpstream.ok(ByteString.fromString("never committed")));
-    answers.forEach(a -> assertEquals(502, reply(a, FetchEntity.Failed.class).status()));
+    answers.forEach(a -> assertEquals(Failure.INTERNAL, reply(a, Reply.Failed.class).cause()));
     assertTrue(node.store().lookup(key).isEmpty());
   }
 }

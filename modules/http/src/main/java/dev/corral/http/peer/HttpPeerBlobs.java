@@ -1,6 +1,6 @@
 package dev.corral.http.peer;
 
-import dev.corral.core.fetch.PeerBlobs;
+import dev.corral.core.download.PeerBlobs;
 import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.UpstreamResponse;
 import dev.corral.http.upstream.ExactLength;

@@ -1,6 +1,6 @@
 package dev.corral.http.peer;
 
-import dev.corral.core.fetch.GrowingBlob;
+import dev.corral.core.download.GrowingBlob;
 import dev.corral.core.fetch.Node;
 import dev.corral.core.store.StoredArtifact;
 import java.util.List;

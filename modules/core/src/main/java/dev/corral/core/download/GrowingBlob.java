@@ -1,4 +1,4 @@
-package dev.corral.core.fetch;
+package dev.corral.core.download;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -218,7 +218,7 @@ public final class GrowingBlob {
   }
 
   /** Readers still holding the channel (the writer counts as one until it finishes). For tests. */
-  int references() {
+  public int references() {
     synchronized (lock) {
       return readers;
     }

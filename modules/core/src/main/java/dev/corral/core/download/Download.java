@@ -1,4 +1,4 @@
-package dev.corral.core.fetch;
+package dev.corral.core.download;
 
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.store.BlobWriter;
@@ -39,16 +39,17 @@ import org.slf4j.LoggerFactory;
  * commit to the store, and say how it ended. It never throws: every failure, including a bug in
  * this code, ends as an {@link Outcome.Failed} (SEMANTICS W4).
  */
-final class Fetch {
-  private static final Logger log = LoggerFactory.getLogger(Fetch.class);
+public final class Download {
+  private static final Logger log = LoggerFactory.getLogger(Download.class);
 
   /** Response headers worth replaying from the store. */
   private static final Set<String> KEPT_HEADERS =
       Set.of("content-type", "etag", "last-modified", "cache-control", "content-disposition",
           "expires", "content-language");
 
-  private final Node node;
+  private final Downloads node; // the node's store, hot blobs, upstream and running downloads
   private final ArtifactKey key;
+  private final long inlineLimit;
   private final ActorSystem<?> system;
   private final SharedKillSwitch kill;
   private final long downloadId;
@@ -67,12 +68,13 @@ final class Fetch {
    * and are stored with {@code headers} (the holder's record), not with the peer's own, and as
    * old as the holder's copy ({@code fetchedAtMillis}; -1: as fetched now).
    */
-  record Origin(List<String> peers, String path, String sha256, List<Header> headers, boolean thenUpstream,
-      long fetchedAtMillis) {
-    static final Origin UPSTREAM = new Origin(List.of(), null, null, null, true, -1);
+  public record Origin(PeerBlobs client, List<String> peers, String path, String sha256, List<Header> headers,
+      boolean thenUpstream, long fetchedAtMillis) {
+    public static final Origin UPSTREAM = new Origin(null, List.of(), null, null, null, true, -1);
 
-    Origin(List<String> peers, String path, String sha256, List<Header> headers, boolean thenUpstream) {
-      this(peers, path, sha256, headers, thenUpstream, -1);
+    public Origin(PeerBlobs client, List<String> peers, String path, String sha256, List<Header> headers,
+        boolean thenUpstream) {
+      this(client, peers, path, sha256, headers, thenUpstream, -1);
     }
   }
 
@@ -83,46 +85,31 @@ final class Fetch {
     }
   }
 
-  private Fetch(Node node, ArtifactKey key, StoredArtifact revalidating, ActorSystem<?> system, Origin origin) {
+  private Download(Downloads node, ArtifactKey key, long inlineLimit, StoredArtifact revalidating,
+      ActorSystem<?> system, Origin origin) {
     this.node = node;
     this.key = key;
+    this.inlineLimit = inlineLimit;
     this.revalidating = revalidating;
     this.system = system;
     this.origin = origin;
-    this.downloadId = node.downloads().nextId();
+    this.downloadId = node.nextId();
     this.kill = KillSwitches.shared("fetch-" + downloadId);
   }
 
   /**
-   * Starts the download.
+   * Starts a download of {@code key} from {@code origin}; a conditional GET with the validators
+   * of {@code revalidating} when it is given (a 304 refreshes it in the store as
+   * {@link Outcome.Revalidated}, a 200 replaces it, a 404/410 removes it).
    *
+   * @param inlineLimit bodies up to this size are kept whole in memory and answered once verified
    * @param onStreaming called (from any thread) when a large body's headers are known and waiters
    *     may start streaming it
+   * @param onDone called once, with how the download ended; never with an exception
    */
-  static Fetch start(Node node, ArtifactKey key, ActorSystem<?> system,
-      Consumer<Outcome.Streaming> onStreaming, Consumer<Outcome> onDone) {
-    return start(node, key, null, system, Origin.UPSTREAM, onStreaming, onDone);
-  }
-
-  /**
-   * Starts a conditional GET with the validators of {@code revalidating}: a 304 refreshes it in
-   * the store ({@link Outcome.Revalidated}), a 200 replaces it, a 404/410 removes it.
-   */
-  static Fetch start(Node node, ArtifactKey key, StoredArtifact revalidating, ActorSystem<?> system,
-      Consumer<Outcome.Streaming> onStreaming, Consumer<Outcome> onDone) {
-    return start(node, key, revalidating, system, Origin.UPSTREAM, onStreaming, onDone);
-  }
-
-  /** Starts a download from {@code origin} (peers holding verified copies, then maybe the upstream). */
-  static Fetch start(Node node, ArtifactKey key, ActorSystem<?> system, Origin origin,
-      Consumer<Outcome.Streaming> onStreaming, Consumer<Outcome> onDone) {
-    return start(node, key, null, system, origin, onStreaming, onDone);
-  }
-
-  /** Starts a fetch from {@code origin}, conditional when {@code revalidating} is given. */
-  static Fetch start(Node node, ArtifactKey key, StoredArtifact revalidating, ActorSystem<?> system,
-      Origin origin, Consumer<Outcome.Streaming> onStreaming, Consumer<Outcome> onDone) {
-    Fetch fetch = new Fetch(node, key, revalidating, system, origin);
+  static Download start(Downloads node, ArtifactKey key, long inlineLimit, StoredArtifact revalidating,
+      ActorSystem<?> system, Origin origin, Consumer<Outcome.Streaming> onStreaming, Consumer<Outcome> onDone) {
+    Download fetch = new Download(node, key, inlineLimit, revalidating, system, origin);
     CompletionStage<Outcome> done;
     try {
       done = fetch.run(onStreaming);
@@ -137,7 +124,7 @@ final class Fetch {
   }
 
   /** Aborts the download (the entity stopped, or nobody waits and no orphan slot is free). */
-  void abort(String reason) {
+  public void abort(String reason) {
     kill.abort(new IOException("fetch aborted: " + reason));
   }
 
@@ -156,7 +143,7 @@ final class Fetch {
           .thenCompose(response -> onResponse(response, null, null, onStreaming));
     }
     String peer = origin.peers().get(i);
-    PeerBlobs client = node.peering() == null ? null : node.peering().client();
+    PeerBlobs client = origin.client();
     if (client == null) {
       return fromPeer(origin.peers().size(), onStreaming);
     }
@@ -245,7 +232,7 @@ final class Fetch {
     int status = response.status();
     if (status == 404 || status == 410) {
       response.body().runWith(Sink.cancelled(), system);
-      Outcome.NotFound notFound = new Outcome.NotFound(status, kept(response.headers()));
+      Outcome.NotFound notFound = new Outcome.NotFound(status == 410, kept(response.headers()));
       if (revalidating != null) {
         // The artifact is gone upstream: the stale copy must not be served again.
         return CompletableFuture.supplyAsync(() -> {
@@ -267,18 +254,17 @@ final class Fetch {
     if (status != 200) {
       response.body().runWith(Sink.cancelled(), system);
       return CompletableFuture.completedFuture(
-          new Outcome.Failed(502, "upstream answered " + status));
+          new Outcome.Failed(Failure.UPSTREAM_ERROR, "upstream answered " + status));
     }
     List<Header> headers = fixedHeaders != null ? fixedHeaders : kept(response.headers());
     long length = response.contentLength().orElse(-1);
-    long inlineLimit = node.policy(key.repo()).inlineLimit();
     BlobWriter opened = null;
     GrowingBlob growing = null;
     try {
       opened = node.store().newBlob(key.expected() == null ? null : key.expected().jcaName());
       if (length > inlineLimit) {
         growing = new GrowingBlob(opened.tempFile(), length, node.io());
-        node.downloads().put(downloadId, growing);
+        node.put(downloadId, growing);
       }
     } catch (IOException e) {
       response.body().runWith(Sink.cancelled(), system);
@@ -289,7 +275,7 @@ final class Fetch {
     }
     final BlobWriter writer = opened;
     if (growing != null) {
-      onStreaming.accept(new Outcome.Streaming(200, headers, length, downloadId));
+      onStreaming.accept(new Outcome.Streaming(headers, length, downloadId));
     }
     final GrowingBlob stream = growing;
     // Small bodies (and bodies of unknown length up to the inline limit) are kept in memory too,
@@ -323,7 +309,7 @@ final class Fetch {
               stream.fail(unwrap(error));
             }
           }
-          node.downloads().remove(downloadId);
+          node.remove(downloadId);
         });
   }
 
@@ -341,7 +327,7 @@ final class Fetch {
         if (stream != null) {
           stream.fail(new IOException("digest mismatch"));
         }
-        return new Outcome.Failed(502, "a peer's copy does not match the recorded sha256");
+        return new Outcome.Failed(Failure.BAD_BYTES, "a peer's copy does not match the recorded sha256");
       }
       if (key.expected() != null) {
         String actual = key.expected().algorithm().equals("sha256") ? writer.sha256() : writer.extraDigest();
@@ -352,7 +338,7 @@ final class Fetch {
           if (stream != null) {
             stream.fail(new IOException("digest mismatch"));
           }
-          return new Outcome.Failed(502, "upstream bytes do not match the expected " + key.expected().algorithm());
+          return new Outcome.Failed(Failure.BAD_BYTES, "upstream bytes do not match the expected " + key.expected().algorithm());
         }
       }
       StoredArtifact committed = node.store().commit(key, writer, headers);
@@ -367,7 +353,7 @@ final class Fetch {
       if (fitsInline) {
         ByteString bytes = memory.result().compact();
         node.hot().put(artifact.sha256(), bytes); // verified: hashed as it arrived
-        return new Outcome.Body(200, headers, bytes, artifact);
+        return new Outcome.Body(headers, bytes, artifact);
       }
       return new Outcome.Stored(artifact);
     } catch (IOException e) {
@@ -382,7 +368,7 @@ final class Fetch {
       // Empty when a commit or removal overtook this revalidation: serve what is there now.
       Optional<StoredArtifact> current = touched.isPresent() ? touched : node.store().lookup(key);
       return current.<Outcome>map(Outcome.Revalidated::new)
-          .orElseGet(() -> new Outcome.Failed(502, "the cached copy vanished while it was revalidated"));
+          .orElseGet(() -> new Outcome.Failed(Failure.INTERNAL, "the cached copy vanished while it was revalidated"));
     } catch (IOException e) {
       throw new CompletionException(e);
     }
@@ -420,19 +406,19 @@ final class Fetch {
     if (e instanceof UpstreamException u) {
       log.warn("fetch of {} failed: {}", key, u.getMessage());
       return u.isTimeout()
-          ? new Outcome.Failed(504, "upstream timed out: " + u.getMessage())
-          : new Outcome.Failed(502, "upstream error: " + u.getMessage());
+          ? new Outcome.Failed(Failure.UPSTREAM_TIMEOUT, "upstream timed out: " + u.getMessage())
+          : new Outcome.Failed(Failure.UPSTREAM_ERROR, "upstream error: " + u.getMessage());
     }
     if (e instanceof IOException || e instanceof org.apache.pekko.stream.StreamTcpException
         || String.valueOf(e.getClass().getName()).contains("EntityStream")) {
       log.warn("fetch of {} failed: {}", key, e.toString());
-      return new Outcome.Failed(502, "upstream transfer failed: " + e.getMessage());
+      return new Outcome.Failed(Failure.UPSTREAM_ERROR, "upstream transfer failed: " + e.getMessage());
     }
     if (e instanceof java.util.concurrent.TimeoutException) {
-      return new Outcome.Failed(504, "upstream timed out");
+      return new Outcome.Failed(Failure.UPSTREAM_TIMEOUT, "upstream timed out");
     }
     log.error("fetch of {} failed with an unexpected error", key, e);
-    return new Outcome.Failed(502, "internal error while fetching: " + e.getClass().getSimpleName());
+    return new Outcome.Failed(Failure.INTERNAL, "internal error while fetching: " + e.getClass().getSimpleName());
   }
 
   private static Throwable unwrap(Throwable e) {

@@ -1,4 +1,4 @@
-package dev.corral.core.fetch;
+package dev.corral.core.download;
 
 import dev.corral.core.upstream.UpstreamResponse;
 import java.util.concurrent.CompletionStage;
