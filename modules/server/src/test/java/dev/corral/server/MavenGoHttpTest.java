@@ -112,7 +112,7 @@ class MavenGoHttpTest {
     files.put("/m/com/example/bad/1.0/bad-1.0.jar", tampered);
     files.put("/m/com/example/bad/1.0/bad-1.0.jar.sha1", hex("SHA-1", jar).getBytes(UTF_8));
 
-    Logger fetchLog = (Logger) LoggerFactory.getLogger("dev.corral.core.fetch.Fetch");
+    Logger fetchLog = (Logger) LoggerFactory.getLogger(dev.corral.core.download.Download.class);
     ListAppender<ILoggingEvent> appender = new ListAppender<>();
     appender.start();
     fetchLog.addAppender(appender);

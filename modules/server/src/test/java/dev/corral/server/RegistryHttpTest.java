@@ -72,12 +72,12 @@ class RegistryHttpTest {
     client = TestNode.client();
     corral = "http://127.0.0.1:" + server.address().getPort();
     fetchLog.start();
-    ((Logger) LoggerFactory.getLogger("dev.corral.core.fetch.Fetch")).addAppender(fetchLog);
+    ((Logger) LoggerFactory.getLogger(dev.corral.core.download.Download.class)).addAppender(fetchLog);
   }
 
   @AfterAll
   void stop() throws Exception {
-    ((Logger) LoggerFactory.getLogger("dev.corral.core.fetch.Fetch")).detachAppender(fetchLog);
+    ((Logger) LoggerFactory.getLogger(dev.corral.core.download.Download.class)).detachAppender(fetchLog);
     if (server != null) {
       server.close();
     }
