@@ -1,62 +1,62 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.CborSerializable;
 import dev.corral.core.download.Download;
 import dev.corral.core.download.Failure;
 import dev.corral.core.download.Outcome;
 import dev.corral.core.download.PeerBlobs;
-import dev.corral.core.record.Record;
-import dev.corral.core.record.KeyRecords;
-import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
-import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import dev.corral.core.key.ArtifactKey;
-import dev.corral.core.ByteStringModule;
-import dev.corral.core.CborSerializable;
+import dev.corral.core.record.KeyRecords;
+import dev.corral.core.record.Record;
 import dev.corral.core.store.StoredArtifact;
-import dev.corral.core.upstream.Header;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
-import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
-import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.javadsl.BehaviorBuilder;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
-import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.cluster.typed.Cluster;
-import org.apache.pekko.util.ByteString;
+import org.apache.pekko.persistence.typed.PersistenceId;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The one Cluster Sharding entity per artifact key: the single place, cluster-wide, where "who
- * fetches" is decided (SEMANTICS F1).
+ * fetches" is decided (SEMANTICS F1). Read it beside docs/SEMANTICS.md.
  *
- * <p>A {@link Join} either finds the key's bytes already in the store (F2), joins the fetch in
- * flight, or starts it. Waiters stay here until the fetch's outcome is known and are then all
- * answered at once by message (W1, W2). The entity keeps no in-flight state after a fetch ends
- * (F4) and, when idle, passivates itself; it never passivates mid-fetch (L1). When it stops for
- * any reason, every remaining waiter is told to ask again (L2).
+ * <p>Three states, one handler set each:
+ * <ul>
+ *   <li>{@link #idle}: no fetch. A {@link Join} is answered from the store (F2: the store is
+ *       checked again here, and a record whose bytes are missing or corrupt is fetched again), by
+ *       a remembered not-found, or starts a fetch.
+ *   <li>{@link #inFlight}: one {@link Flight} with its waiters; they are all answered by message
+ *       when the outcome is known (W1, W2), and the entity is back to idle with no in-flight state
+ *       (F4). It never passivates for idleness mid-fetch (L1).
+ *   <li>{@link #passivating}: the shard is stopping it; Joins are told to ask again.
+ * </ul>
+ * However it stops, every remaining waiter is told to ask again (L2).
  *
  * <p>For mutable metadata ({@link Join#mutable()}) a stored copy past the repository's metadata
  * TTL is revalidated by one conditional fetch; meanwhile a copy within max-stale is answered at
- * once ({@link Stale}), and it is still served, saying so, when the upstream fails. See
- * docs/architecture.md, "Freshness of mutable metadata".
+ * once ({@link Reply.Stale}), and it is still served, saying so, when the upstream fails
+ * ({@link Freshness}). See docs/architecture.md, "Freshness of mutable metadata".
  *
- * <p>The persisted record (durable state: what is cached for the key, not a history of fetches)
- * is the truth about the key; the node's store is the truth about the node's bytes (L3). The
- * entity writes it through {@link KeyRecords} after each fetch and never waits for it: a plain
- * behavior rather than a {@code DurableStateBehavior}, so that a new key's first request does not
- * wait for a database read, and a database outage never holds up an answer.
+ * <p>The persisted record (durable state: what is cached for the key and which nodes hold it) is
+ * the truth about the key; the node's store is the truth about the node's bytes (L3). The entity
+ * writes it through {@link KeyRecords} after each fetch and never waits for it: a plain behavior
+ * rather than a {@code DurableStateBehavior}, so that a new key's first request does not wait
+ * for a database read, and a database outage never holds up an answer.
  */
-public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
+public final class FetchEntity {
 
   private static final Logger log = LoggerFactory.getLogger(FetchEntity.class);
 
@@ -121,13 +121,13 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
   static Behavior<Command> create(
       String entityId, Node node, Duration idleTimeout,
       ActorRef<ClusterSharding.ShardCommand> shard) {
-    return Behaviors.setup(ctx -> {
-      ctx.setReceiveTimeout(idleTimeout, Idle.INSTANCE);
-      return new FetchEntity(entityId, node, idleTimeout, shard, ctx);
-    });
+    return Behaviors.setup(ctx -> new FetchEntity(entityId, node, idleTimeout, shard, ctx).idle());
   }
 
   // ---- the entity -----------------------------------------------------------------------------
+
+  /** How long a miss waits for the replica directory before it asks the upstream instead. */
+  static final Duration RECORD_READ_TIMEOUT = Duration.ofSeconds(1);
 
   private final Node node;
   private final Duration idleTimeout;
@@ -135,182 +135,297 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
   private final ActorContext<Command> ctx;
   private final KeyRecords.Writer record;
   private final String persistenceId;
-
-  /** The fetch in flight and its waiters; null when there is none (F4). */
-  private Flight flight;
+  private final Freshness freshness;
   private long fetchIds;
-  /** Passivation was asked for: no new fetch may start in this incarnation. */
-  private boolean passivating;
-  /** A remembered upstream not-found and its expiry (ticker nanos). */
-  private Outcome.NotFound notFound;
-  private long notFoundUntil;
-  /** The last revalidation failed upstream; stale answers say so until one succeeds. */
-  private boolean revalidationFailed;
-  /** After a failed revalidation, stale answers start no new one before this (ticker nanos). */
-  private long revalidateNotBefore;
-
-  /** How long a miss waits for the replica directory before it asks the upstream instead. */
-  static final Duration RECORD_READ_TIMEOUT = Duration.ofSeconds(1);
-
-  /** The longest pause between revalidations after one failed (shorter when the TTL is). */
-  static final Duration REVALIDATION_RETRY = Duration.ofSeconds(30);
-  /** The leader token of a revalidation whose first request was answered STALE at once. */
-  private static final long NO_LEADER = Long.MIN_VALUE;
-
-  private static final class Flight {
-    final long id;
-    final ArtifactKey key;
-    final long leaderToken;
-    /** The stored copy this fetch revalidates, or null for a plain fetch. */
-    final StoredArtifact revalidating;
-    final List<Waiter> waiters = new ArrayList<>();
-    Download fetch;
-    Outcome.Streaming streaming;
-    boolean orphanSlot;
-    /** The bytes are copied from a peer holding them: every waiter is answered PEER. */
-    boolean fromPeer;
-
-    Flight(long id, ArtifactKey key, long leaderToken, StoredArtifact revalidating) {
-      this.id = id;
-      this.key = key;
-      this.leaderToken = leaderToken;
-      this.revalidating = revalidating;
-    }
-  }
-
-  private record Waiter(long token, ActorRef<Reply> replyTo) {}
 
   private FetchEntity(String entityId, Node node, Duration idleTimeout,
       ActorRef<ClusterSharding.ShardCommand> shard, ActorContext<Command> ctx) {
-    super(ctx);
     this.node = node;
     this.persistenceId = PersistenceId.of(TYPE_KEY.name(), entityId).id();
     this.record = node.records().writer(persistenceId);
     this.idleTimeout = idleTimeout;
     this.shard = shard;
     this.ctx = ctx;
+    this.freshness = new Freshness(node.ticker());
   }
 
-  @Override
-  public Receive<Command> createReceive() {
-    return newReceiveBuilder()
-        .onMessage(Join.class, this::onJoin)
-        .onMessage(Leave.class, this::onLeave)
-        .onMessage(HeadersKnown.class, this::onHeadersKnown)
-        .onMessage(Finished.class, this::onFinished)
-        .onMessage(RecordWritten.class, this::onRecordWritten)
-        .onMessage(RecordRead.class, this::onRecordRead)
-        .onMessage(Holding.class, this::onHolding)
-        .onMessage(Dropped.class, this::onDropped)
-        .onMessage(Purge.class, this::onPurge)
-        .onMessage(Idle.class, this::onIdle)
+  // ---- idle: no fetch -------------------------------------------------------------------------
+
+  private Behavior<Command> idle() {
+    ctx.setReceiveTimeout(idleTimeout, Idle.INSTANCE);
+    return records(Behaviors.receive(Command.class))
+        .onMessage(Join.class, this::joinIdle)
+        .onMessage(Idle.class, idle -> passivateIfDone())
         .onMessage(Stop.class, stop -> Behaviors.stopped())
-        .onSignal(PostStop.class, signal -> {
-          onStopped();
-          return this;
-        })
+        .onAnyMessage(FetchEntity::ignored)
         .build();
   }
 
-  private Behavior<Command> onJoin(Join join) {
-    if (passivating) {
-      // The shard is stopping this entity: a fetch started now would be aborted by the stop.
-      // Asked again, the shard holds the Join for the next incarnation.
-      return reply(join.replyTo(), new Reply.Retry("the fetch entity is passivating"));
-    }
-    if (notFound != null && node.ticker().read() - notFoundUntil < 0) {
-      return reply(join.replyTo(), Reply.of(notFound, Via.NEGATIVE));
-    }
-    notFound = null;
-    if (flight != null) {
-      if (flight.revalidating != null && join.mutable()) {
-        // Stale-while-revalidate: the one revalidation runs; a young enough copy is served now.
-        Optional<StoredArtifact> stale = node.store().lookup(join.key())
-            .filter(s -> node.policy(join.key().repo()).mayServeStale(s, node.clock().millis()));
-        if (stale.isPresent()) {
-          sendStale(join.replyTo(), stale.get());
-          return this;
-        }
-      }
-      if (flight.streaming != null) {
-        send(join.replyTo(), flight.streaming, flight.fromPeer ? Via.PEER : Via.COALESCED);
-        return this;
-      }
-      if (flight.waiters.size() >= node.policy(join.key().repo()).maxWaiters()) {
-        return reply(join.replyTo(), new Reply.Failed(Failure.TOO_MANY_WAITERS, "too many requests waiting for this artifact"));
-      }
-      // A waiter that asks again (its earlier ask went unanswered) replaces its registration.
-      flight.waiters.removeIf(w -> w.token() == join.token());
-      flight.waiters.add(new Waiter(join.token(), join.replyTo()));
-      return this;
+  private Behavior<Command> joinIdle(Join join) {
+    Optional<Outcome.NotFound> notFound = freshness.notFound();
+    if (notFound.isPresent()) {
+      join.replyTo().tell(Reply.of(notFound.get(), Via.NEGATIVE));
+      return Behaviors.same();
     }
     // F2: another path may have committed the bytes in the gap; a record whose bytes are
     // missing or corrupt is not found by lookup, so it is fetched again.
     Optional<StoredArtifact> stored = node.store().lookup(join.key());
-    if (stored.isPresent()) {
-      FetchPolicy policy = node.policy(join.key().repo());
-      if (!join.mutable() || policy.isFresh(stored.get(), node.clock().millis())) {
-        send(join.replyTo(), new Outcome.Stored(stored.get()), Via.HIT);
-        return this;
-      }
-      return revalidate(join, stored.get(), policy);
+    if (stored.isEmpty()) {
+      return startFetch(join.key(), join, null);
     }
-    startFetch(join.key(), join, null);
-    return this;
+    FetchPolicy policy = node.policy(join.key().repo());
+    long now = node.clock().millis();
+    if (!join.mutable() || policy.isFresh(stored.get(), now)) {
+      send(join.replyTo(), new Outcome.Stored(stored.get()), Via.HIT);
+      return Behaviors.same();
+    }
+    // A stale copy of mutable metadata: one conditional fetch; a copy within max-stale is
+    // answered at once (STALE), an older one makes its request wait for the outcome.
+    if (!policy.mayServeStale(stored.get(), now)) {
+      return startFetch(join.key(), join, stored.get());
+    }
+    sendStale(join.replyTo(), stored.get());
+    return freshness.mayRevalidate() ? startFetch(join.key(), null, stored.get()) : Behaviors.same();
   }
 
-  /**
-   * A stale copy of mutable metadata: one conditional fetch (the flight); a copy within
-   * max-stale is answered at once (STALE), an older one makes its request wait for the outcome.
-   */
-  private Behavior<Command> revalidate(Join join, StoredArtifact stored, FetchPolicy policy) {
-    if (!policy.mayServeStale(stored, node.clock().millis())) {
-      startFetch(join.key(), join, stored);
-      return this;
+  private Behavior<Command> passivateIfDone() {
+    if (record.writing()) {
+      return Behaviors.same(); // the next Idle tries again
     }
-    sendStale(join.replyTo(), stored);
-    if (!revalidationFailed || node.ticker().read() - revalidateNotBefore >= 0) {
-      startFetch(join.key(), null, stored);
-    }
-    return this;
+    shard.tell(new ClusterSharding.Passivate<>(ctx.getSelf()));
+    return passivating();
   }
+
+  // ---- passivating: the shard is stopping this entity -----------------------------------------
+
+  private Behavior<Command> passivating() {
+    return records(Behaviors.receive(Command.class))
+        // A fetch started now would be aborted by the stop. Asked again, the shard holds the
+        // Join for the next incarnation.
+        .onMessage(Join.class, join -> {
+          join.replyTo().tell(new Reply.Retry("the fetch entity is passivating"));
+          return Behaviors.same();
+        })
+        .onMessage(Stop.class, stop -> Behaviors.stopped())
+        .onAnyMessage(FetchEntity::ignored)
+        .build();
+  }
+
+  // ---- in flight: one fetch and its waiters ---------------------------------------------------
 
   /**
    * @param leader the Join that waits for this fetch and is its MISS, or null (a revalidation
    *     whose request was answered STALE)
    * @param revalidating the stored copy a conditional fetch revalidates, or null
    */
-  private void startFetch(ArtifactKey key, Join leader, StoredArtifact revalidating) {
-    long id = ++fetchIds;
-    Flight f = new Flight(id, key, leader == null ? NO_LEADER : leader.token(), revalidating);
+  private Behavior<Command> startFetch(ArtifactKey key, Join leader, StoredArtifact revalidating) {
+    FetchPolicy policy = node.policy(key.repo());
+    Flight<ActorRef<Reply>> flight = new Flight<>(++fetchIds, key,
+        leader == null ? Flight.NO_LEADER : leader.token(), revalidating, policy.maxWaiters(), FetchEntity::isLocal);
     if (leader != null) {
-      f.waiters.add(new Waiter(leader.token(), leader.replyTo()));
+      flight.join(leader.token(), leader.replyTo());
     }
-    flight = f;
     ctx.cancelReceiveTimeout(); // L1: never passivate for idleness mid-fetch
-    String repo = key.repo();
-    node.metrics().inflightFetches.labelValues(repo).inc();
+    node.metrics().inflightFetches.labelValues(key.repo()).inc();
     // Peers give immutable bytes only: a revalidation asks the upstream, and a peer's copy of
     // mutable metadata may be older than the TTL allows (it would be stored here as fresh).
     boolean immutable = revalidating == null && (leader == null || !leader.mutable());
     if (immutable && peersMayHold()) {
       // Replica directory: read only on this node's miss, never on a hit. Joins meanwhile wait
-      // in the flight like any coalesced waiter.
+      // in the flight like any coalesced waiter. Bounded: a database that hangs must not hold
+      // up a miss (the upstream is asked instead).
       ActorRef<Command> self = ctx.getSelf();
-      // Bounded: a database that hangs must not hold up a miss (the upstream is asked instead).
+      long id = flight.id;
       node.records().read(persistenceId).toCompletableFuture()
-          .orTimeout(RECORD_READ_TIMEOUT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
+          .orTimeout(RECORD_READ_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
           .whenComplete((got, error) -> {
             if (error != null) {
               log.warn("could not read the record of {}; fetching from the upstream: {}", key, error.toString());
             }
-            Record r = got == null ? Record.EMPTY : got.value().orElse(Record.EMPTY);
-            self.tell(new RecordRead(id, r));
+            self.tell(new RecordRead(id, got == null ? Record.EMPTY : got.value().orElse(Record.EMPTY)));
           });
-      return;
+    } else {
+      run(flight, Download.Origin.UPSTREAM, false);
     }
-    run(f, Download.Origin.UPSTREAM);
+    return inFlight(flight);
   }
+
+  private Behavior<Command> inFlight(Flight<ActorRef<Reply>> flight) {
+    return records(Behaviors.receive(Command.class))
+        .onMessage(Join.class, join -> joinInFlight(flight, join))
+        .onMessage(Leave.class, leave -> leave(flight, leave))
+        .onMessage(RecordRead.class, read -> read.flightId() == flight.id ? recordRead(flight, read) : Behaviors.same())
+        .onMessage(HeadersKnown.class, h -> h.fetchId() == flight.id ? headersKnown(flight, h) : Behaviors.same())
+        .onMessage(Finished.class, f -> f.fetchId() == flight.id ? finished(flight, f) : Behaviors.same())
+        .onMessage(Stop.class, stop -> Behaviors.stopped())
+        .onAnyMessage(FetchEntity::ignored)
+        .onSignal(PostStop.class, signal -> stopped(flight))
+        .build();
+  }
+
+  private Behavior<Command> joinInFlight(Flight<ActorRef<Reply>> flight, Join join) {
+    if (flight.revalidating != null && join.mutable()) {
+      // Stale-while-revalidate: the one revalidation runs; a young enough copy is served now.
+      Optional<StoredArtifact> stale = node.store().lookup(join.key())
+          .filter(s -> node.policy(join.key().repo()).mayServeStale(s, node.clock().millis()));
+      if (stale.isPresent()) {
+        sendStale(join.replyTo(), stale.get());
+        return Behaviors.same();
+      }
+    }
+    switch (flight.join(join.token(), join.replyTo())) {
+      case STREAMING -> send(join.replyTo(), flight.streaming(), flight.via(join.token()));
+      case FULL -> join.replyTo().tell(new Reply.Failed(Failure.TOO_MANY_WAITERS, "too many requests waiting for this artifact"));
+      case WAITING -> { }
+    }
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> recordRead(Flight<ActorRef<Reply>> flight, RecordRead read) {
+    if (flight.started()) {
+      return Behaviors.same();
+    }
+    Record r = read.record();
+    String self = node.peering().selfUrl();
+    List<String> peers = r.cached() == null ? List.of()
+        : r.holders().stream().filter(h -> !h.equals(self)).toList();
+    if (peers.isEmpty()) {
+      run(flight, Download.Origin.UPSTREAM, false);
+    } else {
+      StoredArtifact a = r.cached();
+      run(flight, new Download.Origin(node.peering().client(), peers, PeerBlobs.blobPath(a.sha256()), a.sha256(),
+          a.headers(), true, a.fetchedAtMillis()), true);
+    }
+    return Behaviors.same();
+  }
+
+  private void run(Flight<ActorRef<Reply>> flight, Download.Origin origin, boolean fromPeer) {
+    long started = node.ticker().read();
+    long id = flight.id;
+    ActorRef<Command> self = ctx.getSelf();
+    flight.started(node.downloads().start(flight.key, node.policy(flight.key.repo()).inlineLimit(),
+        flight.revalidating, ctx.getSystem(), origin,
+        streaming -> self.tell(new HeadersKnown(id, streaming)),
+        outcome -> self.tell(new Finished(id, outcome, started))), fromPeer);
+  }
+
+  private Behavior<Command> headersKnown(Flight<ActorRef<Reply>> flight, HeadersKnown msg) {
+    for (Flight.Answer<ActorRef<Reply>> a : flight.headersKnown(msg.outcome())) {
+      send(a.replyTo(), msg.outcome(), a.via());
+    }
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> finished(Flight<ActorRef<Reply>> flight, Finished msg) {
+    String repo = flight.key.repo();
+    ended(flight);
+    node.metrics().upstreamFetchSeconds.labelValues(repo)
+        .observe((node.ticker().read() - msg.startedNanos()) / 1e9);
+    Outcome outcome = msg.outcome();
+    freshness.ended(outcome, flight.revalidating != null, node.policy(repo));
+    // Waiters are answered first: the bytes are already committed to this node's store (F3), so
+    // a failing database write (which stops the entity) can never strand them (W4).
+    for (Flight.Answer<ActorRef<Reply>> a : flight.answers()) {
+      send(a.replyTo(), outcome, outcome instanceof Outcome.Revalidated ? Via.REVALIDATED : a.via());
+    }
+    StoredArtifact committed = committed(outcome);
+    if (committed != null) {
+      String self = node.peering() == null ? null : node.peering().selfUrl();
+      record.update(r -> r.committed(committed, self), ctx.getSelf(), RecordWritten::new);
+    } else if (flight.revalidating != null && outcome instanceof Outcome.NotFound) {
+      record.write(Record.EMPTY, ctx.getSelf(), RecordWritten::new); // gone upstream
+    }
+    return idle();
+  }
+
+  private static StoredArtifact committed(Outcome outcome) {
+    if (outcome instanceof Outcome.Body b) {
+      return b.artifact();
+    }
+    if (outcome instanceof Outcome.Stored s) {
+      return s.artifact();
+    }
+    if (outcome instanceof Outcome.Revalidated r) {
+      return r.artifact();
+    }
+    return null;
+  }
+
+  private Behavior<Command> leave(Flight<ActorRef<Reply>> flight, Leave leave) {
+    if (!flight.leave(leave.token())) {
+      return Behaviors.same();
+    }
+    if (!flight.started()) {
+      // Nobody waits and the record is still being read: nothing has started yet.
+      ended(flight);
+      return idle();
+    }
+    if (flight.streaming() != null || flight.orphanSlot) {
+      return Behaviors.same();
+    }
+    // C3: the fetch goes on to warm the cache, as long as the repository has a slot for it.
+    if (node.tryTakeOrphanSlot(flight.key.repo())) {
+      flight.orphanSlot = true;
+      return Behaviors.same();
+    }
+    // Nobody waits and no slot is free: the fetch is aborted and forgotten at once, so that a
+    // request arriving meanwhile starts a fresh fetch instead of joining a dead one.
+    flight.download().abort("every waiter left and the repository's orphan fetch slots are full");
+    ended(flight);
+    return idle();
+  }
+
+  /** L2: however the entity stops mid-fetch, nobody is left waiting. */
+  private Behavior<Command> stopped(Flight<ActorRef<Reply>> flight) {
+    if (flight.started()) {
+      flight.download().abort("the entity stopped");
+    }
+    ended(flight);
+    for (Flight.Answer<ActorRef<Reply>> a : flight.answers()) {
+      a.replyTo().tell(new Reply.Retry("the fetch entity stopped"));
+    }
+    return Behaviors.same();
+  }
+
+  /** The flight's bookkeeping outside the entity ends: its gauge and its orphan slot. */
+  private void ended(Flight<ActorRef<Reply>> flight) {
+    node.metrics().inflightFetches.labelValues(flight.key.repo()).dec();
+    if (flight.orphanSlot) {
+      flight.orphanSlot = false;
+      node.releaseOrphanSlot(flight.key.repo());
+    }
+  }
+
+  // ---- in every state: the record and the replica directory -----------------------------------
+
+  private BehaviorBuilder<Command> records(BehaviorBuilder<Command> b) {
+    return b
+        .onMessage(RecordWritten.class, w -> {
+          record.written(w.revision(), w.failure(), ctx.getSelf(), RecordWritten::new);
+          return Behaviors.same();
+        })
+        .onMessage(Holding.class, h -> {
+          record.update(r -> r.holding(h.peerUrl(), h.sha256()), ctx.getSelf(), RecordWritten::new);
+          return Behaviors.same();
+        })
+        .onMessage(Dropped.class, d -> {
+          record.update(r -> r.dropped(d.peerUrl()), ctx.getSelf(), RecordWritten::new);
+          return Behaviors.same();
+        })
+        .onMessage(Purge.class, p -> {
+          freshness.purged();
+          record.write(Record.EMPTY, ctx.getSelf(), RecordWritten::new);
+          p.replyTo().tell(Done.getInstance());
+          return Behaviors.same();
+        });
+  }
+
+  /** Messages of another state (a late Leave, an Idle that raced a Join, an old fetch's). */
+  private static Behavior<Command> ignored(Command other) {
+    return Behaviors.same();
+  }
+
+  // ---- answering --------------------------------------------------------------------------------
 
   /** True when other nodes may hold the key's bytes: this node talks to peers and is not alone. */
   private boolean peersMayHold() {
@@ -318,136 +433,8 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
         && Cluster.get(ctx.getSystem()).state().members().size() > 1;
   }
 
-  private Behavior<Command> onRecordRead(RecordRead read) {
-    if (flight == null || flight.id != read.flightId() || flight.fetch != null) {
-      return this;
-    }
-    Record r = read.record();
-    String self = node.peering().selfUrl();
-    List<String> peers = r.cached() == null ? List.of()
-        : r.holders().stream().filter(h -> !h.equals(self)).toList();
-    if (peers.isEmpty()) {
-      run(flight, Download.Origin.UPSTREAM);
-    } else {
-      flight.fromPeer = true;
-      StoredArtifact a = r.cached();
-      run(flight, new Download.Origin(node.peering().client(), peers, PeerBlobs.blobPath(a.sha256()), a.sha256(), a.headers(), true,
-          a.fetchedAtMillis()));
-    }
-    return this;
-  }
-
-  private void run(Flight f, Download.Origin origin) {
-    long started = node.ticker().read();
-    long id = f.id;
-    ActorRef<Command> self = ctx.getSelf();
-    f.fetch = node.downloads().start(f.key, node.policy(f.key.repo()).inlineLimit(), f.revalidating,
-        ctx.getSystem(), origin,
-        streaming -> self.tell(new HeadersKnown(id, streaming)),
-        outcome -> self.tell(new Finished(id, outcome, started)));
-  }
-
-  private Behavior<Command> onHeadersKnown(HeadersKnown msg) {
-    if (flight == null || flight.id != msg.fetchId()) {
-      return this;
-    }
-    flight.streaming = msg.outcome();
-    for (Waiter w : remoteFirst(flight.waiters)) {
-      send(w.replyTo(), msg.outcome(), via(w));
-    }
-    flight.waiters.clear();
-    return this;
-  }
-
-  private Behavior<Command> onFinished(Finished msg) {
-    if (flight == null || flight.id != msg.fetchId()) {
-      return this;
-    }
-    Flight done = flight;
-    flight = null; // F4: no in-flight state survives the fetch
-    String repo = done.key.repo();
-    node.metrics().inflightFetches.labelValues(repo).dec();
-    node.metrics().upstreamFetchSeconds.labelValues(repo)
-        .observe((node.ticker().read() - msg.startedNanos()) / 1e9);
-    if (done.orphanSlot) {
-      node.releaseOrphanSlot(repo);
-    }
-    ctx.setReceiveTimeout(idleTimeout, Idle.INSTANCE);
-    Outcome outcome = msg.outcome();
-    if (outcome instanceof Outcome.NotFound nf) {
-      notFound = nf;
-      notFoundUntil = node.ticker().read() + node.policy(repo).negativeTtl().toNanos();
-    }
-    if (done.revalidating != null) {
-      // Stale-if-error: the last good copy stays and is served (saying so) until one succeeds;
-      // stale answers start the next revalidation no sooner than a short pause.
-      revalidationFailed = outcome instanceof Outcome.Failed;
-      if (revalidationFailed) {
-        Duration ttl = node.policy(repo).metadataTtl();
-        Duration pause = ttl.compareTo(REVALIDATION_RETRY) < 0 ? ttl : REVALIDATION_RETRY;
-        revalidateNotBefore = node.ticker().read() + pause.toNanos();
-      }
-    }
-    StoredArtifact committed = null;
-    if (outcome instanceof Outcome.Body b) {
-      committed = b.artifact();
-    } else if (outcome instanceof Outcome.Stored s) {
-      committed = s.artifact();
-    } else if (outcome instanceof Outcome.Revalidated r) {
-      committed = r.artifact();
-    }
-    // Waiters are answered first: the bytes are already committed to this node's store (F3), so
-    // a failing database write (which stops the entity) can never strand them (W4).
-    answer(done, outcome);
-    if (committed == null) {
-      if (done.revalidating != null && outcome instanceof Outcome.NotFound) {
-        record.write(Record.EMPTY, ctx.getSelf(), RecordWritten::new); // gone upstream
-      }
-      return this;
-    }
-    StoredArtifact here = committed;
-    String self = node.peering() == null ? null : node.peering().selfUrl();
-    record.update(r -> r.committed(here, self), ctx.getSelf(), RecordWritten::new);
-    return this;
-  }
-
-  private void answer(Flight done, Outcome outcome) {
-    for (Waiter w : remoteFirst(done.waiters)) {
-      send(w.replyTo(), outcome, outcome instanceof Outcome.Revalidated ? Via.REVALIDATED : via(done, w));
-    }
-  }
-
-  /**
-   * Waiters on other nodes first: their replies still cross the network and are answered by
-   * their own node, so they get a head start over this node's, which are answered at once.
-   */
-  private static List<Waiter> remoteFirst(List<Waiter> waiters) {
-    if (waiters.size() < 2) {
-      return waiters;
-    }
-    List<Waiter> ordered = new ArrayList<>(waiters.size());
-    for (Waiter w : waiters) {
-      if (!w.replyTo().path().address().hasLocalScope()) {
-        ordered.add(w);
-      }
-    }
-    for (Waiter w : waiters) {
-      if (w.replyTo().path().address().hasLocalScope()) {
-        ordered.add(w);
-      }
-    }
-    return ordered;
-  }
-
-  private Via via(Waiter w) {
-    return via(flight, w);
-  }
-
-  private static Via via(Flight f, Waiter w) {
-    if (f.fromPeer) {
-      return Via.PEER;
-    }
-    return w.token() == f.leaderToken ? Via.MISS : Via.COALESCED;
+  private static boolean isLocal(ActorRef<Reply> to) {
+    return to.path().address().hasLocalScope();
   }
 
   /**
@@ -455,11 +442,11 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
    * the small body inside the reply, or where to read the bytes from this node's peer endpoint.
    */
   private void send(ActorRef<Reply> to, Outcome outcome, Via via) {
-    Node.Peering peering = node.peering();
-    if (to.path().address().hasLocalScope()) {
+    if (isLocal(to)) {
       to.tell(Reply.of(outcome, via));
       return;
     }
+    Node.Peering peering = node.peering();
     if (peering == null) {
       // A node still starting (its HTTP side not bound yet) cannot hand bytes to other nodes;
       // a local-only reply would point the waiter at its own store or downloads.
@@ -473,11 +460,8 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
       to.tell(b.bytes().size() <= peering.inlineLimit()
           ? new Reply.Inline(remoteVia, b.headers(), b.bytes(), a.sha256(), a.fetchedAtMillis())
           : new Reply.FromPeer(remoteVia, b.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis()));
-    } else if (outcome instanceof Outcome.Stored s) {
-      StoredArtifact a = s.artifact();
-      to.tell(new Reply.FromPeer(remoteVia, a.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis()));
-    } else if (outcome instanceof Outcome.Revalidated r) {
-      StoredArtifact a = r.artifact();
+    } else if (outcome instanceof Outcome.Stored || outcome instanceof Outcome.Revalidated) {
+      StoredArtifact a = committed(outcome);
       to.tell(new Reply.FromPeer(remoteVia, a.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis()));
     } else if (outcome instanceof Outcome.Streaming s) {
       to.tell(new Reply.FromPeer(remoteVia, s.headers(), s.length(), self, null, s.downloadId()));
@@ -491,95 +475,10 @@ public final class FetchEntity extends AbstractBehavior<FetchEntity.Command> {
    * copies it from this node's peer endpoint (X-Cache: STALE either way).
    */
   private void sendStale(ActorRef<Reply> to, StoredArtifact stored) {
-    if (to.path().address().hasLocalScope()) {
-      to.tell(new Reply.Stale(stored, revalidationFailed));
+    if (isLocal(to)) {
+      to.tell(new Reply.Stale(stored, freshness.revalidationFailed()));
     } else {
       send(to, new Outcome.Stored(stored), Via.STALE);
-    }
-  }
-
-  private Behavior<Command> onHolding(Holding holding) {
-    record.update(r -> r.holding(holding.peerUrl(), holding.sha256()), ctx.getSelf(), RecordWritten::new);
-    return this;
-  }
-
-  private Behavior<Command> onDropped(Dropped dropped) {
-    record.update(r -> r.dropped(dropped.peerUrl()), ctx.getSelf(), RecordWritten::new);
-    return this;
-  }
-
-  private Behavior<Command> onLeave(Leave leave) {
-    if (flight == null) {
-      return this;
-    }
-    boolean removed = flight.waiters.removeIf(w -> w.token() == leave.token());
-    if (removed && flight.waiters.isEmpty() && flight.fetch == null) {
-      // Nobody waits and the record is still being read: nothing has started yet.
-      Flight dropped = flight;
-      flight = null;
-      node.metrics().inflightFetches.labelValues(dropped.key.repo()).dec();
-      ctx.setReceiveTimeout(idleTimeout, Idle.INSTANCE);
-      return this;
-    }
-    if (removed && flight.waiters.isEmpty() && flight.streaming == null && !flight.orphanSlot) {
-      // C3: the fetch goes on to warm the cache, as long as the repository has a slot for it.
-      if (node.tryTakeOrphanSlot(flight.key.repo())) {
-        flight.orphanSlot = true;
-      } else {
-        // Nobody waits and no slot is free: the fetch is aborted and forgotten at once, so that
-        // a request arriving meanwhile starts a fresh fetch instead of joining a dead one.
-        Flight aborted = flight;
-        flight = null;
-        aborted.fetch.abort("every waiter left and the repository's orphan fetch slots are full");
-        node.metrics().inflightFetches.labelValues(aborted.key.repo()).dec();
-        ctx.setReceiveTimeout(idleTimeout, Idle.INSTANCE);
-      }
-    }
-    return this;
-  }
-
-  private Behavior<Command> onPurge(Purge purge) {
-    notFound = null;
-    revalidationFailed = false;
-    record.write(Record.EMPTY, ctx.getSelf(), RecordWritten::new);
-    purge.replyTo().tell(Done.getInstance());
-    return this;
-  }
-
-  private Behavior<Command> onIdle(Idle idle) {
-    if (flight == null && !record.writing()) {
-      passivating = true;
-      shard.tell(new ClusterSharding.Passivate<>(ctx.getSelf()));
-    }
-    return this;
-  }
-
-  private Behavior<Command> onRecordWritten(RecordWritten written) {
-    record.written(written.revision(), written.failure(), ctx.getSelf(), RecordWritten::new);
-    return this;
-  }
-
-  private <T> Behavior<Command> reply(ActorRef<T> to, T message) {
-    to.tell(message);
-    return this;
-  }
-
-  /** L2: however the entity stops, nobody is left waiting. */
-  private void onStopped() {
-    if (flight == null) {
-      return;
-    }
-    Flight f = flight;
-    flight = null;
-    if (f.fetch != null) { // null when the entity failed while starting it
-      f.fetch.abort("the entity stopped");
-    }
-    node.metrics().inflightFetches.labelValues(f.key.repo()).dec();
-    if (f.orphanSlot) {
-      node.releaseOrphanSlot(f.key.repo());
-    }
-    for (Waiter w : f.waiters) {
-      w.replyTo().tell(new Reply.Retry("the fetch entity stopped"));
     }
   }
 }

@@ -153,7 +153,7 @@ class FreshnessTest extends EntityTestBase {
 
     // After the pause the next request revalidates again; a 304 ends the error state.
     upstream.on(key.url(), r -> CompletableFuture.completedFuture(response(304, "")));
-    ticker.advance(FetchEntity.REVALIDATION_RETRY.plusSeconds(1));
+    ticker.advance(Freshness.REVALIDATION_RETRY.plusSeconds(1));
     assertTrue(reply(askMutable(key), Reply.Stale.class).revalidationFailed());
     awaitRequests(key.url(), 3);
     awaitAssert(() -> assertEquals(Via.HIT, reply(askMutable(key), Reply.Stored.class).via()));
