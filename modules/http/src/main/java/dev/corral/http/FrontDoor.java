@@ -73,6 +73,7 @@ public final class FrontDoor {
 
   private final ActorSystem<?> system;
   private final Node node;
+  private final Metrics metrics;
   private final Waiters waiters;
   private final Map<String, Repository> repos;
   private final Optional<String> adminToken;
@@ -92,13 +93,9 @@ public final class FrontDoor {
   /** Most a metadata body may be when it is read whole (rewritten, or looked up by a repository). */
   static final int WHOLE_BODY_LIMIT = 128 * 1024 * 1024;
 
-  public FrontDoor(ActorSystem<?> system, Node node, Waiters waiters, Map<String, Repository> repos,
-      Optional<String> adminToken) {
-    this(system, node, waiters, repos, adminToken, PublicBase.local());
-  }
-
-  public FrontDoor(ActorSystem<?> system, Node node, Waiters waiters, Map<String, Repository> repos,
+  public FrontDoor(ActorSystem<?> system, Node node, Metrics metrics, Waiters waiters, Map<String, Repository> repos,
       Optional<String> adminToken, PublicBase publicBase) {
+    this.metrics = metrics;
     this.publicBase = publicBase;
     this.system = system;
     this.node = node;
@@ -501,13 +498,13 @@ public final class FrontDoor {
 
   private HttpResponse count(String repo, Via via, HttpResponse response) {
     if (via == Via.COALESCED) {
-      node.metrics().coalesced.labelValues(repo).inc();
+      metrics.coalesced.labelValues(repo).inc();
     }
     return count(repo, via.name().toLowerCase(Locale.ROOT), response);
   }
 
   private HttpResponse count(String repo, String result, HttpResponse response) {
-    node.metrics().requests.labelValues(repo, result).inc();
+    metrics.requests.labelValues(repo, result).inc();
     return response;
   }
 
@@ -597,7 +594,7 @@ public final class FrontDoor {
   private HttpResponse metrics() {
     try {
       ByteArrayOutputStream out = new ByteArrayOutputStream();
-      PrometheusTextFormatWriter.create().write(out, node.metrics().registry().scrape());
+      PrometheusTextFormatWriter.create().write(out, metrics.registry().scrape());
       return HttpResponse.create().withEntity(HttpEntities.create(
           ContentTypes.parse("text/plain; version=0.0.4; charset=utf-8"), ByteString.fromArray(out.toByteArray())));
     } catch (IOException e) {

@@ -4,7 +4,7 @@ import com.github.benmanes.caffeine.cache.Ticker;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.corral.core.wait.CancelRegistry;
-import dev.corral.core.Metrics;
+import dev.corral.http.Metrics;
 import dev.corral.core.fetch.FetchEntity;
 import dev.corral.core.fetch.FetchPolicy;
 import dev.corral.core.record.KeyRecords;
@@ -61,12 +61,14 @@ public final class CorralServer implements AutoCloseable {
   private final FrontDoor frontDoor;
   private final ServerBinding binding;
   private final Node node;
+  private final Metrics metrics;
   private final CancelRegistry cancels;
   private final Waiters waiters;
   private final String nodeName;
 
   private CorralServer(ActorSystem<Void> system, FrontDoor frontDoor, ServerBinding binding, Node node,
-      CancelRegistry cancels, Waiters waiters, String nodeName) {
+      Metrics metrics, CancelRegistry cancels, Waiters waiters, String nodeName) {
+    this.metrics = metrics;
     this.waiters = waiters;
     this.nodeName = nodeName;
     this.system = system;
@@ -108,13 +110,13 @@ public final class CorralServer implements AutoCloseable {
       FetchEntity.init(system, node, ENTITY_IDLE);
       CancelRegistry cancels = new CancelRegistry(Ticker.systemTicker(), settings.tombstoneTtl(), 100_000);
       Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node, system);
-      FrontDoor frontDoor = new FrontDoor(system, node, waiters, repos, settings.adminToken(),
+      FrontDoor frontDoor = new FrontDoor(system, node, metrics, waiters, repos, settings.adminToken(),
           new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()));
       ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort())
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
       connectPeers(system, settings, node, store, binding.localAddress());
-      CorralServer server = new CorralServer(system, frontDoor, binding, node, cancels, waiters, nodeName);
-      server.drainOnShutdown(settings.drainTimeout(), settings.repos().stream().map(RepoSettings::name).toList());
+      CorralServer server = new CorralServer(system, frontDoor, binding, node, metrics, cancels, waiters, nodeName);
+      server.drainOnShutdown(settings.drainTimeout());
       NodeName.register(metrics, nodeName);
       // Ready once this node is an Up member: a one-node cluster is Up at once (waited for
       // here); a node joining others becomes ready when they have let it in.
@@ -170,7 +172,7 @@ public final class CorralServer implements AutoCloseable {
    * binding with what is left of the timeout. The phase's own timeout is raised to match in
    * {@link #pekkoConfig}.
    */
-  private void drainOnShutdown(Duration drainTimeout, List<String> repoNames) {
+  private void drainOnShutdown(Duration drainTimeout) {
     CoordinatedShutdown cs = CoordinatedShutdown.get(system);
     cs.addTask(CoordinatedShutdown.PhaseServiceUnbind(), "corral-unbind", () -> {
       frontDoor.drain();
@@ -179,7 +181,7 @@ public final class CorralServer implements AutoCloseable {
     cs.addTask(CoordinatedShutdown.PhaseServiceRequestsDone(), "corral-drain", () -> {
       long deadline = System.nanoTime() + drainTimeout.toNanos();
       CompletableFuture<Done> idle = new CompletableFuture<>();
-      awaitIdle(idle, deadline, repoNames);
+      awaitIdle(idle, deadline);
       return idle.thenCompose(d -> binding.terminate(
               Duration.ofNanos(Math.max(deadline - System.nanoTime(), TimeUnit.MILLISECONDS.toNanos(100)))))
           .thenApply(t -> Done.getInstance());
@@ -187,18 +189,18 @@ public final class CorralServer implements AutoCloseable {
   }
 
   /** Completes {@code idle} once nothing is in flight, or at the deadline (checked every 50 ms). */
-  private void awaitIdle(CompletableFuture<Done> idle, long deadline, List<String> repoNames) {
-    double fetches = repoNames.stream().mapToDouble(r -> node.metrics().inflightFetches.labelValues(r).get()).sum();
+  private void awaitIdle(CompletableFuture<Done> idle, long deadline) {
+    int fetches = node.fetchesInFlight();
     int streams = frontDoor.streamingResponses();
     if (fetches <= 0 && streams <= 0) {
       idle.complete(Done.getInstance());
     } else if (System.nanoTime() - deadline >= 0) {
       log.warn("drain timeout reached with {} fetches and {} responses still running; stopping anyway",
-          (long) fetches, streams);
+          fetches, streams);
       idle.complete(Done.getInstance());
     } else {
       CompletableFuture.delayedExecutor(50, TimeUnit.MILLISECONDS)
-          .execute(() -> awaitIdle(idle, deadline, repoNames));
+          .execute(() -> awaitIdle(idle, deadline));
     }
   }
 
@@ -267,6 +269,11 @@ public final class CorralServer implements AutoCloseable {
 
   public Node node() {
     return node;
+  }
+
+  /** The node's Prometheus metrics (what {@code /-/metrics} shows). */
+  public Metrics metrics() {
+    return metrics;
   }
 
   /** The node's front door (tests drive {@link FrontDoor#serve} with keys of their own). */

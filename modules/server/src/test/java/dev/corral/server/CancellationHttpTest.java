@@ -76,7 +76,7 @@ class CancellationHttpTest {
 
   private double cancelledAnswers() {
     // A cancelled waiter's request is counted once, as an error (its 503 goes nowhere).
-    return server.node().metrics().requests.labelValues("up", "error").get();
+    return server.metrics().requests.labelValues("up", "error").get();
   }
 
   @Test
@@ -139,7 +139,7 @@ class CancellationHttpTest {
 
     release.countDown();
     TestNode.await("the fetch ended", Duration.ofSeconds(20),
-        () -> server.node().metrics().inflightFetches.labelValues("up").get() == 0);
+        () -> server.metrics().inflightFetches.labelValues("up").get() == 0);
     HttpResponse<byte[]> r = TestNode.get(client, server, "/up/c/orphan.bin");
     assertEquals(200, r.statusCode());
     assertEquals("HIT", xCache(r), "C3: the fetch ran to its end and warmed the cache");
@@ -199,7 +199,7 @@ class CancellationHttpTest {
     assertArrayEquals(body, r.body());
     assertEquals("COALESCED", xCache(r));
     TestNode.await("the fetch ended", Duration.ofSeconds(20),
-        () -> server.node().metrics().inflightFetches.labelValues("big").get() == 0);
+        () -> server.metrics().inflightFetches.labelValues("big").get() == 0);
     HttpResponse<byte[]> hit = TestNode.get(client, server, "/big/c/stream.bin");
     assertEquals("HIT", xCache(hit));
     assertArrayEquals(body, hit.body());
@@ -224,7 +224,7 @@ class CancellationHttpTest {
     TestNode.await("the reset client's waiter left", Duration.ofSeconds(5), () -> registered() == 0);
     release.countDown();
     TestNode.await("the fetch ended", Duration.ofSeconds(20),
-        () -> server.node().metrics().inflightFetches.labelValues("up").get() == 0);
+        () -> server.metrics().inflightFetches.labelValues("up").get() == 0);
     assertEquals("HIT", xCache(TestNode.get(client, server, "/up/c/reset.bin")));
     assertEquals(1, upstream.requests("/c/reset.bin"));
   }

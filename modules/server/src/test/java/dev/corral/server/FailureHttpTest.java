@@ -93,7 +93,7 @@ class FailureHttpTest {
 
   private void fetchesEnded(String repo) {
     TestNode.await("no fetch in flight for " + repo, Duration.ofSeconds(20),
-        () -> server.node().metrics().inflightFetches.labelValues(repo).get() == 0);
+        () -> server.metrics().inflightFetches.labelValues(repo).get() == 0);
   }
 
   private List<CompletableFuture<HttpResponse<byte[]>>> send(int clients, String target) {
@@ -281,7 +281,7 @@ class FailureHttpTest {
     assertEquals(1, upstream.requests("/slow/a"), "waiters out of budget do not ask the upstream");
     // Counted right after each waiter's 504 is handed over, so it may trail the last response.
     TestNode.await("20 budget fall-throughs counted", Duration.ofSeconds(10),
-        () -> server.node().metrics().fallthrough.labelValues("slow", "budget").get() == 20.0);
+        () -> server.metrics().fallthrough.labelValues("slow", "budget").get() == 20.0);
 
     // C3: nobody waits any more, yet the fetch runs to its end and is committed.
     release.countDown();

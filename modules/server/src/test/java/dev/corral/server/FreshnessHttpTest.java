@@ -96,7 +96,7 @@ class FreshnessHttpTest {
   }
 
   private double requests(String repo, String result) {
-    return server.node().metrics().requests.labelValues(repo, result).get();
+    return server.metrics().requests.labelValues(repo, result).get();
   }
 
   @Test

@@ -121,7 +121,7 @@ class HttpSurfaceTest {
         "/up/" + "a".repeat(5000),
         "/up//a", "/up/a//b");
     int before = upstream.requests();
-    double rejectedBefore = server.node().metrics().requests.labelValues("", "rejected").get();
+    double rejectedBefore = server.metrics().requests.labelValues("", "rejected").get();
     for (String target : targets) {
       RawHttp.Response r = RawHttp.exchange(server.address(), "GET", target);
       String shown = target.length() > 60 ? target.substring(0, 60) + "..." : target;
@@ -133,7 +133,7 @@ class HttpSurfaceTest {
     }
     assertEquals(before, upstream.requests(), "no bad request reached the upstream");
     assertEquals(rejectedBefore + targets.size(),
-        server.node().metrics().requests.labelValues("", "rejected").get(), "each counted as rejected");
+        server.metrics().requests.labelValues("", "rejected").get(), "each counted as rejected");
   }
 
   @Test

@@ -226,7 +226,7 @@ public final class FetchEntity {
       flight.join(leader.token(), leader.replyTo());
     }
     ctx.cancelReceiveTimeout(); // L1: never passivate for idleness mid-fetch
-    node.metrics().inflightFetches.labelValues(key.repo()).inc();
+    node.fetchStarted(key.repo());
     // Peers give immutable bytes only: a revalidation asks the upstream, and a peer's copy of
     // mutable metadata may be older than the TTL allows (it would be stored here as fresh).
     boolean immutable = revalidating == null && (leader == null || !leader.mutable());
@@ -318,9 +318,8 @@ public final class FetchEntity {
 
   private Behavior<Command> finished(Flight<ActorRef<Reply>> flight, Finished msg) {
     String repo = flight.key.repo();
+    node.events().fetchCompleted(repo, Duration.ofNanos(node.ticker().read() - msg.startedNanos()));
     ended(flight);
-    node.metrics().upstreamFetchSeconds.labelValues(repo)
-        .observe((node.ticker().read() - msg.startedNanos()) / 1e9);
     Outcome outcome = msg.outcome();
     freshness.ended(outcome, flight.revalidating != null, node.policy(repo));
     // Waiters are answered first: the bytes are already committed to this node's store (F3), so
@@ -389,7 +388,7 @@ public final class FetchEntity {
 
   /** The flight's bookkeeping outside the entity ends: its gauge and its orphan slot. */
   private void ended(Flight<ActorRef<Reply>> flight) {
-    node.metrics().inflightFetches.labelValues(flight.key.repo()).dec();
+    node.fetchEnded(flight.key.repo());
     if (flight.orphanSlot) {
       flight.orphanSlot = false;
       node.releaseOrphanSlot(flight.key.repo());

@@ -4,7 +4,6 @@ import dev.corral.core.download.PeerBlobs;
 import dev.corral.core.download.Downloads;
 import dev.corral.core.record.KeyRecords;
 import com.github.benmanes.caffeine.cache.Ticker;
-import dev.corral.core.Metrics;
 import dev.corral.core.store.ArtifactStore;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.core.upstream.Upstream;
@@ -24,7 +23,8 @@ import java.util.function.Function;
 public final class Node {
   private final ArtifactStore store;
   private final Upstream upstream;
-  private final Metrics metrics;
+  private final FetchEvents events;
+  private final java.util.concurrent.atomic.AtomicInteger fetchesInFlight = new java.util.concurrent.atomic.AtomicInteger();
   private final Function<String, FetchPolicy> policies;
   private final Ticker ticker;
   private final Clock clock;
@@ -59,11 +59,11 @@ public final class Node {
       HotBlobs hot,
       KeyRecords records,
       Upstream upstream,
-      Metrics metrics,
+      FetchEvents events,
       Function<String, FetchPolicy> policies,
       Ticker ticker,
       Executor io) {
-    this(store, hot, records, upstream, metrics, policies, ticker, Clock.systemUTC(), io);
+    this(store, hot, records, upstream, events, policies, ticker, Clock.systemUTC(), io);
   }
 
   /**
@@ -75,7 +75,7 @@ public final class Node {
       HotBlobs hot,
       KeyRecords records,
       Upstream upstream,
-      Metrics metrics,
+      FetchEvents events,
       Function<String, FetchPolicy> policies,
       Ticker ticker,
       Clock clock,
@@ -85,7 +85,7 @@ public final class Node {
     this.records = records;
     this.store = store;
     this.upstream = upstream;
-    this.metrics = metrics;
+    this.events = events;
     this.policies = policies;
     this.ticker = ticker;
     this.io = io;
@@ -100,8 +100,24 @@ public final class Node {
     return upstream;
   }
 
-  public Metrics metrics() {
-    return metrics;
+  /** Where the entities and waiters report what they do (metrics). */
+  public FetchEvents events() {
+    return events;
+  }
+
+  /** Fetches running on this node now; a graceful stop waits for none (SEMANTICS L4). */
+  public int fetchesInFlight() {
+    return fetchesInFlight.get();
+  }
+
+  void fetchStarted(String repo) {
+    fetchesInFlight.incrementAndGet();
+    events.fetchStarted(repo);
+  }
+
+  void fetchEnded(String repo) {
+    fetchesInFlight.decrementAndGet();
+    events.fetchEnded(repo);
   }
 
   public FetchPolicy policy(String repo) {

@@ -210,7 +210,7 @@ final class SharedAsks {
           waiting = locals.size();
         }
         // Counted per waiting request, as a single waiter's ask would be.
-        node.metrics().fallthrough.labelValues(key.repo(), "entity-stopped").inc(Math.max(1, waiting));
+        node.events().fellThrough(key.repo(), FetchEvents.FallThrough.ENTITY_STOPPED, Math.max(1, waiting));
         later();
       } else {
         resolve(reply);

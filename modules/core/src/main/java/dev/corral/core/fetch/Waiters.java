@@ -117,7 +117,7 @@ public final class Waiters {
           long budget = node.policy(key.repo()).waiterBudget().toNanos();
           ScheduledFuture<?> timer = BUDGETS.schedule(() -> node.io().execute(() -> {
             if (result.complete(TimedOut.INSTANCE)) {
-              node.metrics().fallthrough.labelValues(key.repo(), "budget").inc();
+              node.events().fellThrough(key.repo(), FetchEvents.FallThrough.BUDGET, 1);
               leave(attached);
             }
           }), budget, TimeUnit.NANOSECONDS);

@@ -8,7 +8,6 @@ import com.github.benmanes.caffeine.cache.Ticker;
 import com.typesafe.config.ConfigFactory;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.wait.CancelRegistry;
-import dev.corral.core.Metrics;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.core.store.DiskStore;
 import java.io.IOException;
@@ -54,6 +53,7 @@ abstract class EntityTestBase {
   ActorTestKit kit;
   ClusterSharding sharding;
   Node node;
+  final CountingEvents events = new CountingEvents();
   Waiters waiters;
   FaultyStore store;
   Path dataDir;
@@ -82,7 +82,7 @@ abstract class EntityTestBase {
     cluster.manager().tell(Join.create(cluster.selfMember().address()));
     dataDir = Files.createTempDirectory("corral-" + getClass().getSimpleName());
     store = new FaultyStore(DiskStore.open(dataDir, 1L << 30, ticker.clock()));
-    node = new Node(store, new HotBlobs(0), KeyRecords.of(kit.system()), upstream, new Metrics(),
+    node = new Node(store, new HotBlobs(0), KeyRecords.of(kit.system()), upstream, events,
         r -> policies.getOrDefault(r, FetchPolicy.defaults()), ticker, ticker.clock(),
         kit.system().dispatchers().lookup(DispatcherSelector.blocking()));
     FetchEntity.init(kit.system(), node, idleTimeout());
@@ -205,11 +205,11 @@ abstract class EntityTestBase {
   }
 
   double fallthrough(String repo, String reason) {
-    return node.metrics().fallthrough.labelValues(repo, reason).get();
+    return events.get("fallthrough|" + repo + "|" + reason);
   }
 
   double inflight(String repo) {
-    return node.metrics().inflightFetches.labelValues(repo).get();
+    return events.get("inflight|" + repo);
   }
 
   /** Deterministic pseudo-random bytes. */

@@ -1,15 +1,18 @@
-package dev.corral.core;
+package dev.corral.http;
 
+import dev.corral.core.fetch.FetchEvents;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.Gauge;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.time.Duration;
 
 /**
- * The Prometheus metrics named in SEMANTICS.md (Observability). One instance per node, each
- * with its own registry so that several nodes in one JVM (tests) never share counters.
+ * The Prometheus metrics named in SEMANTICS.md (Observability), fed by core through
+ * {@link FetchEvents} and by the front door and upstream client directly. One instance per node,
+ * each with its own registry so that several nodes in one JVM (tests) never share counters.
  */
-public final class Metrics {
+public final class Metrics implements FetchEvents {
   private final PrometheusRegistry registry = new PrometheusRegistry();
 
   /** {@code corral_inflight_fetches{repo}}: fetches running on this node. */
@@ -62,5 +65,27 @@ public final class Metrics {
 
   public PrometheusRegistry registry() {
     return registry;
+  }
+
+  // ---- FetchEvents: what core reports ---------------------------------------------------------
+
+  @Override
+  public void fetchStarted(String repo) {
+    inflightFetches.labelValues(repo).inc();
+  }
+
+  @Override
+  public void fetchCompleted(String repo, Duration took) {
+    upstreamFetchSeconds.labelValues(repo).observe(took.toNanos() / 1e9);
+  }
+
+  @Override
+  public void fetchEnded(String repo) {
+    inflightFetches.labelValues(repo).dec();
+  }
+
+  @Override
+  public void fellThrough(String repo, FallThrough reason, int waiters) {
+    fallthrough.labelValues(repo, reason.label()).inc(waiters);
   }
 }
