@@ -1,5 +1,6 @@
 package dev.corral.http;
 
+import dev.corral.http.metrics.Metrics;
 import dev.corral.core.download.Failure;
 import dev.corral.core.fetch.Via;
 import dev.corral.core.fetch.Reply;
@@ -7,7 +8,7 @@ import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.fetch.FetchEntity;
 import dev.corral.core.fetch.FetchPolicy;
 import dev.corral.core.fetch.Node;
-import dev.corral.core.fetch.Waiters;
+import dev.corral.core.wait.Waiters;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.UpstreamException;

@@ -1,7 +1,7 @@
 package dev.corral.server;
 
 import ch.qos.logback.classic.LoggerContext;
-import dev.corral.http.Metrics;
+import dev.corral.http.metrics.Metrics;
 import io.prometheus.metrics.core.metrics.Info;
 import org.slf4j.LoggerFactory;
 

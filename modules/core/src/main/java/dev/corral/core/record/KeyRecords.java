@@ -1,7 +1,6 @@
 package dev.corral.core.record;
 
 import dev.corral.core.record.Record;
-import dev.corral.core.fetch.FetchEntity;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.Optional;

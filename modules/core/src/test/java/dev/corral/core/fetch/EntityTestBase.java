@@ -1,5 +1,6 @@
 package dev.corral.core.fetch;
 
+import dev.corral.core.wait.Waiters;
 import dev.corral.core.record.KeyRecords;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;

@@ -1,6 +1,6 @@
 package dev.corral.http.upstream;
 
-import dev.corral.http.Metrics;
+import dev.corral.http.metrics.Metrics;
 import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.Upstream;
 import dev.corral.core.upstream.UpstreamException;

@@ -1,4 +1,4 @@
-package dev.corral.http;
+package dev.corral.http.metrics;
 
 import dev.corral.core.fetch.FetchEvents;
 import io.prometheus.metrics.core.metrics.Counter;

@@ -1,5 +1,10 @@
-package dev.corral.core.fetch;
+package dev.corral.core.wait;
 
+import dev.corral.core.fetch.Node;
+import dev.corral.core.fetch.Via;
+import dev.corral.core.fetch.FetchEntity;
+import dev.corral.core.fetch.FetchEvents;
+import dev.corral.core.fetch.Reply;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.download.Download;
 import dev.corral.core.download.Failure;
