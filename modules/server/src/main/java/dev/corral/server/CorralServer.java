@@ -80,6 +80,15 @@ public final class CorralServer implements AutoCloseable {
 
   /** Starts a node and returns once it listens and is ready. */
   public static CorralServer start(CorralSettings settings) throws Exception {
+    return start(settings, Ticker.systemTicker());
+  }
+
+  /**
+   * As {@link #start(CorralSettings)}, with {@code ticker} as the node's source of interval time
+   * (how long a not-found is remembered, the pause after a failed revalidation, cancel tombstones):
+   * a test passes a ticker it moves by hand. Wall-clock ages of stored copies still use the clock.
+   */
+  public static CorralServer start(CorralSettings settings, Ticker ticker) throws Exception {
     Path dataDir = settings.dataDir().toAbsolutePath().normalize();
     JournalDatabase database = new JournalDatabase(settings.journal(), dataDir);
     database.checkConnection();
@@ -106,9 +115,9 @@ public final class CorralServer implements AutoCloseable {
       }
       HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams);
       Node node = new Node(store, new HotBlobs(settings.memoryCacheBytes()), KeyRecords.of(system), upstream, metrics,
-          name -> policies.getOrDefault(name, FetchPolicy.defaults()), Ticker.systemTicker(), io);
+          name -> policies.getOrDefault(name, FetchPolicy.defaults()), ticker, io);
       FetchEntity.init(system, node, ENTITY_IDLE);
-      CancelRegistry cancels = new CancelRegistry(Ticker.systemTicker(), settings.tombstoneTtl(), 100_000);
+      CancelRegistry cancels = new CancelRegistry(ticker, settings.tombstoneTtl(), 100_000);
       Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node, system);
       FrontDoor frontDoor = new FrontDoor(system, node, metrics, waiters, repos, settings.adminToken(),
           new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()));
