@@ -1,5 +1,6 @@
 package dev.corral.it;
 
+import dev.corral.testkit.Await;
 import java.io.IOException;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;

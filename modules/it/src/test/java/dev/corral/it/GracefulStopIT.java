@@ -6,7 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
-import dev.corral.http.upstream.FakeUpstream;
+import dev.corral.testkit.Await;
+import dev.corral.testkit.upstream.FakeUpstream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;

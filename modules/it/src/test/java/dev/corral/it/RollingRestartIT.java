@@ -4,7 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
-import dev.corral.http.upstream.FakeUpstream;
+import dev.corral.testkit.Await;
+import dev.corral.testkit.upstream.FakeUpstream;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;

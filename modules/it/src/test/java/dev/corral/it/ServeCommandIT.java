@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import com.sun.net.httpserver.HttpExchange;
-import dev.corral.http.upstream.FakeUpstream;
+import dev.corral.testkit.upstream.FakeUpstream;
 import java.io.File;
 import java.io.IOException;
 import java.net.http.HttpResponse;

@@ -1,32 +1,25 @@
 package dev.corral.server;
 
-import static dev.corral.server.TestNode.ok;
-import static dev.corral.server.TestNode.await;
-import static dev.corral.server.TestNode.xCache;
+import static dev.corral.testkit.TestNode.ok;
+import static dev.corral.testkit.TestNode.await;
+import static dev.corral.testkit.TestNode.xCache;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.sun.net.httpserver.HttpExchange;
-import dev.corral.http.upstream.FakeUpstream;
-import java.io.IOException;
+import dev.corral.testkit.RawHttp;
+import dev.corral.testkit.TestNode;
+import dev.corral.testkit.TestNodeExtension;
 import java.io.InputStream;
-import java.net.http.HttpClient;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * SEMANTICS C1-C3 over real HTTP: a client that hangs up while waiting on a slow fetch is noticed
@@ -35,39 +28,22 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class CancellationHttpTest {
-  private final Map<String, FakeUpstream.Handler> paths = new ConcurrentHashMap<>();
-  private FakeUpstream upstream;
-  private CorralServer server;
-  private HttpClient client;
-
-  @BeforeAll
-  void start(@TempDir Path dir) throws Exception {
-    upstream = new FakeUpstream((exchange, n) -> paths.get(exchange.getRequestURI().getPath()).handle(exchange, n));
-    // "big" streams bodies above 64 KiB to its waiters while they download.
-    server = TestNode.start(dir, upstream.url("/"), """
-        corral.repos.big { type = generic, url = "%s", inline-limit = 64KiB }
-        """.formatted(upstream.url("/")));
-    client = TestNode.client();
-  }
-
-  @AfterAll
-  void stop() throws Exception {
-    if (server != null) {
-      server.close();
-    }
-    upstream.close();
-  }
+  // "big" streams bodies above 64 KiB to its waiters while they download.
+  @RegisterExtension
+  final TestNodeExtension node = TestNodeExtension.routed().config(n -> """
+      corral.repos.big { type = generic, url = "%s", inline-limit = 64KiB }
+      """.formatted(n.url("/")));
 
   /** Waiters registered on the node beyond those of earlier tests (none, when they pass). */
   private int base;
 
   @BeforeEach
   void baseline() {
-    base = server.cancels().registrations();
+    base = node.server().cancels().registrations();
   }
 
   private int registered() {
-    return server.cancels().registrations() - base;
+    return node.server().cancels().registrations() - base;
   }
 
   private void registrations(int n) {
@@ -76,7 +52,7 @@ class CancellationHttpTest {
 
   private double cancelledAnswers() {
     // A cancelled waiter's request is counted once, as an error (its 503 goes nowhere).
-    return server.metrics().requests.labelValues("up", "error").get();
+    return node.server().metrics().requests.labelValues("up", "error").get();
   }
 
   @Test
@@ -85,7 +61,7 @@ class CancellationHttpTest {
     CountDownLatch arrived = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
     CountDownLatch answered = new CountDownLatch(1);
-    paths.put("/c/one.bin", (exchange, n) -> {
+    node.paths.put("/c/one.bin", (exchange, n) -> {
       arrived.countDown();
       await(release);
       ok(exchange, body);
@@ -93,10 +69,10 @@ class CancellationHttpTest {
     });
     double errorsBefore = cancelledAnswers();
 
-    RawHttp leaving = RawHttp.send(server.address(), "GET", "/up/c/one.bin");
+    RawHttp leaving = RawHttp.send(node.server().address(), "GET", "/up/c/one.bin");
     await(arrived);
     registrations(1);
-    CompletableFuture<HttpResponse<byte[]>> staying = TestNode.getAsync(client, server, "/up/c/one.bin");
+    CompletableFuture<HttpResponse<byte[]>> staying = node.getAsync("/up/c/one.bin");
     registrations(2);
 
     long closed = System.nanoTime();
@@ -114,11 +90,11 @@ class CancellationHttpTest {
     assertEquals(200, r.statusCode());
     assertArrayEquals(body, r.body());
     assertEquals("COALESCED", xCache(r));
-    assertEquals(1, upstream.requests("/c/one.bin"));
+    assertEquals(1, node.upstream().requests("/c/one.bin"));
     await(answered);
-    HttpResponse<byte[]> hit = TestNode.get(client, server, "/up/c/one.bin");
+    HttpResponse<byte[]> hit = node.get("/up/c/one.bin");
     assertEquals("HIT", xCache(hit));
-    assertEquals(1, upstream.requests("/c/one.bin"));
+    assertEquals(1, node.upstream().requests("/c/one.bin"));
   }
 
   @Test
@@ -126,12 +102,12 @@ class CancellationHttpTest {
     byte[] body = TestNode.bytes(64 * 1024, 22);
     CountDownLatch arrived = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
-    paths.put("/c/orphan.bin", (exchange, n) -> {
+    node.paths.put("/c/orphan.bin", (exchange, n) -> {
       arrived.countDown();
       await(release);
       ok(exchange, body);
     });
-    RawHttp leaving = RawHttp.send(server.address(), "GET", "/up/c/orphan.bin");
+    RawHttp leaving = RawHttp.send(node.server().address(), "GET", "/up/c/orphan.bin");
     await(arrived);
     registrations(1);
     leaving.close();
@@ -139,12 +115,12 @@ class CancellationHttpTest {
 
     release.countDown();
     TestNode.await("the fetch ended", Duration.ofSeconds(20),
-        () -> server.metrics().inflightFetches.labelValues("up").get() == 0);
-    HttpResponse<byte[]> r = TestNode.get(client, server, "/up/c/orphan.bin");
+        () -> node.server().metrics().inflightFetches.labelValues("up").get() == 0);
+    HttpResponse<byte[]> r = node.get("/up/c/orphan.bin");
     assertEquals(200, r.statusCode());
     assertEquals("HIT", xCache(r), "C3: the fetch ran to its end and warmed the cache");
     assertArrayEquals(body, r.body());
-    assertEquals(1, upstream.requests("/c/orphan.bin"));
+    assertEquals(1, node.upstream().requests("/c/orphan.bin"));
   }
 
   /**
@@ -162,7 +138,7 @@ class CancellationHttpTest {
     int more = half + 64 * 1024;
     CountDownLatch second = new CountDownLatch(1);
     CountDownLatch third = new CountDownLatch(1);
-    paths.put("/c/stream.bin", (exchange, n) -> {
+    node.paths.put("/c/stream.bin", (exchange, n) -> {
       exchange.getResponseHeaders().add("Content-Type", "application/x-test");
       exchange.sendResponseHeaders(200, body.length);
       exchange.getResponseBody().write(body, 0, half);
@@ -173,7 +149,7 @@ class CancellationHttpTest {
       await(third);
       exchange.getResponseBody().write(body, more, body.length - more);
     });
-    RawHttp leaving = RawHttp.send(server.address(), "GET", "/big/c/stream.bin");
+    RawHttp leaving = RawHttp.send(node.server().address(), "GET", "/big/c/stream.bin");
     InputStream in = leaving.input();
     // Read the head and the first bytes of the body, then hang up mid-stream.
     byte[] some = new byte[1024];
@@ -183,14 +159,14 @@ class CancellationHttpTest {
       assertTrue(n > 0, "the streamed body started");
       got += n;
     }
-    CompletableFuture<HttpResponse<byte[]>> staying = TestNode.getAsync(client, server, "/big/c/stream.bin");
+    CompletableFuture<HttpResponse<byte[]>> staying = node.getAsync("/big/c/stream.bin");
     // Probe: the download's writer and both readers hold it.
     TestNode.await("both clients stream the download", Duration.ofSeconds(20),
-        () -> server.node().downloads().references() == 3);
+        () -> node.server().node().downloads().references() == 3);
     leaving.close();
     second.countDown();
     TestNode.await("the hung-up client's stream was released at its next write", Duration.ofSeconds(10),
-        () -> server.node().downloads().references() == 2);
+        () -> node.server().node().downloads().references() == 2);
     assertTrue(!staying.isDone());
 
     third.countDown();
@@ -199,11 +175,11 @@ class CancellationHttpTest {
     assertArrayEquals(body, r.body());
     assertEquals("COALESCED", xCache(r));
     TestNode.await("the fetch ended", Duration.ofSeconds(20),
-        () -> server.metrics().inflightFetches.labelValues("big").get() == 0);
-    HttpResponse<byte[]> hit = TestNode.get(client, server, "/big/c/stream.bin");
+        () -> node.server().metrics().inflightFetches.labelValues("big").get() == 0);
+    HttpResponse<byte[]> hit = node.get("/big/c/stream.bin");
     assertEquals("HIT", xCache(hit));
     assertArrayEquals(body, hit.body());
-    assertEquals(1, upstream.requests("/c/stream.bin"));
+    assertEquals(1, node.upstream().requests("/c/stream.bin"));
   }
 
   /** C1 for a client that resets its connection (RST) instead of closing it (FIN). */
@@ -212,20 +188,20 @@ class CancellationHttpTest {
     byte[] body = TestNode.bytes(1024, 24);
     CountDownLatch arrived = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
-    paths.put("/c/reset.bin", (exchange, n) -> {
+    node.paths.put("/c/reset.bin", (exchange, n) -> {
       arrived.countDown();
       await(release);
       ok(exchange, body);
     });
-    RawHttp leaving = RawHttp.send(server.address(), "GET", "/up/c/reset.bin");
+    RawHttp leaving = RawHttp.send(node.server().address(), "GET", "/up/c/reset.bin");
     await(arrived);
     registrations(1);
     leaving.reset();
     TestNode.await("the reset client's waiter left", Duration.ofSeconds(5), () -> registered() == 0);
     release.countDown();
     TestNode.await("the fetch ended", Duration.ofSeconds(20),
-        () -> server.metrics().inflightFetches.labelValues("up").get() == 0);
-    assertEquals("HIT", xCache(TestNode.get(client, server, "/up/c/reset.bin")));
-    assertEquals(1, upstream.requests("/c/reset.bin"));
+        () -> node.server().metrics().inflightFetches.labelValues("up").get() == 0);
+    assertEquals("HIT", xCache(node.get("/up/c/reset.bin")));
+    assertEquals(1, node.upstream().requests("/c/reset.bin"));
   }
 }

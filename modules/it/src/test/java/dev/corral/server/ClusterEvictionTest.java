@@ -4,7 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import dev.corral.core.key.ArtifactKey;
-import dev.corral.http.upstream.FakeUpstream;
+import dev.corral.testkit.TestCluster;
+import dev.corral.testkit.TestNode;
+import dev.corral.testkit.upstream.FakeUpstream;
 import java.net.http.HttpClient;
 import java.nio.file.Path;
 import java.time.Duration;

@@ -1,22 +1,21 @@
 package dev.corral.server;
 
-import static dev.corral.server.TestNode.await;
-import static dev.corral.server.TestNode.xCache;
+import static dev.corral.testkit.TestNode.await;
+import static dev.corral.testkit.TestNode.xCache;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
-import dev.corral.http.upstream.FakeUpstream;
-import java.net.http.HttpClient;
+import dev.corral.testkit.RawHttp;
+import dev.corral.testkit.TestNode;
+import dev.corral.testkit.TestNodeExtension;
+import dev.corral.testkit.upstream.FakeUpstream;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -24,11 +23,9 @@ import java.util.concurrent.Future;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * SEMANTICS F1, W1, K2 over real HTTP: many clients of one node, the upstream counting what
@@ -38,26 +35,9 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class CoalescingHttpTest {
-  /** Per-path behaviour of the fake upstream; each test installs its own paths. */
-  private final Map<String, FakeUpstream.Handler> paths = new ConcurrentHashMap<>();
-  private FakeUpstream upstream;
-  private CorralServer server;
-  private HttpClient client;
-
-  @BeforeAll
-  void start(@TempDir Path dir) throws Exception {
-    upstream = FakeUpstream.routed(paths);
-    server = TestNode.start(dir, upstream.url("/"), "");
-    client = TestNode.client();
-  }
-
-  @AfterAll
-  void stop() throws Exception {
-    if (server != null) {
-      server.close();
-    }
-    upstream.close();
-  }
+  /** The node; each test installs its own paths on its fake upstream. */
+  @RegisterExtension
+  final TestNodeExtension node = TestNodeExtension.routed();
 
   private static void ok(HttpExchange exchange, byte[] body, String etag) throws java.io.IOException {
     exchange.getResponseHeaders().add("Content-Type", "application/x-test");
@@ -68,7 +48,7 @@ class CoalescingHttpTest {
 
   /** Waits until {@code n} waiters of this node are registered (each waits on a fetch). */
   private void waitersRegistered(int n) {
-    TestNode.await(n + " waiters registered", Duration.ofSeconds(20), () -> server.cancels().registrations() >= n);
+    TestNode.await(n + " waiters registered", Duration.ofSeconds(20), () -> node.server().cancels().registrations() >= n);
   }
 
   @Test
@@ -76,7 +56,7 @@ class CoalescingHttpTest {
     byte[] body = TestNode.bytes(1024 * 1024, 1);
     CountDownLatch arrived = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
-    paths.put("/s1/big.bin", (exchange, n) -> {
+    node.paths.put("/s1/big.bin", (exchange, n) -> {
       arrived.countDown();
       await(release);
       ok(exchange, body, "\"big-1\"");
@@ -84,7 +64,7 @@ class CoalescingHttpTest {
 
     List<CompletableFuture<HttpResponse<byte[]>>> futures = new ArrayList<>();
     for (int i = 0; i < 200; i++) {
-      futures.add(TestNode.getAsync(client, server, "/up/s1/big.bin"));
+      futures.add(node.getAsync("/up/s1/big.bin"));
     }
     await(arrived);
     waitersRegistered(200);
@@ -107,15 +87,15 @@ class CoalescingHttpTest {
         default -> throw new AssertionError("unexpected X-Cache " + xCache(r));
       }
     }
-    assertEquals(1, upstream.requests("/s1/big.bin"), "upstream requests");
+    assertEquals(1, node.upstream().requests("/s1/big.bin"), "upstream requests");
     assertEquals(1, miss, "MISS answers");
     assertEquals(199, coalesced + hit, "COALESCED + HIT answers");
     assertTrue(coalesced > 0, "the clients waited together, so most must have joined the fetch");
 
-    HttpResponse<byte[]> after = TestNode.get(client, server, "/up/s1/big.bin");
+    HttpResponse<byte[]> after = node.get("/up/s1/big.bin");
     assertEquals("HIT", xCache(after));
     assertArrayEquals(body, after.body());
-    assertEquals(1, upstream.requests("/s1/big.bin"));
+    assertEquals(1, node.upstream().requests("/s1/big.bin"));
   }
 
   @Test
@@ -127,7 +107,7 @@ class CoalescingHttpTest {
     CountDownLatch allArrived = new CountDownLatch(keys);
     for (int k = 0; k < keys; k++) {
       int key = k;
-      paths.put("/s2/k" + k, (exchange, n) -> {
+      node.paths.put("/s2/k" + k, (exchange, n) -> {
         allArrived.countDown();
         await(allArrived);
         ok(exchange, bodyOf.apply(key), "\"k" + key + "\"");
@@ -140,7 +120,7 @@ class CoalescingHttpTest {
     for (int round = 0; round < clientsPerKey; round++) {
       for (int k = 0; k < keys; k++) {
         open.acquire();
-        futures.add(TestNode.getAsync(client, server, "/up/s2/k" + k).whenComplete((r, e) -> open.release()));
+        futures.add(node.getAsync("/up/s2/k" + k).whenComplete((r, e) -> open.release()));
         keyOf.add(k);
       }
     }
@@ -154,7 +134,7 @@ class CoalescingHttpTest {
       }
     }
     for (int k = 0; k < keys; k++) {
-      assertEquals(1, upstream.requests("/s2/k" + k), "upstream requests for key " + k);
+      assertEquals(1, node.upstream().requests("/s2/k" + k), "upstream requests for key " + k);
     }
     assertEquals(keys, misses, "one MISS per key");
   }
@@ -172,15 +152,15 @@ class CoalescingHttpTest {
     byte[] body = TestNode.bytes(1024, 3);
     CountDownLatch arrived = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
-    paths.put("/w1/small.bin", (exchange, n) -> {
+    node.paths.put("/w1/small.bin", (exchange, n) -> {
       arrived.countDown();
       await(release);
       ok(exchange, body, "\"small\"");
     });
-    long joinsBefore = server.waiters().joinsSent();
+    long joinsBefore = node.server().waiters().joinsSent();
     List<RawHttp> sent = new ArrayList<>();
     for (int i = 0; i < clients; i++) {
-      sent.add(RawHttp.send(server.address(), "GET", "/up/w1/small.bin"));
+      sent.add(RawHttp.send(node.server().address(), "GET", "/up/w1/small.bin"));
     }
     ExecutorService readers = Executors.newFixedThreadPool(clients);
     try {
@@ -196,8 +176,8 @@ class CoalescingHttpTest {
         assertEquals(200, r.status());
         assertArrayEquals(body, r.body());
       }
-      assertEquals(1, upstream.requests("/w1/small.bin"));
-      assertEquals(1, server.waiters().joinsSent() - joinsBefore,
+      assertEquals(1, node.upstream().requests("/w1/small.bin"));
+      assertEquals(1, node.server().waiters().joinsSent() - joinsBefore,
           "one Join answered all 50 waiters; more means some were answered by asking again");
     } finally {
       readers.shutdownNow();
@@ -214,7 +194,7 @@ class CoalescingHttpTest {
     CountDownLatch allArrived = new CountDownLatch(keys);
     for (int k = 0; k < keys; k++) {
       byte[] body = ("key " + k).getBytes();
-      paths.put("/k2/k" + k, (exchange, n) -> {
+      node.paths.put("/k2/k" + k, (exchange, n) -> {
         allArrived.countDown();
         // Held until all 8 fetches are at the upstream; serialised fetches would never get there.
         if (!allArrived.await(5, TimeUnit.SECONDS)) {
@@ -226,14 +206,14 @@ class CoalescingHttpTest {
     }
     List<CompletableFuture<HttpResponse<byte[]>>> futures = new ArrayList<>();
     for (int k = 0; k < keys; k++) {
-      futures.add(TestNode.getAsync(client, server, "/up/k2/k" + k));
+      futures.add(node.getAsync("/up/k2/k" + k));
     }
     for (int k = 0; k < keys; k++) {
       HttpResponse<byte[]> r = futures.get(k).get(30, TimeUnit.SECONDS);
       assertEquals(200, r.statusCode(), "key " + k);
       assertEquals("key " + k, new String(r.body()));
       assertEquals("MISS", xCache(r));
-      assertEquals(1, upstream.requests("/k2/k" + k));
+      assertEquals(1, node.upstream().requests("/k2/k" + k));
     }
   }
 }

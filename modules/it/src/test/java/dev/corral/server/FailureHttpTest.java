@@ -1,8 +1,8 @@
 package dev.corral.server;
 
-import static dev.corral.server.TestNode.ok;
-import static dev.corral.server.TestNode.await;
-import static dev.corral.server.TestNode.xCache;
+import static dev.corral.testkit.TestNode.ok;
+import static dev.corral.testkit.TestNode.await;
+import static dev.corral.testkit.TestNode.xCache;
 import static java.nio.charset.StandardCharsets.ISO_8859_1;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -10,32 +10,26 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.sun.net.httpserver.HttpExchange;
-import dev.corral.http.upstream.FakeUpstream;
-import dev.corral.http.upstream.RawUpstream;
-import java.io.IOException;
-import java.io.OutputStream;
-import java.net.http.HttpClient;
+import dev.corral.testkit.RawHttp;
+import dev.corral.testkit.TestNode;
+import dev.corral.testkit.TestNodeExtension;
+import dev.corral.testkit.upstream.FakeUpstream;
+import dev.corral.testkit.upstream.RawUpstream;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * SEMANTICS W2, W3, B2 and the not-found TTL over real HTTP, measured at the upstream: failures
@@ -52,54 +46,31 @@ class FailureHttpTest {
   private static final int MIB = 1024 * 1024;
   private static final Duration NEGATIVE_TTL = Duration.ofSeconds(1);
 
-  private final Map<String, FakeUpstream.Handler> paths = new ConcurrentHashMap<>();
-  private final Map<String, RawUpstream.TargetScript> rawTargets = new ConcurrentHashMap<>();
-  private FakeUpstream upstream;
-  private RawUpstream raw;
-  private CorralServer server;
-  private HttpClient client;
-
-  @BeforeAll
-  void start(@TempDir Path dir) throws Exception {
-    upstream = FakeUpstream.routed(paths);
-    raw = new RawUpstream((target, socket, out) -> rawTargets.get(target).answer(target, socket, out));
-    String fake = upstream.url("/");
-    String rawUrl = raw.url("/");
-    server = TestNode.start(dir, fake, """
-        corral.repos {
-          up { retries = 1, retry-backoff = 100ms, negative-ttl = %s }
-          raw { type = generic, url = "%s", retries = 1, retry-backoff = 100ms }
-          rawbig { type = generic, url = "%s", retries = 1, retry-backoff = 100ms, inline-limit = 64KiB }
-          slow { type = generic, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = 500ms }
-          bypass { type = generic, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = 500ms,
-                   on-budget-exhausted = bypass }
-        }
-        """.formatted(NEGATIVE_TTL.toMillis() + "ms", rawUrl, rawUrl, fake, fake));
-    client = TestNode.client();
-  }
-
-  @AfterAll
-  void stop() throws Exception {
-    if (server != null) {
-      server.close();
-    }
-    upstream.close();
-    raw.close();
-  }
+  @RegisterExtension
+  final TestNodeExtension node = TestNodeExtension.routed().withRawUpstream().config(n -> """
+      corral.repos {
+        up { retries = 1, retry-backoff = 100ms, negative-ttl = %s }
+        raw { type = generic, url = "%s", retries = 1, retry-backoff = 100ms }
+        rawbig { type = generic, url = "%s", retries = 1, retry-backoff = 100ms, inline-limit = 64KiB }
+        slow { type = generic, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = 500ms }
+        bypass { type = generic, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = 500ms,
+                 on-budget-exhausted = bypass }
+      }
+      """.formatted(NEGATIVE_TTL.toMillis() + "ms", n.raw().url("/"), n.raw().url("/"), n.url("/"), n.url("/")));
 
   private void waitersRegistered(int n) {
-    TestNode.await(n + " waiters registered", Duration.ofSeconds(20), () -> server.cancels().registrations() >= n);
+    TestNode.await(n + " waiters registered", Duration.ofSeconds(20), () -> node.server().cancels().registrations() >= n);
   }
 
   private void fetchesEnded(String repo) {
     TestNode.await("no fetch in flight for " + repo, Duration.ofSeconds(20),
-        () -> server.metrics().inflightFetches.labelValues(repo).get() == 0);
+        () -> node.server().metrics().inflightFetches.labelValues(repo).get() == 0);
   }
 
   private List<CompletableFuture<HttpResponse<byte[]>>> send(int clients, String target) {
     List<CompletableFuture<HttpResponse<byte[]>>> futures = new ArrayList<>();
     for (int i = 0; i < clients; i++) {
-      futures.add(TestNode.getAsync(client, server, target));
+      futures.add(node.getAsync(target));
     }
     return futures;
   }
@@ -110,7 +81,7 @@ class FailureHttpTest {
     AtomicBoolean recovered = new AtomicBoolean(false);
     CountDownLatch arrived = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
-    paths.put("/e500/a", (exchange, n) -> {
+    node.paths.put("/e500/a", (exchange, n) -> {
       if (recovered.get()) {
         ok(exchange, body);
         return;
@@ -132,14 +103,14 @@ class FailureHttpTest {
       assertEquals(502, r.statusCode());
       assertNull(xCache(r), "an error Corral makes carries no X-Cache");
     }
-    assertEquals(2, upstream.requests("/e500/a"), "one fetch plus its one retry");
+    assertEquals(2, node.upstream().requests("/e500/a"), "one fetch plus its one retry");
 
     recovered.set(true);
-    HttpResponse<byte[]> r = TestNode.get(client, server, "/up/e500/a");
+    HttpResponse<byte[]> r = node.get("/up/e500/a");
     assertEquals(200, r.statusCode());
     assertEquals("MISS", xCache(r), "the error was not cached");
     assertArrayEquals(body, r.body());
-    assertEquals(3, upstream.requests("/e500/a"));
+    assertEquals(3, node.upstream().requests("/e500/a"));
   }
 
   /** Answers 200 with a 1 MiB Content-Length, then closes after 512 KiB (until recovered). */
@@ -163,7 +134,7 @@ class FailureHttpTest {
     ExecutorService readers = Executors.newFixedThreadPool(clients);
     try {
       for (int i = 0; i < clients; i++) {
-        sent.add(RawHttp.send(server.address(), "GET", target));
+        sent.add(RawHttp.send(node.server().address(), "GET", target));
       }
       List<Future<RawHttp.Response>> futures = new ArrayList<>();
       for (RawHttp http : sent) {
@@ -189,7 +160,7 @@ class FailureHttpTest {
     AtomicBoolean recovered = new AtomicBoolean(false);
     CountDownLatch arrived = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
-    rawTargets.put("/cut/small.bin", truncating(body, recovered, arrived, release));
+    node.rawTargets.put("/cut/small.bin", truncating(body, recovered, arrived, release));
 
     List<RawHttp.Response> responses = rawClients(50, "/raw/cut/small.bin", () -> {
       try {
@@ -206,16 +177,16 @@ class FailureHttpTest {
       assertNull(r.header("X-Cache"));
       assertTrue(r.complete());
     }
-    int failedAttempts = raw.requests("/cut/small.bin");
+    int failedAttempts = node.raw().requests("/cut/small.bin");
     assertTrue(failedAttempts >= 1 && failedAttempts <= 2, "one fetch and at most its one retry: " + failedAttempts);
 
     recovered.set(true);
-    RawHttp.Response after = RawHttp.exchange(server.address(), "GET", "/raw/cut/small.bin");
+    RawHttp.Response after = RawHttp.exchange(node.server().address(), "GET", "/raw/cut/small.bin");
     assertEquals(200, after.status());
     assertEquals("MISS", after.header("X-Cache"), "the short body was not cached");
     assertTrue(after.complete());
     assertArrayEquals(body, after.body());
-    assertEquals(failedAttempts + 1, raw.requests("/cut/small.bin"));
+    assertEquals(failedAttempts + 1, node.raw().requests("/cut/small.bin"));
   }
 
   @Test
@@ -224,7 +195,7 @@ class FailureHttpTest {
     AtomicBoolean recovered = new AtomicBoolean(false);
     CountDownLatch arrived = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
-    rawTargets.put("/cut/large.bin", truncating(body, recovered, arrived, release));
+    node.rawTargets.put("/cut/large.bin", truncating(body, recovered, arrived, release));
 
     List<RawHttp.Response> responses = rawClients(50, "/rawbig/cut/large.bin", () -> {
       try {
@@ -251,24 +222,24 @@ class FailureHttpTest {
         assertNull(r.header("X-Cache"));
       }
     }
-    int failedAttempts = raw.requests("/cut/large.bin");
+    int failedAttempts = node.raw().requests("/cut/large.bin");
     assertTrue(failedAttempts >= 1 && failedAttempts <= 2, "one fetch and at most its one retry: " + failedAttempts);
 
     recovered.set(true);
     fetchesEnded("rawbig");
-    RawHttp.Response after = RawHttp.exchange(server.address(), "GET", "/rawbig/cut/large.bin");
+    RawHttp.Response after = RawHttp.exchange(node.server().address(), "GET", "/rawbig/cut/large.bin");
     assertEquals(200, after.status());
     assertEquals("MISS", after.header("X-Cache"), "the short body was not cached");
     assertTrue(after.complete());
     assertArrayEquals(body, after.body());
-    assertEquals(failedAttempts + 1, raw.requests("/cut/large.bin"));
+    assertEquals(failedAttempts + 1, node.raw().requests("/cut/large.bin"));
   }
 
   @Test
   void upstreamSlowerThanTheBudgetGives504AndStillOneUpstreamRequest() throws Exception {
     byte[] body = TestNode.bytes(4096, 14);
     CountDownLatch release = new CountDownLatch(1);
-    paths.put("/slow/a", (exchange, n) -> {
+    node.paths.put("/slow/a", (exchange, n) -> {
       await(release);
       ok(exchange, body);
     });
@@ -278,26 +249,26 @@ class FailureHttpTest {
       assertEquals(504, r.statusCode());
       assertNull(xCache(r));
     }
-    assertEquals(1, upstream.requests("/slow/a"), "waiters out of budget do not ask the upstream");
+    assertEquals(1, node.upstream().requests("/slow/a"), "waiters out of budget do not ask the upstream");
     // Counted right after each waiter's 504 is handed over, so it may trail the last response.
     TestNode.await("20 budget fall-throughs counted", Duration.ofSeconds(10),
-        () -> server.metrics().fallthrough.labelValues("slow", "budget").get() == 20.0);
+        () -> node.server().metrics().fallthrough.labelValues("slow", "budget").get() == 20.0);
 
     // C3: nobody waits any more, yet the fetch runs to its end and is committed.
     release.countDown();
     fetchesEnded("slow");
-    HttpResponse<byte[]> r = TestNode.get(client, server, "/slow/slow/a");
+    HttpResponse<byte[]> r = node.get("/slow/slow/a");
     assertEquals(200, r.statusCode());
     assertEquals("HIT", xCache(r));
     assertArrayEquals(body, r.body());
-    assertEquals(1, upstream.requests("/slow/a"));
+    assertEquals(1, node.upstream().requests("/slow/a"));
   }
 
   @Test
   void withBypassWaitersOutOfBudgetFetchDirectlyUncached() throws Exception {
     byte[] body = TestNode.bytes(4096, 15);
     CountDownLatch release = new CountDownLatch(1);
-    paths.put("/bypass/a", (exchange, n) -> {
+    node.paths.put("/bypass/a", (exchange, n) -> {
       if (n == 1) {
         await(release); // the shared fetch is slow; the waiters' own fetches are not
       }
@@ -311,20 +282,20 @@ class FailureHttpTest {
       assertEquals("BYPASS", xCache(r));
       assertArrayEquals(body, r.body());
     }
-    assertEquals(1 + clients, upstream.requests("/bypass/a"), "the shared fetch plus one direct fetch per waiter");
+    assertEquals(1 + clients, node.upstream().requests("/bypass/a"), "the shared fetch plus one direct fetch per waiter");
 
     release.countDown();
     fetchesEnded("bypass");
-    HttpResponse<byte[]> r = TestNode.get(client, server, "/bypass/bypass/a");
+    HttpResponse<byte[]> r = node.get("/bypass/bypass/a");
     assertEquals("HIT", xCache(r), "the shared fetch was committed; the direct ones were not needed");
-    assertEquals(1 + clients, upstream.requests("/bypass/a"));
+    assertEquals(1 + clients, node.upstream().requests("/bypass/a"));
   }
 
   @Test
   void notFoundIsSharedThenRememberedForTheNegativeTtl() throws Exception {
     CountDownLatch arrived = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
-    paths.put("/nf/a", (exchange, n) -> {
+    node.paths.put("/nf/a", (exchange, n) -> {
       if (n == 1) {
         arrived.countDown();
         await(release);
@@ -346,28 +317,28 @@ class FailureHttpTest {
       }
     }
     assertEquals(1, miss);
-    assertEquals(1, upstream.requests("/nf/a"));
+    assertEquals(1, node.upstream().requests("/nf/a"));
 
     long remembered = System.nanoTime();
-    HttpResponse<byte[]> again = TestNode.get(client, server, "/up/nf/a");
+    HttpResponse<byte[]> again = node.get("/up/nf/a");
     boolean withinTtl = System.nanoTime() - remembered < NEGATIVE_TTL.toNanos();
     if (withinTtl) { // (on a very slow machine the TTL may already have passed)
       assertEquals(404, again.statusCode());
       assertEquals("NEGATIVE", xCache(again));
-      assertEquals(1, upstream.requests("/nf/a"));
+      assertEquals(1, node.upstream().requests("/nf/a"));
     }
 
     // A TTL wait: poll (bounded) until the not-found is forgotten and the upstream is asked again.
     long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
     HttpResponse<byte[]> r = again;
     while ("NEGATIVE".equals(xCache(r))) {
-      assertEquals(1, upstream.requests("/nf/a"), "a remembered not-found does not ask the upstream");
+      assertEquals(1, node.upstream().requests("/nf/a"), "a remembered not-found does not ask the upstream");
       assertTrue(System.nanoTime() - deadline < 0, "the not-found was never forgotten");
       Thread.sleep(50);
-      r = TestNode.get(client, server, "/up/nf/a");
+      r = node.get("/up/nf/a");
     }
     assertEquals(404, r.statusCode());
     assertEquals("MISS", xCache(r));
-    assertEquals(2, upstream.requests("/nf/a"));
+    assertEquals(2, node.upstream().requests("/nf/a"));
   }
 }

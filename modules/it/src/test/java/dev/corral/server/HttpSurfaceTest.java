@@ -1,7 +1,7 @@
 package dev.corral.server;
 
-import static dev.corral.server.TestNode.await;
-import static dev.corral.server.TestNode.xCache;
+import static dev.corral.testkit.TestNode.await;
+import static dev.corral.testkit.TestNode.xCache;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -9,9 +9,11 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
-import dev.corral.http.upstream.FakeUpstream;
+import dev.corral.testkit.RawHttp;
+import dev.corral.testkit.TestNode;
+import dev.corral.testkit.TestNodeExtension;
+import dev.corral.testkit.upstream.FakeUpstream;
 import java.io.IOException;
-import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
@@ -21,19 +23,15 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The HTTP surface of a node, over real loopback HTTP: request validation (400 before any
@@ -48,43 +46,22 @@ class HttpSurfaceTest {
   private static final String TOKEN = "s3cret-admin-token";
   private static final String LAST_MODIFIED = "Tue, 01 Dec 2026 10:00:00 GMT";
 
-  private final Map<String, FakeUpstream.Handler> paths = new ConcurrentHashMap<>();
-  private FakeUpstream upstream;
-  private CorralServer server;
-  private HttpClient client;
-  private Path dir;
-
-  @BeforeAll
-  void start(@TempDir Path dir) throws Exception {
-    this.dir = dir;
-    // Any path not set up by a test answers 200 with 4 KiB derived from the path.
-    upstream = new FakeUpstream((exchange, n) -> {
-      FakeUpstream.Handler h = paths.get(exchange.getRequestURI().getPath());
-      if (h != null) {
-        h.handle(exchange, n);
-      } else {
-        ok(exchange, bodyOf(exchange.getRequestURI().getPath()), etagOf(exchange.getRequestURI().getPath()));
-      }
-    });
-    Path token = dir.resolve("admin-token");
-    Files.writeString(token, TOKEN + "\n");
-    String url = upstream.url("/");
-    server = TestNode.start(dir.resolve("node"), url, """
-        corral.repos {
-          small { type = generic, url = "%s", inline-limit = 1KiB }
-          tight { type = generic, url = "%s", waiter-budget = 300ms }
-        }
-        """.formatted(url, url), "--admin-token-file", token.toString());
-    client = TestNode.client();
-  }
-
-  @AfterAll
-  void stop() throws Exception {
-    if (server != null) {
-      server.close();
-    }
-    upstream.close();
-  }
+  /** Any path not set up by a test answers 200 with 4 KiB derived from the path. */
+  @RegisterExtension
+  final TestNodeExtension node = TestNodeExtension.routed()
+      .otherwise((exchange, n) -> ok(exchange, bodyOf(exchange.getRequestURI().getPath()),
+          etagOf(exchange.getRequestURI().getPath())))
+      .config(n -> """
+          corral.repos {
+            small { type = generic, url = "%s", inline-limit = 1KiB }
+            tight { type = generic, url = "%s", waiter-budget = 300ms }
+          }
+          """.formatted(n.url("/"), n.url("/")))
+      .args(n -> {
+        Path token = n.dir().resolve("admin-token");
+        Files.writeString(token, TOKEN + "\n");
+        return new String[] {"--admin-token-file", token.toString()};
+      });
 
   static byte[] bodyOf(String path) {
     return TestNode.bytes(4096, path.hashCode());
@@ -102,11 +79,11 @@ class HttpSurfaceTest {
   }
 
   private HttpResponse<byte[]> get(String target, String... headers) {
-    return TestNode.get(client, server, target, headers);
+    return node.get(target, headers);
   }
 
   private HttpResponse<byte[]> send(HttpRequest.Builder request) throws Exception {
-    return client.send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
+    return node.client().send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
   }
 
   // ---- request validation ---------------------------------------------------------------------
@@ -120,10 +97,10 @@ class HttpSurfaceTest {
         "/up/a%00b", "/up/a%5cb", "/up/a%5C..%5Cb",
         "/up/" + "a".repeat(5000),
         "/up//a", "/up/a//b");
-    int before = upstream.requests();
-    double rejectedBefore = server.metrics().requests.labelValues("", "rejected").get();
+    int before = node.upstream().requests();
+    double rejectedBefore = node.server().metrics().requests.labelValues("", "rejected").get();
     for (String target : targets) {
-      RawHttp.Response r = RawHttp.exchange(server.address(), "GET", target);
+      RawHttp.Response r = RawHttp.exchange(node.server().address(), "GET", target);
       String shown = target.length() > 60 ? target.substring(0, 60) + "..." : target;
       assertEquals(400, r.status(), shown + " -> " + r.text());
       assertNull(r.header("X-Cache"), shown);
@@ -131,14 +108,14 @@ class HttpSurfaceTest {
       assertTrue(reason.endsWith("\n") && reason.indexOf('\n') == reason.length() - 1 && reason.length() > 1,
           shown + ": one-line reason, got '" + reason + "'");
     }
-    assertEquals(before, upstream.requests(), "no bad request reached the upstream");
+    assertEquals(before, node.upstream().requests(), "no bad request reached the upstream");
     assertEquals(rejectedBefore + targets.size(),
-        server.metrics().requests.labelValues("", "rejected").get(), "each counted as rejected");
+        node.server().metrics().requests.labelValues("", "rejected").get(), "each counted as rejected");
   }
 
   @Test
   void unknownRepositoryIs404WithAReason() throws Exception {
-    RawHttp.Response r = RawHttp.exchange(server.address(), "GET", "/nope/a.bin");
+    RawHttp.Response r = RawHttp.exchange(node.server().address(), "GET", "/nope/a.bin");
     assertEquals(404, r.status());
     assertEquals("unknown repository: nope\n", r.text());
     assertNull(r.header("X-Cache"));
@@ -146,13 +123,13 @@ class HttpSurfaceTest {
 
   @Test
   void onlyGetAndHeadAreServed() throws Exception {
-    int before = upstream.requests();
-    HttpResponse<byte[]> r = send(TestNode.request(server, "/up/post/a").POST(HttpRequest.BodyPublishers.ofString("x")));
+    int before = node.upstream().requests();
+    HttpResponse<byte[]> r = send(TestNode.request(node.server(), "/up/post/a").POST(HttpRequest.BodyPublishers.ofString("x")));
     assertEquals(405, r.statusCode());
     assertEquals("GET, HEAD", r.headers().firstValue("Allow").orElse(null));
-    HttpResponse<byte[]> put = send(TestNode.request(server, "/up/post/a").PUT(HttpRequest.BodyPublishers.ofString("x")));
+    HttpResponse<byte[]> put = send(TestNode.request(node.server(), "/up/post/a").PUT(HttpRequest.BodyPublishers.ofString("x")));
     assertEquals(405, put.statusCode());
-    assertEquals(before, upstream.requests());
+    assertEquals(before, node.upstream().requests());
   }
 
   // ---- HEAD, conditional, range ---------------------------------------------------------------
@@ -165,7 +142,7 @@ class HttpSurfaceTest {
       if (repo.equals("small")) {
         assertEquals("MISS", xCache(get("/small/head/a")));
       }
-      try (RawHttp http = RawHttp.send(server.address(), "HEAD", "/" + repo + "/head/a")) {
+      try (RawHttp http = RawHttp.send(node.server().address(), "HEAD", "/" + repo + "/head/a")) {
         RawHttp.Response r = http.read();
         assertEquals(200, r.status());
         assertEquals("HIT", r.header("X-Cache"));
@@ -173,13 +150,13 @@ class HttpSurfaceTest {
         assertEquals(-1, http.input().read(), repo + ": HEAD has no body");
       }
     }
-    assertEquals(2, upstream.requests("/head/a"));
+    assertEquals(2, node.upstream().requests("/head/a"));
   }
 
   @Test
   void headOnAMissFetchesOnce() throws Exception {
     byte[] body = bodyOf("/head/miss");
-    try (RawHttp http = RawHttp.send(server.address(), "HEAD", "/up/head/miss")) {
+    try (RawHttp http = RawHttp.send(node.server().address(), "HEAD", "/up/head/miss")) {
       RawHttp.Response r = http.read();
       assertEquals(200, r.status());
       assertEquals("MISS", r.header("X-Cache"));
@@ -189,7 +166,7 @@ class HttpSurfaceTest {
     HttpResponse<byte[]> r = get("/up/head/miss");
     assertEquals("HIT", xCache(r));
     assertArrayEquals(body, r.body());
-    assertEquals(1, upstream.requests("/head/miss"));
+    assertEquals(1, node.upstream().requests("/head/miss"));
   }
 
   @Test
@@ -208,7 +185,7 @@ class HttpSurfaceTest {
       assertEquals(200, otherTag.statusCode(), repo);
       assertArrayEquals(bodyOf("/cond/a"), otherTag.body());
     }
-    assertEquals(2, upstream.requests("/cond/a"));
+    assertEquals(2, node.upstream().requests("/cond/a"));
   }
 
   @Test
@@ -247,7 +224,7 @@ class HttpSurfaceTest {
         String path = "/streamed/" + i;
         List<RawHttp> sent = new ArrayList<>();
         for (int c = 0; c < clients; c++) {
-          sent.add(RawHttp.send(server.address(), "GET", "/small" + path));
+          sent.add(RawHttp.send(node.server().address(), "GET", "/small" + path));
         }
         List<Future<RawHttp.Response>> responses = new ArrayList<>();
         for (RawHttp http : sent) {
@@ -260,7 +237,7 @@ class HttpSurfaceTest {
           assertTrue(r.complete(), path + ": the connection was aborted after " + r.body().length + " bytes");
           assertArrayEquals(bodyOf(path), r.body(), path);
         }
-        assertEquals(1, upstream.requests(path));
+        assertEquals(1, node.upstream().requests(path));
       }
     } finally {
       readers.shutdownNow();
@@ -276,16 +253,16 @@ class HttpSurfaceTest {
       byte[] body = bodyOf(path);
       CountDownLatch arrived = new CountDownLatch(1);
       CountDownLatch release = new CountDownLatch(1);
-      paths.put(path, (exchange, n) -> {
+      node.paths.put(path, (exchange, n) -> {
         arrived.countDown();
         await(release);
         ok(exchange, body, etagOf(path));
       });
-      int base = server.cancels().registrations();
-      CompletableFuture<HttpResponse<byte[]>> leader = TestNode.getAsync(client, server, "/" + repo + path);
+      int base = node.server().cancels().registrations();
+      CompletableFuture<HttpResponse<byte[]>> leader = node.getAsync("/" + repo + path);
       await(arrived);
-      CompletableFuture<HttpResponse<byte[]>> follower = TestNode.getAsync(client, server, "/" + repo + path);
-      TestNode.await("both wait", Duration.ofSeconds(20), () -> server.cancels().registrations() - base == 2);
+      CompletableFuture<HttpResponse<byte[]>> follower = node.getAsync("/" + repo + path);
+      TestNode.await("both wait", Duration.ofSeconds(20), () -> node.server().cancels().registrations() - base == 2);
       release.countDown();
       HttpResponse<byte[]> miss = leader.get(20, TimeUnit.SECONDS);
       HttpResponse<byte[]> coalesced = follower.get(20, TimeUnit.SECONDS);
@@ -302,7 +279,7 @@ class HttpSurfaceTest {
         assertEquals(LAST_MODIFIED, r.headers().firstValue("Last-Modified").orElse(null), which);
         assertEquals(String.valueOf(body.length), r.headers().firstValue("Content-Length").orElse(null), which);
       }
-      assertEquals(1, upstream.requests(path));
+      assertEquals(1, node.upstream().requests(path));
     }
   }
 
@@ -312,8 +289,8 @@ class HttpSurfaceTest {
     assertEquals("MISS", xCache(get("/up/q/a?x=2")));
     assertEquals("HIT", xCache(get("/up/q/a?x=1")));
     assertEquals("MISS", xCache(get("/up/q/a")));
-    assertEquals(3, upstream.requests("/q/a"));
-    assertTrue(upstream.targets.containsAll(List.of("/q/a?x=1", "/q/a?x=2", "/q/a")), upstream.targets.toString());
+    assertEquals(3, node.upstream().requests("/q/a"));
+    assertTrue(node.upstream().targets.containsAll(List.of("/q/a?x=1", "/q/a?x=2", "/q/a")), node.upstream().targets.toString());
   }
 
   // ---- health, metrics ------------------------------------------------------------------------
@@ -333,16 +310,16 @@ class HttpSurfaceTest {
     String path = "/metrics/a";
     CountDownLatch arrived = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
-    paths.put(path, (exchange, n) -> {
+    node.paths.put(path, (exchange, n) -> {
       arrived.countDown();
       await(release);
       ok(exchange, bodyOf(path), etagOf(path));
     });
-    int base = server.cancels().registrations();
-    CompletableFuture<HttpResponse<byte[]>> leader = TestNode.getAsync(client, server, "/up" + path);
+    int base = node.server().cancels().registrations();
+    CompletableFuture<HttpResponse<byte[]>> leader = node.getAsync("/up" + path);
     await(arrived);
-    CompletableFuture<HttpResponse<byte[]>> follower = TestNode.getAsync(client, server, "/up" + path);
-    TestNode.await("both wait", Duration.ofSeconds(20), () -> server.cancels().registrations() - base == 2);
+    CompletableFuture<HttpResponse<byte[]>> follower = node.getAsync("/up" + path);
+    TestNode.await("both wait", Duration.ofSeconds(20), () -> node.server().cancels().registrations() - base == 2);
     String during = new String(get("/-/metrics").body(), StandardCharsets.UTF_8);
     assertTrue(during.contains("corral_inflight_fetches{repo=\"up\"} 1.0"), during);
     release.countDown();
@@ -351,7 +328,7 @@ class HttpSurfaceTest {
     assertEquals("HIT", xCache(get("/up" + path)));
 
     CountDownLatch slow = new CountDownLatch(1);
-    paths.put("/metrics/slow", (exchange, n) -> {
+    node.paths.put("/metrics/slow", (exchange, n) -> {
       await(slow);
       ok(exchange, bodyOf("/metrics/slow"), etagOf("/metrics/slow"));
     });
@@ -390,28 +367,28 @@ class HttpSurfaceTest {
   void purgeNeedsTheAdminTokenAndMakesTheNextRequestAMiss() throws Exception {
     assertEquals("MISS", xCache(get("/up/purge/a")));
     assertEquals("HIT", xCache(get("/up/purge/a")));
-    assertEquals(401, delete(server, "/-/cache/up/purge/a", null).statusCode());
-    assertEquals(401, delete(server, "/-/cache/up/purge/a", "Bearer wrong-token").statusCode());
-    assertEquals(401, delete(server, "/-/cache/up/purge/a", TOKEN).statusCode(), "not a bearer token");
+    assertEquals(401, delete(node.server(), "/-/cache/up/purge/a", null).statusCode());
+    assertEquals(401, delete(node.server(), "/-/cache/up/purge/a", "Bearer wrong-token").statusCode());
+    assertEquals(401, delete(node.server(), "/-/cache/up/purge/a", TOKEN).statusCode(), "not a bearer token");
     assertEquals("HIT", xCache(get("/up/purge/a")), "refused purges purge nothing");
-    assertEquals(1, upstream.requests("/purge/a"));
+    assertEquals(1, node.upstream().requests("/purge/a"));
 
-    HttpResponse<byte[]> purged = delete(server, "/-/cache/up/purge/a", "Bearer " + TOKEN);
+    HttpResponse<byte[]> purged = delete(node.server(), "/-/cache/up/purge/a", "Bearer " + TOKEN);
     assertEquals(200, purged.statusCode());
     HttpResponse<byte[]> after = get("/up/purge/a");
     assertEquals("MISS", xCache(after));
     assertArrayEquals(bodyOf("/purge/a"), after.body());
-    assertEquals(2, upstream.requests("/purge/a"));
+    assertEquals(2, node.upstream().requests("/purge/a"));
     assertEquals("HIT", xCache(get("/up/purge/a")));
 
-    assertEquals(404, delete(server, "/-/cache/up/purge/never-cached", "Bearer " + TOKEN).statusCode());
-    assertEquals(404, delete(server, "/-/cache/nope/purge/a", "Bearer " + TOKEN).statusCode());
-    assertEquals(400, delete(server, "/-/cache/up/%2e%2e/a", "Bearer " + TOKEN).statusCode());
+    assertEquals(404, delete(node.server(), "/-/cache/up/purge/never-cached", "Bearer " + TOKEN).statusCode());
+    assertEquals(404, delete(node.server(), "/-/cache/nope/purge/a", "Bearer " + TOKEN).statusCode());
+    assertEquals(400, delete(node.server(), "/-/cache/up/%2e%2e/a", "Bearer " + TOKEN).statusCode());
   }
 
   @Test
   void purgeIsDisabledWithoutAnAdminToken() throws Exception {
-    try (CorralServer plain = TestNode.start(dir.resolve("plain"), upstream.url("/"), "")) {
+    try (CorralServer plain = TestNode.start(node.dir().resolve("plain"), node.upstream().url("/"), "")) {
       HttpResponse<byte[]> r = delete(plain, "/-/cache/up/purge/b", "Bearer " + TOKEN);
       assertEquals(403, r.statusCode());
       assertFalse(new String(r.body(), StandardCharsets.UTF_8).isBlank());

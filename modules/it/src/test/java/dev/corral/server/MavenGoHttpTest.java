@@ -1,7 +1,6 @@
 package dev.corral.server;
 
-import static dev.corral.server.TestNode.get;
-import static dev.corral.server.TestNode.xCache;
+import static dev.corral.testkit.TestNode.xCache;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -10,20 +9,19 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
-import dev.corral.http.upstream.FakeUpstream;
-import java.net.http.HttpClient;
+import com.sun.net.httpserver.HttpExchange;
+import dev.corral.testkit.TestNode;
+import dev.corral.testkit.TestNodeExtension;
+import dev.corral.testkit.upstream.FakeUpstream;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.slf4j.LoggerFactory;
 
 /**
@@ -40,45 +38,33 @@ import org.slf4j.LoggerFactory;
 class MavenGoHttpTest {
   private final Map<String, byte[]> files = new ConcurrentHashMap<>();
   private final Map<String, Integer> statuses = new ConcurrentHashMap<>();
-  private FakeUpstream upstream;
-  private FakeUpstream sumdb;
-  private CorralServer server;
-  private HttpClient client;
-  private String dbName;
 
-  @BeforeAll
-  void start(@TempDir Path dir) throws Exception {
-    FakeUpstream.Handler handler = (exchange, n) -> {
-      String path = exchange.getRequestURI().getRawPath();
-      Integer status = statuses.get(path);
-      byte[] body = files.get(path);
-      if (status != null) {
-        FakeUpstream.send(exchange, status, "gone".getBytes(UTF_8));
-      } else if (body == null) {
-        FakeUpstream.send(exchange, 404, new byte[0]);
-      } else {
-        TestNode.ok(exchange, body);
-      }
-    };
-    upstream = new FakeUpstream(handler);
-    sumdb = new FakeUpstream(handler);
-    dbName = sumdb.url("").substring("http://".length());
-    server = TestNode.start(dir, upstream.url("/"), """
-        corral.repos {
-          godb { type = go, url = "%s", sumdb-url = "%s" }
-        }
-        """.formatted(upstream.url("/g/"), sumdb.url("/db")),
-        "--repo", "m2=maven:" + upstream.url("/m/"), "--repo", "go=go:" + upstream.url("/g"));
-    client = TestNode.client();
+  @RegisterExtension
+  final TestNodeExtension node = TestNodeExtension.routed().withUpstream("sumdb").otherwise(this::answer)
+      .config(n -> """
+          corral.repos {
+            godb { type = go, url = "%s", sumdb-url = "%s" }
+          }
+          """.formatted(n.url("/g/"), n.upstream("sumdb").url("/db")))
+      .args(n -> new String[] {"--repo", "m2=maven:" + n.url("/m/"), "--repo", "go=go:" + n.url("/g")});
+
+  /** Both upstreams (the registry and the checksum database) answer from {@code files} and {@code statuses}. */
+  private void answer(HttpExchange exchange, int nth) throws Exception {
+    String path = exchange.getRequestURI().getRawPath();
+    Integer status = statuses.get(path);
+    byte[] body = files.get(path);
+    if (status != null) {
+      FakeUpstream.send(exchange, status, "gone".getBytes(UTF_8));
+    } else if (body == null) {
+      FakeUpstream.send(exchange, 404, new byte[0]);
+    } else {
+      TestNode.ok(exchange, body);
+    }
   }
 
-  @AfterAll
-  void stop() throws Exception {
-    if (server != null) {
-      server.close();
-    }
-    upstream.close();
-    sumdb.close();
+  /** The checksum database's name: its host and port. */
+  private String dbName() {
+    return node.upstream("sumdb").url("").substring("http://".length());
   }
 
   private static String hex(String algorithm, byte[] bytes) throws Exception {
@@ -93,15 +79,15 @@ class MavenGoHttpTest {
     files.put("/m/com/example/ok/1.0/ok-1.0.jar", jar);
     files.put("/m/com/example/ok/1.0/ok-1.0.jar.sha1", (hex("SHA-1", jar) + "  ok-1.0.jar\n").getBytes(UTF_8));
 
-    HttpResponse<byte[]> r = get(client, server, "/m2/com/example/ok/1.0/ok-1.0.jar");
+    HttpResponse<byte[]> r = node.get("/m2/com/example/ok/1.0/ok-1.0.jar");
     assertEquals(200, r.statusCode());
     assertArrayEquals(jar, r.body());
-    HttpResponse<byte[]> sha1 = get(client, server, "/m2/com/example/ok/1.0/ok-1.0.jar.sha1");
+    HttpResponse<byte[]> sha1 = node.get("/m2/com/example/ok/1.0/ok-1.0.jar.sha1");
     assertEquals(200, sha1.statusCode());
     assertEquals("HIT", xCache(sha1), "the checksum was read (and cached) to verify the jar");
-    assertEquals("HIT", xCache(get(client, server, "/m2/com/example/ok/1.0/ok-1.0.jar")));
-    assertEquals(1, upstream.requests("/m/com/example/ok/1.0/ok-1.0.jar"));
-    assertEquals(1, upstream.requests("/m/com/example/ok/1.0/ok-1.0.jar.sha1"));
+    assertEquals("HIT", xCache(node.get("/m2/com/example/ok/1.0/ok-1.0.jar")));
+    assertEquals(1, node.upstream().requests("/m/com/example/ok/1.0/ok-1.0.jar"));
+    assertEquals(1, node.upstream().requests("/m/com/example/ok/1.0/ok-1.0.jar.sha1"));
   }
 
   @Test
@@ -117,12 +103,12 @@ class MavenGoHttpTest {
     appender.start();
     fetchLog.addAppender(appender);
     try {
-      assertEquals(502, get(client, server, "/m2/com/example/bad/1.0/bad-1.0.jar").statusCode());
-      assertEquals(502, get(client, server, "/m2/com/example/bad/1.0/bad-1.0.jar").statusCode());
+      assertEquals(502, node.get("/m2/com/example/bad/1.0/bad-1.0.jar").statusCode());
+      assertEquals(502, node.get("/m2/com/example/bad/1.0/bad-1.0.jar").statusCode());
     } finally {
       fetchLog.detachAppender(appender);
     }
-    assertEquals(2, upstream.requests("/m/com/example/bad/1.0/bad-1.0.jar"), "bad bytes are never cached");
+    assertEquals(2, node.upstream().requests("/m/com/example/bad/1.0/bad-1.0.jar"), "bad bytes are never cached");
     String expected = hex("SHA-1", jar);
     String actual = hex("SHA-1", tampered);
     assertTrue(appender.list.stream().map(ILoggingEvent::getFormattedMessage).anyMatch(m ->
@@ -131,7 +117,7 @@ class MavenGoHttpTest {
 
     // Once the upstream serves the right bytes, the same key succeeds.
     files.put("/m/com/example/bad/1.0/bad-1.0.jar", jar);
-    HttpResponse<byte[]> fixed = get(client, server, "/m2/com/example/bad/1.0/bad-1.0.jar");
+    HttpResponse<byte[]> fixed = node.get("/m2/com/example/bad/1.0/bad-1.0.jar");
     assertEquals(200, fixed.statusCode());
     assertArrayEquals(jar, fixed.body());
   }
@@ -140,11 +126,11 @@ class MavenGoHttpTest {
   void aJarWithoutChecksumIsServedUnverified() {
     byte[] jar = TestNode.bytes(100, 3);
     files.put("/m/com/example/nosum/1.0/nosum-1.0.jar", jar);
-    HttpResponse<byte[]> r = get(client, server, "/m2/com/example/nosum/1.0/nosum-1.0.jar");
+    HttpResponse<byte[]> r = node.get("/m2/com/example/nosum/1.0/nosum-1.0.jar");
     assertEquals(200, r.statusCode());
     assertArrayEquals(jar, r.body());
-    assertEquals(404, get(client, server, "/m2/com/example/nosum/1.0/nosum-1.0.jar.sha1").statusCode());
-    assertEquals(1, upstream.requests("/m/com/example/nosum/1.0/nosum-1.0.jar.sha1"),
+    assertEquals(404, node.get("/m2/com/example/nosum/1.0/nosum-1.0.jar.sha1").statusCode());
+    assertEquals(1, node.upstream().requests("/m/com/example/nosum/1.0/nosum-1.0.jar.sha1"),
         "the not-found checksum is remembered, not asked again");
   }
 
@@ -155,20 +141,20 @@ class MavenGoHttpTest {
     // The upstream's own checksum disagrees (it was written before the last deploy): never used.
     files.put("/m/com/example/meta/maven-metadata.xml.sha1", "0000000000000000000000000000000000000000".getBytes(UTF_8));
 
-    HttpResponse<byte[]> meta = get(client, server, "/m2/com/example/meta/maven-metadata.xml");
+    HttpResponse<byte[]> meta = node.get("/m2/com/example/meta/maven-metadata.xml");
     assertArrayEquals(xml, meta.body());
     for (String[] alg : new String[][] {{"sha1", "SHA-1"}, {"md5", "MD5"}, {"sha256", "SHA-256"}, {"sha512", "SHA-512"}}) {
-      HttpResponse<byte[]> sum = get(client, server, "/m2/com/example/meta/maven-metadata.xml." + alg[0]);
+      HttpResponse<byte[]> sum = node.get("/m2/com/example/meta/maven-metadata.xml." + alg[0]);
       assertEquals(200, sum.statusCode(), alg[0]);
       assertEquals(hex(alg[1], meta.body()), new String(sum.body(), UTF_8), alg[0]);
     }
-    HttpResponse<byte[]> head = client.send(TestNode.request(server, "/m2/com/example/meta/maven-metadata.xml.sha1")
+    HttpResponse<byte[]> head = node.client().send(TestNode.request(node.server(), "/m2/com/example/meta/maven-metadata.xml.sha1")
         .method("HEAD", java.net.http.HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofByteArray());
     assertEquals(200, head.statusCode());
     assertEquals(0, head.body().length);
-    assertEquals(1, upstream.requests("/m/com/example/meta/maven-metadata.xml"));
-    assertEquals(0, upstream.requests("/m/com/example/meta/maven-metadata.xml.sha1"));
-    assertEquals(404, get(client, server, "/m2/com/example/none/maven-metadata.xml.sha1").statusCode());
+    assertEquals(1, node.upstream().requests("/m/com/example/meta/maven-metadata.xml"));
+    assertEquals(0, node.upstream().requests("/m/com/example/meta/maven-metadata.xml.sha1"));
+    assertEquals(404, node.get("/m2/com/example/none/maven-metadata.xml.sha1").statusCode());
   }
 
   @Test
@@ -178,25 +164,25 @@ class MavenGoHttpTest {
     files.put("/m/com/example/nc/maven-metadata.xml", "<metadata/>".getBytes(UTF_8));
     for (int i = 0; i < 3; i++) {
       for (String path : List.of("/m2/com/example/nc/1.0/nc-1.0.pom", "/m2/com/example/nc/maven-metadata.xml")) {
-        HttpResponse<byte[]> r = get(client, server, path, "Cache-Control", "no-cache", "Pragma", "no-cache");
+        HttpResponse<byte[]> r = node.get(path, "Cache-Control", "no-cache", "Pragma", "no-cache");
         assertEquals(200, r.statusCode());
         if (i > 0) {
           assertEquals("HIT", xCache(r), path);
         }
       }
     }
-    assertEquals(1, upstream.requests("/m/com/example/nc/1.0/nc-1.0.pom"));
-    assertEquals(1, upstream.requests("/m/com/example/nc/maven-metadata.xml"));
+    assertEquals(1, node.upstream().requests("/m/com/example/nc/1.0/nc-1.0.pom"));
+    assertEquals(1, node.upstream().requests("/m/com/example/nc/maven-metadata.xml"));
   }
 
   @Test
   void hostileMavenPathsAreRejected() {
-    int before = upstream.requests();
+    int before = node.upstream().requests();
     for (String p : List.of("/m2/com/example/%2e%2e/x.jar", "/m2/com/%22x%22/1/x.jar", "/m2/com/a%20b/1/x.jar",
         "/m2/com/%5c/1/x.jar", "/m2/com/example/a%2fb/x.jar")) {
-      assertEquals(400, get(client, server, p).statusCode(), p);
+      assertEquals(400, node.get(p).statusCode(), p);
     }
-    assertEquals(before, upstream.requests());
+    assertEquals(before, node.upstream().requests());
   }
 
   // ---- go ---------------------------------------------------------------------------------------
@@ -205,28 +191,28 @@ class MavenGoHttpTest {
   void caseEncodedModulesGoUpstreamInTheGoproxyEncoding() {
     byte[] mod = "module example.com/Upper\n".getBytes(UTF_8);
     files.put("/g/example.com/!upper/@v/v0.1.0.mod", mod);
-    HttpResponse<byte[]> r = get(client, server, "/go/example.com/%21upper/@v/v0.1.0.mod");
+    HttpResponse<byte[]> r = node.get("/go/example.com/%21upper/@v/v0.1.0.mod");
     assertEquals(200, r.statusCode());
     assertArrayEquals(mod, r.body());
-    assertTrue(upstream.targets.contains("/g/example.com/!upper/@v/v0.1.0.mod"), upstream.targets.toString());
+    assertTrue(node.upstream().targets.contains("/g/example.com/!upper/@v/v0.1.0.mod"), node.upstream().targets.toString());
     // The same module asked with a raw '!' is the same key.
-    assertEquals("HIT", xCache(get(client, server, "/go/example.com/!upper/@v/v0.1.0.mod")));
-    assertEquals(400, get(client, server, "/go/example.com/Upper/@v/v0.1.0.mod").statusCode());
-    assertEquals(400, get(client, server, "/go/example.com/upper/@v/V0.1.0.mod").statusCode());
-    assertEquals(1, upstream.requests("/g/example.com/!upper/@v/v0.1.0.mod"));
+    assertEquals("HIT", xCache(node.get("/go/example.com/!upper/@v/v0.1.0.mod")));
+    assertEquals(400, node.get("/go/example.com/Upper/@v/v0.1.0.mod").statusCode());
+    assertEquals(400, node.get("/go/example.com/upper/@v/V0.1.0.mod").statusCode());
+    assertEquals(1, node.upstream().requests("/g/example.com/!upper/@v/v0.1.0.mod"));
   }
 
   @Test
   void goNotFoundAndGoneArePassedThrough() {
     statuses.put("/g/example.com/gone/@v/list", 410);
-    HttpResponse<byte[]> missing = get(client, server, "/go/example.com/missing/@v/list");
+    HttpResponse<byte[]> missing = node.get("/go/example.com/missing/@v/list");
     assertEquals(404, missing.statusCode());
-    assertEquals(410, get(client, server, "/go/example.com/gone/@v/list").statusCode());
-    assertEquals(404, get(client, server, "/go/example.com/missing/@v/v1.0.0.zip").statusCode());
-    assertEquals(1, upstream.requests("/g/example.com/missing/@v/list"));
+    assertEquals(410, node.get("/go/example.com/gone/@v/list").statusCode());
+    assertEquals(404, node.get("/go/example.com/missing/@v/v1.0.0.zip").statusCode());
+    assertEquals(1, node.upstream().requests("/g/example.com/missing/@v/list"));
     // Remembered briefly (negative TTL): no second upstream request.
-    assertEquals(404, get(client, server, "/go/example.com/missing/@v/list").statusCode());
-    assertEquals(1, upstream.requests("/g/example.com/missing/@v/list"));
+    assertEquals(404, node.get("/go/example.com/missing/@v/list").statusCode());
+    assertEquals(1, node.upstream().requests("/g/example.com/missing/@v/list"));
   }
 
   @Test
@@ -235,35 +221,35 @@ class MavenGoHttpTest {
     byte[] zip = TestNode.bytes(4000, 4);
     files.put("/g/example.com/demo/@v/list", list);
     files.put("/g/example.com/demo/@v/v1.0.0.zip", zip);
-    assertArrayEquals(list, get(client, server, "/go/example.com/demo/@v/list").body());
-    assertArrayEquals(zip, get(client, server, "/go/example.com/demo/@v/v1.0.0.zip").body());
-    assertEquals("HIT", xCache(get(client, server, "/go/example.com/demo/@v/list")));
-    assertEquals("HIT", xCache(get(client, server, "/go/example.com/demo/@v/v1.0.0.zip")));
-    assertEquals(1, upstream.requests("/g/example.com/demo/@v/list"));
-    assertEquals(1, upstream.requests("/g/example.com/demo/@v/v1.0.0.zip"));
+    assertArrayEquals(list, node.get("/go/example.com/demo/@v/list").body());
+    assertArrayEquals(zip, node.get("/go/example.com/demo/@v/v1.0.0.zip").body());
+    assertEquals("HIT", xCache(node.get("/go/example.com/demo/@v/list")));
+    assertEquals("HIT", xCache(node.get("/go/example.com/demo/@v/v1.0.0.zip")));
+    assertEquals(1, node.upstream().requests("/g/example.com/demo/@v/list"));
+    assertEquals(1, node.upstream().requests("/g/example.com/demo/@v/v1.0.0.zip"));
   }
 
   @Test
   void sumdbIs404WithoutAConfiguredDatabase() {
-    int before = upstream.requests() + sumdb.requests();
-    assertEquals(404, get(client, server, "/go/sumdb/sum.example/supported").statusCode());
-    assertEquals(404, get(client, server, "/go/sumdb/sum.example/lookup/example.com/demo@v1.0.0").statusCode());
-    assertEquals(404, get(client, server, "/go/sumdb/" + dbName + "/supported").statusCode());
-    assertEquals(before, upstream.requests() + sumdb.requests(), "nothing asked upstream");
+    int before = node.upstream().requests() + node.upstream("sumdb").requests();
+    assertEquals(404, node.get("/go/sumdb/sum.example/supported").statusCode());
+    assertEquals(404, node.get("/go/sumdb/sum.example/lookup/example.com/demo@v1.0.0").statusCode());
+    assertEquals(404, node.get("/go/sumdb/" + dbName() + "/supported").statusCode());
+    assertEquals(before, node.upstream().requests() + node.upstream("sumdb").requests(), "nothing asked upstream");
   }
 
   @Test
   void aConfiguredSumdbIsProxied() {
     files.put("/db/latest", "go.sum database tree\n5\n".getBytes(UTF_8));
     files.put("/db/lookup/example.com/!upper@v0.1.0", "1\nexample.com/Upper v0.1.0 h1:x=\n".getBytes(UTF_8));
-    assertEquals(200, get(client, server, "/godb/sumdb/" + dbName + "/supported").statusCode());
-    assertEquals(404, get(client, server, "/godb/sumdb/sum.example/supported").statusCode());
-    HttpResponse<byte[]> latest = get(client, server, "/godb/sumdb/" + dbName + "/latest");
+    assertEquals(200, node.get("/godb/sumdb/" + dbName() + "/supported").statusCode());
+    assertEquals(404, node.get("/godb/sumdb/sum.example/supported").statusCode());
+    HttpResponse<byte[]> latest = node.get("/godb/sumdb/" + dbName() + "/latest");
     assertEquals(200, latest.statusCode());
     assertArrayEquals(files.get("/db/latest"), latest.body());
-    HttpResponse<byte[]> lookup = get(client, server, "/godb/sumdb/" + dbName + "/lookup/example.com/%21upper@v0.1.0");
+    HttpResponse<byte[]> lookup = node.get("/godb/sumdb/" + dbName() + "/lookup/example.com/%21upper@v0.1.0");
     assertEquals(200, lookup.statusCode());
-    assertEquals(1, sumdb.requests("/db/latest"));
-    assertEquals(1, sumdb.requests("/db/lookup/example.com/!upper@v0.1.0"));
+    assertEquals(1, node.upstream("sumdb").requests("/db/latest"));
+    assertEquals(1, node.upstream("sumdb").requests("/db/lookup/example.com/!upper@v0.1.0"));
   }
 }

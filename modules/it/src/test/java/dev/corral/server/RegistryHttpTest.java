@@ -9,11 +9,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
-import dev.corral.http.upstream.FakeUpstream;
-import java.net.http.HttpClient;
+import com.sun.net.httpserver.HttpExchange;
+import dev.corral.testkit.TestNode;
+import dev.corral.testkit.TestNodeExtension;
+import dev.corral.testkit.upstream.FakeUpstream;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.util.Base64;
 import java.util.HexFormat;
@@ -23,7 +24,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.slf4j.LoggerFactory;
 
 /**
@@ -43,49 +44,41 @@ class RegistryHttpTest {
   private final Map<String, Doc> docs = new ConcurrentHashMap<>();
   /** Paths answered by the request's Accept: [JSON form, HTML form]. */
   private final Map<String, Doc[]> negotiated = new ConcurrentHashMap<>();
-  private FakeUpstream upstream;
-  private CorralServer server;
-  private HttpClient client;
-  private String corral;
+  @RegisterExtension
+  final TestNodeExtension node = TestNodeExtension.routed().otherwise(this::answer).config(n -> """
+      corral.repos {
+        npm { type = npm, url = "%s", retries = 0 }
+        py { type = pypi, url = "%s", retries = 0 }
+      }
+      """.formatted(n.url("/registry/"), n.url("/simple/")));
   private final ListAppender<ILoggingEvent> fetchLog = new ListAppender<>();
 
+  private void answer(HttpExchange exchange, int nth) throws Exception {
+    String path = exchange.getRequestURI().getPath();
+    Doc[] forms = negotiated.get(path);
+    String accept = exchange.getRequestHeaders().getFirst("Accept");
+    Doc d = forms == null ? docs.get(path) : forms[accept != null && accept.contains("+json") ? 0 : 1];
+    if (d == null) {
+      FakeUpstream.send(exchange, 404, new byte[0]);
+      return;
+    }
+    exchange.getResponseHeaders().add("Content-Type", d.type());
+    FakeUpstream.send(exchange, 200, d.body());
+  }
+
   @BeforeAll
-  void start(@TempDir Path dir) throws Exception {
-    upstream = new FakeUpstream((exchange, n) -> {
-      String path = exchange.getRequestURI().getPath();
-      Doc[] forms = negotiated.get(path);
-      String accept = exchange.getRequestHeaders().getFirst("Accept");
-      Doc d = forms == null ? docs.get(path) : forms[accept != null && accept.contains("+json") ? 0 : 1];
-      if (d == null) {
-        FakeUpstream.send(exchange, 404, new byte[0]);
-        return;
-      }
-      exchange.getResponseHeaders().add("Content-Type", d.type());
-      FakeUpstream.send(exchange, 200, d.body());
-    });
-    server = TestNode.start(dir, upstream.url("/"), """
-        corral.repos {
-          npm { type = npm, url = "%s", retries = 0 }
-          py { type = pypi, url = "%s", retries = 0 }
-        }
-        """.formatted(upstream.url("/registry/"), upstream.url("/simple/")));
-    client = TestNode.client();
-    corral = "http://127.0.0.1:" + server.address().getPort();
+  void listen() {
     fetchLog.start();
     ((Logger) LoggerFactory.getLogger(dev.corral.core.download.Download.class)).addAppender(fetchLog);
   }
 
   @AfterAll
-  void stop() throws Exception {
+  void stopListening() {
     ((Logger) LoggerFactory.getLogger(dev.corral.core.download.Download.class)).detachAppender(fetchLog);
-    if (server != null) {
-      server.close();
-    }
-    upstream.close();
   }
 
   private HttpResponse<byte[]> get(String target, String... headers) {
-    return TestNode.get(client, server, target, headers);
+    return node.get(target, headers);
   }
 
   private static String text(HttpResponse<byte[]> r) {
@@ -123,15 +116,15 @@ class RegistryHttpTest {
   @Test
   void packumentIsRewrittenToTheClientsBaseUrlWithVaryAndCachedPerVariant() throws Exception {
     byte[] tgz = TestNode.bytes(3000, 1);
-    json("/registry/alpha", packument("alpha", "1.0.0", upstream.url("/registry/alpha/-/alpha-1.0.0.tgz"), tgz));
+    json("/registry/alpha", packument("alpha", "1.0.0", node.upstream().url("/registry/alpha/-/alpha-1.0.0.tgz"), tgz));
     docs.put("/registry/alpha/-/alpha-1.0.0.tgz", new Doc("application/octet-stream", tgz));
 
     HttpResponse<byte[]> full = get("/npm/alpha", "Accept", "application/json");
     assertEquals(200, full.statusCode());
     assertEquals("Accept", full.headers().firstValue("Vary").orElse(null));
     assertEquals("MISS", TestNode.xCache(full));
-    assertTrue(text(full).contains("\"tarball\":\"" + corral + "/npm/alpha/-/alpha-1.0.0.tgz\""), text(full));
-    assertFalse(text(full).contains(upstream.url("/")), "no upstream URL is served");
+    assertTrue(text(full).contains("\"tarball\":\"" + node.base() + "/npm/alpha/-/alpha-1.0.0.tgz\""), text(full));
+    assertFalse(text(full).contains(node.upstream().url("/")), "no upstream URL is served");
 
     // a client's own Host / X-Forwarded-Host never changes what is served (no trusted proxy here)
     HttpResponse<byte[]> hostile = get("/npm/alpha", "Accept", "application/json", "X-Forwarded-Host", "evil.example",
@@ -144,38 +137,38 @@ class RegistryHttpTest {
     assertEquals("MISS", TestNode.xCache(corgi), "the abbreviated form is its own key");
     assertEquals("Accept", corgi.headers().firstValue("Vary").orElse(null));
     assertEquals("HIT", TestNode.xCache(get("/npm/alpha", "Accept", CORGI)));
-    assertEquals(2, upstream.requests("/registry/alpha"));
+    assertEquals(2, node.upstream().requests("/registry/alpha"));
     // each variant is fetched with its own Accept, never the client's header as it came
     assertEquals(java.util.Set.of("application/json", "application/vnd.npm.install-v1+json"),
-        upstream.seen.stream().filter(x -> x.path().equals("/registry/alpha")).map(x -> x.header("Accept"))
+        node.upstream().seen.stream().filter(x -> x.path().equals("/registry/alpha")).map(x -> x.header("Accept"))
             .collect(java.util.stream.Collectors.toSet()));
 
     HttpResponse<byte[]> t = get("/npm/alpha/-/alpha-1.0.0.tgz");
     assertEquals(200, t.statusCode());
     assertArrayEquals(tgz, t.body());
-    assertEquals(1, upstream.requests("/registry/alpha/-/alpha-1.0.0.tgz"));
+    assertEquals(1, node.upstream().requests("/registry/alpha/-/alpha-1.0.0.tgz"));
   }
 
   @Test
   void scopedPackumentInBothSpellingsIsOneFetchAndItsTarballComesFromTheUrlThePackumentNames() throws Exception {
     byte[] tgz = TestNode.bytes(5000, 2);
     json("/registry/@demo/scoped",
-        packument("@demo/scoped", "2.0.0", upstream.url("/cdn/scoped-2.0.0.tgz"), tgz));
+        packument("@demo/scoped", "2.0.0", node.upstream().url("/cdn/scoped-2.0.0.tgz"), tgz));
     docs.put("/cdn/scoped-2.0.0.tgz", new Doc("application/octet-stream", tgz));
 
     HttpResponse<byte[]> encoded = get("/npm/@demo%2fscoped", "Accept", "application/json");
     assertEquals(200, encoded.statusCode(), text(encoded));
     HttpResponse<byte[]> plain = get("/npm/@demo/scoped", "Accept", "application/json");
     assertEquals("HIT", TestNode.xCache(plain));
-    assertEquals(1, upstream.requests("/registry/@demo/scoped"));
-    assertTrue(upstream.seen.stream().anyMatch(s -> s.path().equals("/registry/@demo/scoped")));
-    assertTrue(text(plain).contains(corral + "/npm/@demo/scoped/-/scoped-2.0.0.tgz"), text(plain));
+    assertEquals(1, node.upstream().requests("/registry/@demo/scoped"));
+    assertTrue(node.upstream().seen.stream().anyMatch(s -> s.path().equals("/registry/@demo/scoped")));
+    assertTrue(text(plain).contains(node.base() + "/npm/@demo/scoped/-/scoped-2.0.0.tgz"), text(plain));
 
     HttpResponse<byte[]> t = get("/npm/@demo/scoped/-/scoped-2.0.0.tgz");
     assertEquals(200, t.statusCode());
     assertArrayEquals(tgz, t.body());
-    assertEquals(1, upstream.requests("/cdn/scoped-2.0.0.tgz"));
-    assertEquals(0, upstream.requests("/registry/@demo/scoped/-/scoped-2.0.0.tgz"));
+    assertEquals(1, node.upstream().requests("/cdn/scoped-2.0.0.tgz"));
+    assertEquals(0, node.upstream().requests("/registry/@demo/scoped/-/scoped-2.0.0.tgz"));
   }
 
   @Test
@@ -185,7 +178,7 @@ class RegistryHttpTest {
     HttpResponse<byte[]> t = get("/npm/lonely/-/lonely-1.0.0.tgz");
     assertEquals(200, t.statusCode());
     assertArrayEquals(tgz, t.body());
-    assertEquals(0, upstream.requests("/registry/lonely"), "a tarball never fetches its packument");
+    assertEquals(0, node.upstream().requests("/registry/lonely"), "a tarball never fetches its packument");
   }
 
   @Test
@@ -193,7 +186,7 @@ class RegistryHttpTest {
     byte[] good = TestNode.bytes(4000, 4);
     byte[] bad = good.clone();
     bad[100] ^= 1;
-    json("/registry/tampered", packument("tampered", "1.0.0", upstream.url("/registry/tampered/-/tampered-1.0.0.tgz"), good));
+    json("/registry/tampered", packument("tampered", "1.0.0", node.upstream().url("/registry/tampered/-/tampered-1.0.0.tgz"), good));
     docs.put("/registry/tampered/-/tampered-1.0.0.tgz", new Doc("application/octet-stream", bad));
     assertEquals(200, get("/npm/tampered", "Accept", "application/json").statusCode());
 
@@ -202,7 +195,7 @@ class RegistryHttpTest {
     assertNull(TestNode.xCache(first));
     HttpResponse<byte[]> second = get("/npm/tampered/-/tampered-1.0.0.tgz");
     assertEquals(502, second.statusCode());
-    assertEquals(2, upstream.requests("/registry/tampered/-/tampered-1.0.0.tgz"), "the bad bytes were not cached");
+    assertEquals(2, node.upstream().requests("/registry/tampered/-/tampered-1.0.0.tgz"), "the bad bytes were not cached");
     String w = warnings("/registry/tampered/-/tampered-1.0.0.tgz");
     assertTrue(w.contains(hex("SHA-512", good)) && w.contains(hex("SHA-512", bad)), "warning: " + w);
   }
@@ -210,19 +203,19 @@ class RegistryHttpTest {
   @Test
   void rewrittenPackumentAnswersConditionalAndHeadRequests() throws Exception {
     byte[] tgz = TestNode.bytes(200, 9);
-    json("/registry/cond", packument("cond", "1.0.0", upstream.url("/registry/cond/-/cond-1.0.0.tgz"), tgz));
+    json("/registry/cond", packument("cond", "1.0.0", node.upstream().url("/registry/cond/-/cond-1.0.0.tgz"), tgz));
     HttpResponse<byte[]> first = get("/npm/cond", "Accept", "application/json");
     String etag = first.headers().firstValue("ETag").orElseThrow();
     HttpResponse<byte[]> again = get("/npm/cond", "Accept", "application/json", "If-None-Match", etag);
     assertEquals(304, again.statusCode());
-    HttpResponse<byte[]> head = client.send(TestNode.request(server, "/npm/cond")
+    HttpResponse<byte[]> head = node.client().send(TestNode.request(node.server(), "/npm/cond")
         .method("HEAD", java.net.http.HttpRequest.BodyPublishers.noBody()).header("Accept", "application/json").build(),
         HttpResponse.BodyHandlers.ofByteArray());
     assertEquals(200, head.statusCode());
     assertEquals(0, head.body().length);
     assertEquals(String.valueOf(first.body().length), head.headers().firstValue("Content-Length").orElse(null));
     assertEquals("Accept", head.headers().firstValue("Vary").orElse(null));
-    assertEquals(1, upstream.requests("/registry/cond"));
+    assertEquals(1, node.upstream().requests("/registry/cond"));
   }
 
   @Test
@@ -263,7 +256,7 @@ class RegistryHttpTest {
     assertEquals(200, page.statusCode(), text(page));
     assertEquals("application/vnd.pypi.simple.v1+json", page.headers().firstValue("Content-Type").orElse(null));
     assertEquals("Accept", page.headers().firstValue("Vary").orElse(null));
-    String files = corral + "/py/-/files/json-pkg/";
+    String files = node.base() + "/py/-/files/json-pkg/";
     assertTrue(text(page).contains("\"url\":\"" + files + wheelName("json-pkg") + "\""), text(page));
     assertEquals("HIT", TestNode.xCache(get("/py/json.pkg/", "Accept", PIP_ACCEPT)), "normalised key");
 
@@ -273,9 +266,9 @@ class RegistryHttpTest {
     HttpResponse<byte[]> w = get("/py/-/files/json-pkg/" + wheelName("json-pkg"));
     assertEquals(200, w.statusCode());
     assertArrayEquals(wheel, w.body());
-    assertEquals(1, upstream.requests("/simple/json-pkg/"), "the file requests read the cached page");
+    assertEquals(1, node.upstream().requests("/simple/json-pkg/"), "the file requests read the cached page");
     assertEquals(404, get("/py/-/files/json-pkg/json_pkg-9.9.9-py3-none-any.whl").statusCode());
-    assertEquals(0, upstream.requests("/files/json_pkg-9.9.9-py3-none-any.whl"), "never fetched: the page does not name it");
+    assertEquals(0, node.upstream().requests("/files/json_pkg-9.9.9-py3-none-any.whl"), "never fetched: the page does not name it");
   }
 
   @Test
@@ -283,7 +276,7 @@ class RegistryHttpTest {
     byte[] wheel = TestNode.bytes(1500, 6);
     String file = wheelName("html-pkg");
     docs.put("/elsewhere/" + file, new Doc("application/octet-stream", wheel));
-    String html = "<!DOCTYPE html><html><body><a href=\"" + upstream.url("/elsewhere/" + file) + "#sha256="
+    String html = "<!DOCTYPE html><html><body><a href=\"" + node.upstream().url("/elsewhere/" + file) + "#sha256="
         + hex("SHA-256", wheel) + "\" data-requires-python=\"&gt;=3.8\">" + file + "</a></body></html>";
     docs.put("/simple/html-pkg/", new Doc("text/html; charset=utf-8", html.getBytes(StandardCharsets.UTF_8)));
 
@@ -291,13 +284,13 @@ class RegistryHttpTest {
     assertEquals(200, page.statusCode());
     assertTrue(page.headers().firstValue("Content-Type").orElse("").startsWith("text/html"));
     assertEquals("Accept", page.headers().firstValue("Vary").orElse(null));
-    assertTrue(text(page).contains("href=\"" + corral + "/py/-/files/html-pkg/" + file + "#sha256=" + hex("SHA-256", wheel)
+    assertTrue(text(page).contains("href=\"" + node.base() + "/py/-/files/html-pkg/" + file + "#sha256=" + hex("SHA-256", wheel)
         + "\" data-requires-python=\"&gt;=3.8\""), text(page));
 
     HttpResponse<byte[]> w = get("/py/-/files/html-pkg/" + file);
     assertEquals(200, w.statusCode());
     assertArrayEquals(wheel, w.body());
-    assertEquals(1, upstream.requests("/elsewhere/" + file));
+    assertEquals(1, node.upstream().requests("/elsewhere/" + file));
     assertEquals(404, get("/py/-/files/html-pkg/" + file + ".metadata").statusCode(), "the page offers no metadata");
   }
 
@@ -316,12 +309,12 @@ class RegistryHttpTest {
 
     HttpResponse<byte[]> asJson = get("/py/nego-pkg/", "Accept", PIP_ACCEPT);
     assertEquals("application/vnd.pypi.simple.v1+json", asJson.headers().firstValue("Content-Type").orElse(null));
-    assertTrue(text(asJson).contains("\"url\":\"" + corral + "/py/-/files/nego-pkg/" + file + "\""), text(asJson));
+    assertTrue(text(asJson).contains("\"url\":\"" + node.base() + "/py/-/files/nego-pkg/" + file + "\""), text(asJson));
     HttpResponse<byte[]> asHtml = get("/py/nego-pkg/", "Accept", "text/html");
     assertTrue(asHtml.headers().firstValue("Content-Type").orElse("").startsWith("text/html"));
-    assertTrue(text(asHtml).contains("href=\"" + corral + "/py/-/files/nego-pkg/" + file + "#sha256="), text(asHtml));
+    assertTrue(text(asHtml).contains("href=\"" + node.base() + "/py/-/files/nego-pkg/" + file + "#sha256="), text(asHtml));
     assertEquals(java.util.Set.of("application/vnd.pypi.simple.v1+json", "text/html"),
-        upstream.seen.stream().filter(x -> x.path().equals("/simple/nego-pkg/")).map(x -> x.header("Accept"))
+        node.upstream().seen.stream().filter(x -> x.path().equals("/simple/nego-pkg/")).map(x -> x.header("Accept"))
             .collect(java.util.stream.Collectors.toSet()));
     assertArrayEquals(wheel, get("/py/-/files/nego-pkg/" + file).body());
   }
@@ -333,7 +326,7 @@ class RegistryHttpTest {
     HttpResponse<byte[]> w = get("/py/-/files/cold-pkg/" + wheelName("cold-pkg"));
     assertEquals(200, w.statusCode());
     assertArrayEquals(wheel, w.body());
-    assertEquals(1, upstream.requests("/simple/cold-pkg/"));
+    assertEquals(1, node.upstream().requests("/simple/cold-pkg/"));
     assertEquals(404, get("/py/-/files/no-such-project/x-1.0.whl").statusCode());
   }
 
@@ -348,7 +341,7 @@ class RegistryHttpTest {
 
     assertEquals(502, get("/py/-/files/bad-pkg/" + file).statusCode());
     assertEquals(502, get("/py/-/files/bad-pkg/" + file).statusCode());
-    assertEquals(2, upstream.requests("/files/" + file), "the bad bytes were not cached");
+    assertEquals(2, node.upstream().requests("/files/" + file), "the bad bytes were not cached");
     String w = warnings("/files/" + file);
     assertTrue(w.contains(hex("SHA-256", good)) && w.contains(hex("SHA-256", bad)), "warning: " + w);
   }

@@ -1,10 +1,11 @@
 package dev.corral.server;
 
-import static dev.corral.server.TestNode.xCache;
+import static dev.corral.testkit.TestNode.xCache;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import dev.corral.http.upstream.FakeUpstream;
+import dev.corral.testkit.TestNode;
+import dev.corral.testkit.upstream.FakeUpstream;
 import java.net.http.HttpClient;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;

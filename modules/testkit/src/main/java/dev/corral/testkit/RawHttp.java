@@ -1,4 +1,4 @@
-package dev.corral.server;
+package dev.corral.testkit;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -16,15 +16,15 @@ import java.util.Map;
  * normalisation), and the response is read as it comes, so a body that ends short of its
  * Content-Length or a connection that is reset is seen as such.
  */
-final class RawHttp implements AutoCloseable {
+public final class RawHttp implements AutoCloseable {
 
   /** One response as read off the wire. */
-  record Response(int status, Map<String, String> headers, byte[] body, boolean complete, long finishedNanos) {
-    String header(String name) {
+  public record Response(int status, Map<String, String> headers, byte[] body, boolean complete, long finishedNanos) {
+    public String header(String name) {
       return headers.get(name.toLowerCase(Locale.ROOT));
     }
 
-    String text() {
+    public String text() {
       return new String(body, StandardCharsets.UTF_8);
     }
   }
@@ -38,7 +38,7 @@ final class RawHttp implements AutoCloseable {
   }
 
   /** Connects and sends one request with {@code Connection: close}; read its answer with {@link #read}. */
-  static RawHttp send(InetSocketAddress address, String method, String target, String... headerLines)
+  public static RawHttp send(InetSocketAddress address, String method, String target, String... headerLines)
       throws IOException {
     Socket socket = new Socket();
     socket.connect(new InetSocketAddress("127.0.0.1", address.getPort()), 10_000);
@@ -56,7 +56,7 @@ final class RawHttp implements AutoCloseable {
     return new RawHttp(socket, method);
   }
 
-  static Response exchange(InetSocketAddress address, String method, String target, String... headerLines)
+  public static Response exchange(InetSocketAddress address, String method, String target, String... headerLines)
       throws IOException {
     try (RawHttp http = send(address, method, target, headerLines)) {
       return http.read();
@@ -68,7 +68,7 @@ final class RawHttp implements AutoCloseable {
    * before the body's declared length or its last chunk; a connection that ended before a whole
    * response head is status 0, not complete.
    */
-  Response read() throws IOException {
+  public Response read() throws IOException {
     InputStream in = socket.getInputStream();
     String head;
     try {
@@ -172,7 +172,7 @@ final class RawHttp implements AutoCloseable {
   }
 
   /** The raw response bytes, for a test that reads part of a response and hangs up. */
-  InputStream input() {
+  public InputStream input() {
     try {
       return socket.getInputStream();
     } catch (IOException e) {
@@ -181,7 +181,7 @@ final class RawHttp implements AutoCloseable {
   }
 
   /** Aborts the connection with a TCP reset (RST) instead of an orderly close (FIN). */
-  void reset() throws IOException {
+  public void reset() throws IOException {
     socket.setSoLinger(true, 0);
     socket.close();
   }

@@ -1,6 +1,7 @@
-package dev.corral.server;
+package dev.corral.testkit;
 
 import dev.corral.core.fetch.FetchEntity;
+import dev.corral.server.CorralServer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -21,8 +22,9 @@ import org.apache.pekko.cluster.typed.Cluster;
  * ports, the later nodes joining the first through {@code pekko.cluster.seed-nodes}, and one
  * shared H2 file database for the key records (what PostgreSQL is for a real cluster).
  */
-final class TestCluster implements AutoCloseable {
-  final List<CorralServer> nodes = new CopyOnWriteArrayList<>();
+public final class TestCluster implements AutoCloseable {
+  /** The running nodes, in start order. */
+  public final List<CorralServer> nodes = new CopyOnWriteArrayList<>();
   private final Path dir;
   private final String upstreamBase;
   private final String hocon;
@@ -31,7 +33,7 @@ final class TestCluster implements AutoCloseable {
   private Address seed;
 
   /** The holders the key's record lists, as node {@code s} reads it from the shared database. */
-  static List<String> holders(CorralServer s, dev.corral.core.key.ArtifactKey key) {
+  public static List<String> holders(CorralServer s, dev.corral.core.key.ArtifactKey key) {
     try {
       var got = s.node().records().read("Fetch|" + key.id()).toCompletableFuture().get();
       return got.value().map(r -> r.holders()).orElse(List.of());
@@ -57,7 +59,7 @@ final class TestCluster implements AutoCloseable {
   }
 
   /** Starts {@code n} nodes and returns once every node sees all of them Up. */
-  static TestCluster start(Path dir, int n, String upstreamBase, String hocon, String... extraArgs) throws Exception {
+  public static TestCluster start(Path dir, int n, String upstreamBase, String hocon, String... extraArgs) throws Exception {
     TestCluster c = new TestCluster(dir, upstreamBase, hocon, extraArgs);
     try {
       for (int i = 0; i < n; i++) {
@@ -72,7 +74,7 @@ final class TestCluster implements AutoCloseable {
   }
 
   /** Starts one more node (joining the first), without waiting for it to be Up. */
-  CorralServer add() throws Exception {
+  public CorralServer add() throws Exception {
     int i = nodes.size();
     String seeds = seed == null ? "" : "pekko.cluster.seed-nodes = [\"" + seed + "\"]\n";
     CorralServer s = TestNode.start(dir.resolve("node" + i + "-" + System.nanoTime()), upstreamBase,
@@ -84,12 +86,12 @@ final class TestCluster implements AutoCloseable {
     return s;
   }
 
-  CorralServer node(int i) {
+  public CorralServer node(int i) {
     return nodes.get(i);
   }
 
   /** Waits until every running node sees every running node Up. */
-  void awaitUp() {
+  public void awaitUp() {
     int n = nodes.size();
     TestNode.await(n + " members up", Duration.ofSeconds(30), () -> nodes.stream().allMatch(s -> {
       var members = Cluster.get(s.system()).state().getMembers();
@@ -104,7 +106,7 @@ final class TestCluster implements AutoCloseable {
   }
 
   /** The node whose shard region runs the entity with this id now, if any. */
-  Optional<CorralServer> entityHost(String entityId) throws Exception {
+  public Optional<CorralServer> entityHost(String entityId) throws Exception {
     for (CorralServer s : nodes) {
       ShardRegion.CurrentShardRegionState state = AskPattern.<org.apache.pekko.cluster.sharding.typed.ClusterShardingQuery,
           ShardRegion.CurrentShardRegionState>ask(
@@ -122,12 +124,12 @@ final class TestCluster implements AutoCloseable {
   }
 
   /** Stops one node (a graceful leave: its shards move to the others) and forgets it. */
-  void stop(CorralServer s) throws Exception {
+  public void stop(CorralServer s) throws Exception {
     nodes.remove(s);
     s.close();
   }
 
-  List<CorralServer> others(CorralServer... not) {
+  public List<CorralServer> others(CorralServer... not) {
     List<CorralServer> rest = new ArrayList<>(nodes);
     rest.removeAll(List.of(not));
     return rest;

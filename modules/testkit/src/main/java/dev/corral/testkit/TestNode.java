@@ -1,5 +1,9 @@
-package dev.corral.server;
+package dev.corral.testkit;
 
+import com.github.benmanes.caffeine.cache.Ticker;
+import dev.corral.server.CorralServer;
+import dev.corral.server.CorralSettings;
+import dev.corral.testkit.upstream.FakeUpstream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
@@ -16,8 +20,11 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.BooleanSupplier;
 
-/** Starts a whole Corral node in-process for HTTP-level tests, and talks to it over loopback. */
-final class TestNode {
+/**
+ * Starts a whole Corral node in-process for HTTP-level tests, and talks to it over loopback. A
+ * test class that needs one node for all its tests registers a {@link TestNodeExtension} instead.
+ */
+public final class TestNode {
   private TestNode() {}
 
   /**
@@ -26,7 +33,13 @@ final class TestNode {
    * @param hocon extra configuration (e.g. {@code corral.repos.up { retries = 0 }}), or empty
    * @param extraArgs further command-line flags
    */
-  static CorralServer start(Path dir, String upstreamBase, String hocon, String... extraArgs) throws Exception {
+  public static CorralServer start(Path dir, String upstreamBase, String hocon, String... extraArgs) throws Exception {
+    return start(dir, upstreamBase, Ticker.systemTicker(), hocon, extraArgs);
+  }
+
+  /** As above, the node measuring intervals (the negative TTL, ...) with {@code ticker}, e.g. a {@link ManualTicker}. */
+  public static CorralServer start(Path dir, String upstreamBase, Ticker ticker, String hocon, String... extraArgs)
+      throws Exception {
     Path config = dir.resolve("corral-test.conf");
     Files.createDirectories(dir);
     Files.writeString(config, hocon);
@@ -36,26 +49,26 @@ final class TestNode {
         "--repo", "up=generic:" + upstreamBase,
         "--config", config.toString()));
     args.addAll(List.of(extraArgs));
-    return CorralServer.start(CorralSettings.load(args.toArray(new String[0]), Map.of()));
+    return CorralServer.start(CorralSettings.load(args.toArray(new String[0]), Map.of()), ticker);
   }
 
-  static HttpClient client() {
+  public static HttpClient client() {
     return HttpClient.newBuilder()
         .version(HttpClient.Version.HTTP_1_1)
         .connectTimeout(Duration.ofSeconds(10))
         .build();
   }
 
-  static URI uri(CorralServer server, String target) {
+  public static URI uri(CorralServer server, String target) {
     InetSocketAddress a = server.address();
     return URI.create("http://127.0.0.1:" + a.getPort() + target);
   }
 
-  static HttpRequest.Builder request(CorralServer server, String target) {
+  public static HttpRequest.Builder request(CorralServer server, String target) {
     return HttpRequest.newBuilder(uri(server, target)).timeout(Duration.ofSeconds(30));
   }
 
-  static HttpResponse<byte[]> get(HttpClient client, CorralServer server, String target, String... headers) {
+  public static HttpResponse<byte[]> get(HttpClient client, CorralServer server, String target, String... headers) {
     try {
       HttpRequest.Builder b = request(server, target).GET();
       for (int i = 0; i < headers.length; i += 2) {
@@ -70,49 +83,33 @@ final class TestNode {
     }
   }
 
-  static CompletableFuture<HttpResponse<byte[]>> getAsync(HttpClient client, CorralServer server, String target) {
+  public static CompletableFuture<HttpResponse<byte[]>> getAsync(HttpClient client, CorralServer server, String target) {
     return client.sendAsync(request(server, target).GET().build(), HttpResponse.BodyHandlers.ofByteArray());
   }
 
-  static String xCache(HttpResponse<?> r) {
+  public static String xCache(HttpResponse<?> r) {
     return r.headers().firstValue("X-Cache").orElse(null);
   }
 
-  /**
-   * A probe, not an assertion: waits (bounded) until {@code condition} holds, polling. Used to
-   * learn that the node reached a state (waiters registered, a fetch ended) before going on.
-   */
-  static void await(String what, Duration limit, BooleanSupplier condition) {
-    long deadline = System.nanoTime() + limit.toNanos();
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() - deadline > 0) {
-        throw new AssertionError("timed out after " + limit + " waiting until " + what);
-      }
-      try {
-        Thread.sleep(2);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException(e);
-      }
-    }
+  /** A probe, not an assertion: see {@link Await#until(String, Duration, BooleanSupplier)}. */
+  public static void await(String what, Duration limit, BooleanSupplier condition) {
+    Await.until(what, limit, condition);
   }
 
-  static byte[] bytes(int size, long seed) {
+  public static byte[] bytes(int size, long seed) {
     byte[] b = new byte[size];
     new java.util.Random(seed).nextBytes(b);
     return b;
   }
 
   /** A 200 with the body and a Content-Type of its own, from a fake upstream's handler. */
-  static void ok(com.sun.net.httpserver.HttpExchange exchange, byte[] body) throws java.io.IOException {
+  public static void ok(com.sun.net.httpserver.HttpExchange exchange, byte[] body) throws java.io.IOException {
     exchange.getResponseHeaders().add("Content-Type", "application/x-test");
-    dev.corral.http.upstream.FakeUpstream.send(exchange, 200, body);
+    dev.corral.testkit.upstream.FakeUpstream.send(exchange, 200, body);
   }
 
   /** Waits for a latch the test's fake upstream counts down, failing after 20 s. */
-  static void await(java.util.concurrent.CountDownLatch latch) throws InterruptedException {
-    if (!latch.await(20, java.util.concurrent.TimeUnit.SECONDS)) {
-      throw new AssertionError("latch not released");
-    }
+  public static void await(java.util.concurrent.CountDownLatch latch) throws InterruptedException {
+    Await.latch(latch);
   }
 }

@@ -15,6 +15,8 @@ import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.UpstreamException;
 import dev.corral.core.upstream.UpstreamRequest;
 import dev.corral.core.upstream.UpstreamResponse;
+import dev.corral.testkit.upstream.FakeUpstream;
+import dev.corral.testkit.upstream.RawUpstream;
 import java.io.ByteArrayOutputStream;
 import java.net.ServerSocket;
 import java.net.URI;

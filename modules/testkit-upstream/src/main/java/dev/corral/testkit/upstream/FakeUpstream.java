@@ -1,4 +1,4 @@
-package dev.corral.http.upstream;
+package dev.corral.testkit.upstream;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;

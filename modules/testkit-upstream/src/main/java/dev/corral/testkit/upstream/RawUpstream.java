@@ -1,4 +1,4 @@
-package dev.corral.http.upstream;
+package dev.corral.testkit.upstream;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
