@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.corral.testkit.ManualTicker;
 import dev.corral.testkit.RawHttp;
 import dev.corral.testkit.TestNode;
 import dev.corral.testkit.TestNodeExtension;
@@ -36,18 +37,20 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * are shared by every waiter of the one fetch, retried only inside it, never cached, and a short
  * body is never passed on as a complete 200.
  *
- * <p>Repositories of the one node: {@code up} (1 retry after 100 ms, not-found remembered 1 s),
- * {@code raw} and {@code rawbig} (a raw-socket upstream that can cut bodies short; {@code rawbig}
- * streams bodies above 64 KiB), {@code slow} (waiter budget 500 ms, answers 504) and {@code
- * bypass} (the same budget, then a direct fetch).
+ * <p>Repositories of the one node: {@code up} (1 retry after 100 ms, not-found remembered for 1 s
+ * of the node's manual ticker), {@code raw} and {@code rawbig} (a raw-socket upstream that can cut
+ * bodies short; {@code rawbig} streams bodies above 64 KiB), {@code slow} (waiter budget 500 ms,
+ * answers 504) and {@code bypass} (the same budget, then a direct fetch).
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class FailureHttpTest {
   private static final int MIB = 1024 * 1024;
   private static final Duration NEGATIVE_TTL = Duration.ofSeconds(1);
 
+  /** The node's source of interval time: the negative TTL passes only when a test moves it. */
+  private final ManualTicker ticker = new ManualTicker();
   @RegisterExtension
-  final TestNodeExtension node = TestNodeExtension.routed().withRawUpstream().config(n -> """
+  final TestNodeExtension node = TestNodeExtension.routed().withRawUpstream().ticker(ticker).config(n -> """
       corral.repos {
         up { retries = 1, retry-backoff = 100ms, negative-ttl = %s }
         raw { type = generic, url = "%s", retries = 1, retry-backoff = 100ms }
@@ -319,26 +322,23 @@ class FailureHttpTest {
     assertEquals(1, miss);
     assertEquals(1, node.upstream().requests("/nf/a"));
 
-    long remembered = System.nanoTime();
+    // The node's ticker moves only when this test moves it, so the not-found is remembered for
+    // exactly its TTL however slow the machine: every check below is made, every time.
     HttpResponse<byte[]> again = node.get("/up/nf/a");
-    boolean withinTtl = System.nanoTime() - remembered < NEGATIVE_TTL.toNanos();
-    if (withinTtl) { // (on a very slow machine the TTL may already have passed)
-      assertEquals(404, again.statusCode());
-      assertEquals("NEGATIVE", xCache(again));
-      assertEquals(1, node.upstream().requests("/nf/a"));
-    }
+    assertEquals(404, again.statusCode());
+    assertEquals("NEGATIVE", xCache(again));
+    assertEquals(1, node.upstream().requests("/nf/a"), "a remembered not-found does not ask the upstream");
 
-    // A TTL wait: poll (bounded) until the not-found is forgotten and the upstream is asked again.
-    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-    HttpResponse<byte[]> r = again;
-    while ("NEGATIVE".equals(xCache(r))) {
-      assertEquals(1, node.upstream().requests("/nf/a"), "a remembered not-found does not ask the upstream");
-      assertTrue(System.nanoTime() - deadline < 0, "the not-found was never forgotten");
-      Thread.sleep(50);
-      r = node.get("/up/nf/a");
-    }
+    ticker.advance(NEGATIVE_TTL.minusNanos(1));
+    HttpResponse<byte[]> lastMoment = node.get("/up/nf/a");
+    assertEquals(404, lastMoment.statusCode());
+    assertEquals("NEGATIVE", xCache(lastMoment), "remembered until the TTL has passed");
+    assertEquals(1, node.upstream().requests("/nf/a"));
+
+    ticker.advance(Duration.ofNanos(1));
+    HttpResponse<byte[]> r = node.get("/up/nf/a");
     assertEquals(404, r.statusCode());
-    assertEquals("MISS", xCache(r));
+    assertEquals("MISS", xCache(r), "forgotten once the TTL has passed: the upstream is asked again");
     assertEquals(2, node.upstream().requests("/nf/a"));
   }
 }
