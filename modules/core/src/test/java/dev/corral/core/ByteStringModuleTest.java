@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.cbor.CBORFactory;
 import com.fasterxml.jackson.module.scala.DefaultScalaModule;
-import dev.corral.core.fetch.FetchEntity;
 import dev.corral.core.upstream.Header;
 import java.util.List;
 import org.apache.pekko.util.ByteString;
