@@ -7,7 +7,7 @@ import java.util.List;
 
 /**
  * The proxies whose {@code X-Forwarded-Host} / {@code X-Forwarded-Proto} Corral believes: a list
- * of addresses and CIDR blocks ({@code 10.0.0.0/8}, {@code ::1}). Empty by default: no forwarded
+ * of addresses and CIDR blocks ({@code 127.0.0.1}, {@code ::1}, {@code 127.0.0.0/8}). Empty by default: no forwarded
  * header is believed.
  */
 public final class TrustedProxies {

@@ -56,10 +56,10 @@ class ClusterSettingsTest {
   @Test
   void flagsEnvironmentAndHoconSetTheClusterSettings() throws IOException {
     CorralSettings flags = load(Map.of(), "--cluster-host", "node-1.internal", "--cluster-port", "0",
-        "--seed-nodes", "10.0.0.1:25520, 10.0.0.2:25521", "--node-name", "corral-1", "--management-port", "0");
+        "--seed-nodes", "127.0.0.11:25520, 127.0.0.12:25521", "--node-name", "corral-1", "--management-port", "0");
     assertEquals("node-1.internal", flags.cluster().host());
     assertEquals(0, flags.cluster().port());
-    assertEquals(List.of("10.0.0.1:25520", "10.0.0.2:25521"), flags.cluster().seedNodes());
+    assertEquals(List.of("127.0.0.11:25520", "127.0.0.12:25521"), flags.cluster().seedNodes());
     assertEquals(Optional.of("corral-1"), flags.cluster().nodeName());
     assertEquals(OptionalInt.of(0), flags.cluster().managementPort());
     assertFalse(flags.cluster().selfJoin());
@@ -85,8 +85,8 @@ class ClusterSettingsTest {
 
   @Test
   void badClusterValuesNameTheSetting() {
-    assertEquals("--seed-nodes: \"10.0.0.1\" is not HOST:PORT (a seed node's cluster host and port)",
-        fails("--seed-nodes", "10.0.0.1").getMessage());
+    assertEquals("--seed-nodes: \"127.0.0.11\" is not HOST:PORT (a seed node's cluster host and port)",
+        fails("--seed-nodes", "127.0.0.11").getMessage());
     assertEquals("--seed-nodes", fails("--seed-nodes", "a:1,b:0").setting());
     assertEquals("CORRAL_SEED_NODES", fails(Map.of("CORRAL_SEED_NODES", "pekko://corral@a:1")).setting());
     assertEquals("--cluster-port: \"x\" is not a port (0-65535)", fails("--cluster-port", "x").getMessage());
@@ -138,14 +138,14 @@ class ClusterSettingsTest {
   @Test
   void pekkoConfigCarriesTheClusterAndDatabaseSettings() throws IOException {
     Path secret = file("pw", "pw");
-    CorralSettings s = load(Map.of(), "--cluster-host", "10.1.2.3", "--cluster-port", "25521",
-        "--seed-nodes", "10.1.2.3:25521,10.1.2.4:25520", "--management-port", "7700",
+    CorralSettings s = load(Map.of(), "--cluster-host", "127.1.2.3", "--cluster-port", "25521",
+        "--seed-nodes", "127.1.2.3:25521,127.1.2.4:25520", "--management-port", "7700",
         "--journal", "jdbc:postgresql://127.0.0.1:5432/corral", "--journal-user", "u",
         "--journal-password-file", secret.toString());
     Config p = CorralServer.pekkoConfig(s, dir);
-    assertEquals("10.1.2.3", p.getString("pekko.remote.artery.canonical.hostname"));
+    assertEquals("127.1.2.3", p.getString("pekko.remote.artery.canonical.hostname"));
     assertEquals(25521, p.getInt("pekko.remote.artery.canonical.port"));
-    assertEquals(List.of("pekko://corral@10.1.2.3:25521", "pekko://corral@10.1.2.4:25520"),
+    assertEquals(List.of("pekko://corral@127.1.2.3:25521", "pekko://corral@127.1.2.4:25520"),
         p.getStringList("pekko.cluster.seed-nodes"));
     assertEquals("127.0.0.1", p.getString("pekko.management.http.hostname"));
     assertEquals(7700, p.getInt("pekko.management.http.port"));
@@ -162,11 +162,11 @@ class ClusterSettingsTest {
     assertEquals("slick.jdbc.H2Profile$", oneNode.getString("jdbc-durable-state-store.slick.profile"));
 
     Config k8s = CorralServer.pekkoConfig(load(Map.of(), "--discovery", "kubernetes-api",
-        "--management-host", "10.0.0.9"), dir);
+        "--management-host", "127.0.0.19"), dir);
     assertEquals("kubernetes-api",
         k8s.getString("pekko.management.cluster.bootstrap.contact-point-discovery.discovery-method"));
     assertEquals("corral", k8s.getString("pekko.management.cluster.bootstrap.contact-point-discovery.service-name"));
-    assertEquals("10.0.0.9", k8s.getString("pekko.management.http.hostname"));
+    assertEquals("127.0.0.19", k8s.getString("pekko.management.http.hostname"));
     assertEquals(7626, k8s.getInt("pekko.management.http.port"));
   }
 }

@@ -442,7 +442,7 @@ class CorralSettingsTest {
         fails("--repo", "x=generic:ftp://127.0.0.1/").getMessage());
     assertEquals("--repo \"x=generic:/relative\"", fails("--repo", "x=generic:/relative").setting());
     assertEquals("--repo \"x=generic:http:///nohost\"", fails("--repo", "x=generic:http:///nohost").setting());
-    assertTrue(fails("--repo", "x=generic:http://u:pw@127.0.0.1/").getMessage().contains("user info"));
+    assertTrue(fails("--repo", "x=generic:http://:secret@127.0.0.1/").getMessage().contains("user info"));
     assertEquals("CORRAL_REPOS \"x=generic:nope\"", fails(Map.of("CORRAL_REPOS", "x=generic:nope")).setting());
     Path conf = file("u.conf", "corral.repos.x { type = generic, url = \"127.0.0.1:9\" }");
     assertEquals("corral.repos.x.url", fails("--config", conf.toString()).setting());
