@@ -15,7 +15,7 @@ import dev.corral.core.upstream.UpstreamException;
 import dev.corral.core.upstream.UpstreamRequest;
 import dev.corral.http.repo.Lookup;
 import dev.corral.http.repo.RepoRequest;
-import dev.corral.http.peer.PeerEndpoint;
+import dev.corral.cluster.PeerEndpoint;
 import dev.corral.http.repo.Repository;
 import dev.corral.http.repo.Target;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;

@@ -1,5 +1,6 @@
 package dev.corral.server;
 
+import dev.corral.cluster.ClusterJoin;
 import com.github.benmanes.caffeine.cache.Ticker;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
@@ -14,7 +15,7 @@ import dev.corral.core.store.DiskStore;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.http.FrontDoor;
 import dev.corral.http.PublicBase;
-import dev.corral.http.peer.HttpPeerBlobs;
+import dev.corral.cluster.HttpPeerBlobs;
 import dev.corral.http.repo.GenericRepository;
 import dev.corral.http.repo.GoRepository;
 import dev.corral.http.repo.MavenRepository;
@@ -81,6 +82,12 @@ public final class CorralServer implements AutoCloseable {
     return start(settings, Ticker.systemTicker());
   }
 
+  /** A cluster port that cannot be bound is an error of the setting that named it. */
+  private static SettingsException asSetting(ClusterJoin.CannotListen e) {
+    Setting setting = e.port() == ClusterJoin.CannotListen.Port.CLUSTER ? Setting.CLUSTER_PORT : Setting.MANAGEMENT_PORT;
+    return new SettingsException(setting.flag(), e.getMessage());
+  }
+
   /**
    * As {@link #start(CorralSettings)}, with {@code ticker} as the node's source of interval time
    * (how long a not-found is remembered, the pause after a failed revalidation, cancel tombstones):
@@ -93,10 +100,20 @@ public final class CorralServer implements AutoCloseable {
     Files.createDirectories(settings.dataDir());
     NodeName.set(settings.cluster().nodeName()
         .orElse(settings.cluster().host() + ":" + settings.cluster().port()));
-    ActorSystem<Void> system = ClusterJoin.createSystem(pekkoConfig(settings, dataDir), settings.cluster());
+    ActorSystem<Void> system;
+    try {
+      system = ClusterJoin.createSystem(pekkoConfig(settings, dataDir), settings.cluster());
+    } catch (ClusterJoin.CannotListen e) {
+      throw asSetting(e);
+    }
     try {
       database.createTables(system);
-      CompletableFuture<Done> memberUp = ClusterJoin.start(system, settings.cluster());
+      CompletableFuture<Done> memberUp;
+      try {
+        memberUp = ClusterJoin.start(system, settings.cluster());
+      } catch (ClusterJoin.CannotListen e) {
+        throw asSetting(e);
+      }
       String nodeName = settings.cluster().nodeName().orElse(ClusterJoin.selfHostPort(system));
       NodeName.set(nodeName);
 

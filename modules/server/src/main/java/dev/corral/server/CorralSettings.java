@@ -1,5 +1,6 @@
 package dev.corral.server;
 
+import dev.corral.cluster.ClusterSettings;
 import dev.corral.http.TrustedProxies;
 import com.typesafe.config.Config;
 import java.net.URI;

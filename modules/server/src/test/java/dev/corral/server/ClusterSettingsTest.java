@@ -1,5 +1,6 @@
 package dev.corral.server;
 
+import dev.corral.cluster.ClusterSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -6,6 +6,7 @@ import dev.corral.core.upstream.Upstream;
 import dev.corral.core.upstream.UpstreamException;
 import dev.corral.core.upstream.UpstreamRequest;
 import dev.corral.core.upstream.UpstreamResponse;
+import dev.corral.core.upstream.ExactLength;
 import java.net.ConnectException;
 import java.net.URI;
 import java.net.URISyntaxException;

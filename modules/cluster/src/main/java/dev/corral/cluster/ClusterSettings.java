@@ -1,4 +1,4 @@
-package dev.corral.server;
+package dev.corral.cluster;
 
 import java.util.List;
 import java.util.Objects;
@@ -45,7 +45,7 @@ public record ClusterSettings(
       return text;
     }
 
-    static Optional<Discovery> parse(String text) {
+    public static Optional<Discovery> parse(String text) {
       for (Discovery d : values()) {
         if (d.text.equals(text)) {
           return Optional.of(d);

@@ -1,4 +1,4 @@
-package dev.corral.server;
+package dev.corral.cluster;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
@@ -24,15 +24,15 @@ import org.slf4j.LoggerFactory;
  * {@code pekko.cluster.seed-nodes}), or runs Cluster Bootstrap, which finds its peers through
  * Pekko Discovery and probes their management endpoints before forming or joining a cluster.
  */
-final class ClusterJoin {
+public final class ClusterJoin {
   private static final Logger log = LoggerFactory.getLogger(ClusterJoin.class);
   /** The actor system's name: part of every cluster address, so the same on every node. */
-  static final String SYSTEM_NAME = "corral";
+  public static final String SYSTEM_NAME = "corral";
 
   private ClusterJoin() {}
 
   /** The Pekko settings derived from the cluster settings (the rest is in corral-node.conf). */
-  static Config pekkoConfig(ClusterSettings c) {
+  public static Config pekkoConfig(ClusterSettings c) {
     List<String> seeds = c.seedNodes().stream().map(s -> "pekko://" + SYSTEM_NAME + "@" + s).toList();
     Config config = ConfigFactory.empty()
         .withValue("pekko.remote.artery.canonical.hostname", ConfigValueFactory.fromAnyRef(c.host()))
@@ -65,15 +65,37 @@ final class ClusterJoin {
    * The node's actor system; a cluster port that cannot be bound (in use, or an address not on
    * this machine) is a start-up error naming the setting.
    */
-  static ActorSystem<Void> createSystem(Config config, ClusterSettings c) {
+  public static ActorSystem<Void> createSystem(Config config, ClusterSettings c) {
     try {
       return ActorSystem.create(Behaviors.empty(), SYSTEM_NAME, config);
     } catch (RuntimeException e) {
       if (causes(e, BindException.class)) {
-        throw new SettingsException(Setting.CLUSTER_PORT.flag(),
+        throw new CannotListen(CannotListen.Port.CLUSTER,
             "cannot listen on " + c.host() + ":" + c.port() + " (" + rootMessage(e) + ")");
       }
       throw e;
+    }
+  }
+
+  /**
+   * A port of the cluster settings cannot be bound (in use, or an address not on this machine);
+   * the server reports it as an error of the setting that named the port.
+   */
+  public static final class CannotListen extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    /** Which of the node's cluster ports. */
+    public enum Port { CLUSTER, MANAGEMENT }
+
+    private final Port port;
+
+    CannotListen(Port port, String problem) {
+      super(problem, null, false, false);
+      this.port = port;
+    }
+
+    public Port port() {
+      return port;
     }
   }
 
@@ -98,7 +120,7 @@ final class ClusterJoin {
    * Starts the management endpoints (when configured) and the join. Returns a future completed
    * when this node is an Up member.
    */
-  static CompletableFuture<Done> start(ActorSystem<?> system, ClusterSettings c) throws Exception {
+  public static CompletableFuture<Done> start(ActorSystem<?> system, ClusterSettings c) throws Exception {
     Cluster cluster = Cluster.get(system.classicSystem());
     CompletableFuture<Done> up = new CompletableFuture<>();
     cluster.registerOnMemberUp(() -> {
@@ -112,7 +134,7 @@ final class ClusterJoin {
             .toCompletableFuture().get(30, TimeUnit.SECONDS).toString();
       } catch (ExecutionException e) {
         if (causes(e, BindException.class)) {
-          throw new SettingsException(Setting.MANAGEMENT_PORT.flag(), "cannot listen on " + c.managementHost()
+          throw new CannotListen(CannotListen.Port.MANAGEMENT, "cannot listen on " + c.managementHost()
               + ":" + c.effectiveManagementPort() + " (" + rootMessage(e) + ")");
         }
         throw e;
@@ -132,7 +154,7 @@ final class ClusterJoin {
   }
 
   /** The node's cluster host:port as bound (the port is known only now when 0 was asked for). */
-  static String selfHostPort(ActorSystem<?> system) {
+  public static String selfHostPort(ActorSystem<?> system) {
     Address a = Cluster.get(system.classicSystem()).selfAddress();
     return a.getHost().orElse("?") + ":" + a.getPort().map(String::valueOf).orElse("?");
   }

@@ -1,9 +1,9 @@
-package dev.corral.http.peer;
+package dev.corral.cluster;
 
 import dev.corral.core.download.PeerBlobs;
 import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.UpstreamResponse;
-import dev.corral.http.upstream.ExactLength;
+import dev.corral.core.upstream.ExactLength;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,4 +1,4 @@
-package dev.corral.http.peer;
+package dev.corral.cluster;
 
 import dev.corral.core.download.GrowingBlob;
 import dev.corral.core.fetch.Node;

@@ -1,4 +1,4 @@
-package dev.corral.http.peer;
+package dev.corral.cluster;
 
 import java.util.List;
 import org.apache.pekko.NotUsed;
@@ -7,10 +7,10 @@ import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.util.ByteString;
 
 /** The first {@code n} bytes of a byte stream; completes as soon as they have passed. */
-final class Take {
+public final class Take {
   private Take() {}
 
-  static Flow<ByteString, ByteString, NotUsed> bytes(long n) {
+  public static Flow<ByteString, ByteString, NotUsed> bytes(long n) {
     return Flow.of(ByteString.class)
         .statefulMapConcat(() -> {
           long[] left = {n};

@@ -1,6 +1,5 @@
-package dev.corral.http.upstream;
+package dev.corral.core.upstream;
 
-import dev.corral.core.upstream.UpstreamException;
 import org.apache.pekko.stream.Attributes;
 import org.apache.pekko.stream.FlowShape;
 import org.apache.pekko.stream.Inlet;
