@@ -1,6 +1,5 @@
 package dev.corral.cluster;
 
-import dev.corral.core.download.PeerBlobs;
 import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.UpstreamResponse;
 import dev.corral.core.upstream.ExactLength;

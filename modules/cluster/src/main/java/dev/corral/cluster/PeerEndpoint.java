@@ -43,6 +43,16 @@ public final class PeerEndpoint {
 
   private final Node node;
 
+  /** Where a committed blob is read, under a node's peer base URL. */
+  static String blobPath(String sha256) {
+    return PREFIX + "blobs/" + sha256;
+  }
+
+  /** Where a download in progress is read, under a node's peer base URL. */
+  static String downloadPath(long downloadId) {
+    return PREFIX + "downloads/" + downloadId;
+  }
+
   public PeerEndpoint(Node node) {
     this.node = node;
   }

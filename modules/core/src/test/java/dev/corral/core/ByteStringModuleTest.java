@@ -23,10 +23,10 @@ class ByteStringModuleTest {
     ObjectMapper mapper = new ObjectMapper(new CBORFactory())
         .registerModule(new ByteStringModule())
         .registerModule(new DefaultScalaModule());
-    var message = new Reply.Inline(Via.MISS, List.of(new Header("ETag", "\"x\"")),
-        ByteString.fromString("hello").concat(ByteString.fromString(" world")), "f".repeat(64));
+    var message = new Reply.Body(Via.MISS, List.of(new Header("ETag", "\"x\"")),
+        ByteString.fromString("hello").concat(ByteString.fromString(" world")));
     byte[] bytes = mapper.writeValueAsBytes(message);
-    assertEquals(message, mapper.readValue(bytes, Reply.Inline.class));
+    assertEquals(message, mapper.readValue(bytes, Reply.Body.class));
     var empty = new Reply.Body(Via.HIT, List.of(), ByteString.emptyByteString());
     assertEquals(empty, mapper.readValue(mapper.writeValueAsBytes(empty), Reply.Body.class));
   }

@@ -15,6 +15,7 @@ import dev.corral.core.store.DiskStore;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.http.FrontDoor;
 import dev.corral.http.PublicBase;
+import dev.corral.cluster.ClusterPeers;
 import dev.corral.cluster.HttpPeerBlobs;
 import dev.corral.http.repo.GenericRepository;
 import dev.corral.http.repo.GoRepository;
@@ -129,8 +130,11 @@ public final class CorralServer implements AutoCloseable {
         repos.put(r.name(), repository(r));
       }
       HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams);
+      // Half of Artery's large frame: no reply carrying a body can ever exceed it.
+      long frame = system.settings().config().getBytes("pekko.remote.artery.advanced.maximum-large-frame-size");
+      ClusterPeers peers = new ClusterPeers(system, new HttpPeerBlobs(system), frame / 2);
       Node node = new Node(store, new HotBlobs(settings.memoryCacheBytes()), KeyRecords.of(system), upstream, metrics,
-          name -> policies.getOrDefault(name, FetchPolicy.defaults()), ticker, io);
+          name -> policies.getOrDefault(name, FetchPolicy.defaults()), ticker, Clock.systemUTC(), io, peers);
       FetchEntity.init(system, node, ENTITY_IDLE);
       CancelRegistry cancels = new CancelRegistry(ticker, settings.tombstoneTtl(), 100_000);
       Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node, system);
@@ -138,7 +142,7 @@ public final class CorralServer implements AutoCloseable {
           new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()));
       ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort())
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
-      connectPeers(system, settings, node, store, binding.localAddress());
+      connectPeers(system, settings, peers, store, binding.localAddress());
       CorralServer server = new CorralServer(system, frontDoor, binding, node, metrics, cancels, waiters, nodeName);
       server.drainOnShutdown(settings.drainTimeout());
       NodeName.register(metrics, nodeName);
@@ -162,12 +166,11 @@ public final class CorralServer implements AutoCloseable {
   }
 
   /**
-   * Lets this node exchange bytes with the other nodes: its peer URL (where its internal peer
-   * endpoint is reached, listed in key records as a holder), the client that reads other nodes'
-   * endpoints, and the largest body sent inside a reply (half of Artery's large frame, so no reply
-   * can ever exceed it). Evictions tell the key's entity that this node no longer holds the bytes.
+   * Lets this node exchange bytes with the other nodes once its HTTP server is bound: its peer URL
+   * (where its internal peer endpoint is reached, listed in key records as a holder). Evictions
+   * tell the key's entity that this node no longer holds the bytes.
    */
-  private static void connectPeers(ActorSystem<?> system, CorralSettings settings, Node node, DiskStore store,
+  private static void connectPeers(ActorSystem<?> system, CorralSettings settings, ClusterPeers peers, DiskStore store,
       InetSocketAddress bound) {
     Config config = system.settings().config();
     String host = settings.httpHost();
@@ -178,8 +181,7 @@ public final class CorralServer implements AutoCloseable {
       host = "[" + host + "]";
     }
     String selfUrl = "http://" + host + ":" + bound.getPort();
-    long frame = config.getBytes("pekko.remote.artery.advanced.maximum-large-frame-size");
-    node.peering(new Node.Peering(selfUrl, new HttpPeerBlobs(system), frame / 2));
+    peers.bound(selfUrl);
     ClusterSharding sharding = ClusterSharding.get(system);
     store.onEvicted(keyId -> sharding.entityRefFor(FetchEntity.TYPE_KEY, keyId).tell(new FetchEntity.Dropped(selfUrl)));
     log.info("peer endpoint for other nodes: {}/-/peer/ (internal: firewall it to the cluster's nodes)", selfUrl);

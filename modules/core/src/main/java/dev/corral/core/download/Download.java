@@ -4,6 +4,7 @@ import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.store.BlobWriter;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
+import dev.corral.core.upstream.Upstream;
 import dev.corral.core.upstream.UpstreamException;
 import dev.corral.core.upstream.UpstreamRequest;
 import dev.corral.core.upstream.UpstreamResponse;
@@ -17,11 +18,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
-import org.apache.pekko.NotUsed;
-import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.stream.ActorAttributes;
@@ -63,22 +60,18 @@ public final class Download {
   private final Origin origin;
 
   /**
-   * Where the bytes come from: the peers listed, in order, each asked for {@code path}; then the
-   * upstream if {@code thenUpstream}. A peer's bytes must hash to {@code sha256} when it is known,
-   * and are stored with {@code headers} (the holder's record), not with the peer's own, and as
-   * old as the holder's copy ({@code fetchedAtMillis}; -1: as fetched now).
+   * Where the bytes come from: {@code source} when it is given (other nodes' copy, see
+   * {@link dev.corral.core.fetch.Peers#copy}), then the upstream if {@code thenUpstream}. The
+   * source's bytes must hash to {@code sha256} when it is known, and are stored with
+   * {@code headers} (the holder's record), not with the source's own, and as old as the holder's
+   * copy ({@code fetchedAtMillis}; -1: as fetched now).
    */
-  public record Origin(PeerBlobs client, List<String> peers, String path, String sha256, List<Header> headers,
-      boolean thenUpstream, long fetchedAtMillis) {
-    public static final Origin UPSTREAM = new Origin(null, List.of(), null, null, null, true, -1);
-
-    public Origin(PeerBlobs client, List<String> peers, String path, String sha256, List<Header> headers,
-        boolean thenUpstream) {
-      this(client, peers, path, sha256, headers, thenUpstream, -1);
-    }
+  public record Origin(Upstream source, String sha256, List<Header> headers, boolean thenUpstream,
+      long fetchedAtMillis) {
+    public static final Origin UPSTREAM = new Origin(null, null, null, true, -1);
   }
 
-  /** No listed peer gave the bytes. */
+  /** The source (other nodes) did not give the bytes. */
   private static final class PeerUnavailable extends IOException {
     PeerUnavailable(String message) {
       super(message);
@@ -129,46 +122,37 @@ public final class Download {
   }
 
   private CompletionStage<Outcome> run(Consumer<Outcome.Streaming> onStreaming) {
-    return fromPeer(0, onStreaming);
-  }
-
-  /** Asks the peers from the i-th on; the first that answers 200 gives the bytes. */
-  private CompletionStage<Outcome> fromPeer(int i, Consumer<Outcome.Streaming> onStreaming) {
-    if (i >= origin.peers().size()) {
-      if (!origin.thenUpstream()) {
-        return CompletableFuture.failedFuture(new PeerUnavailable("no peer gave " + origin.path()));
-      }
-      return node.upstream()
-          .get(new UpstreamRequest(key.repo(), key.url(), requestHeaders()))
-          .thenCompose(response -> onResponse(response, null, null, onStreaming));
-    }
-    String peer = origin.peers().get(i);
-    PeerBlobs client = origin.client();
-    if (client == null) {
-      return fromPeer(origin.peers().size(), onStreaming);
+    if (origin.source() == null) {
+      return fromUpstream(onStreaming);
     }
     CompletionStage<UpstreamResponse> asked;
     try {
-      asked = client.get(peer, origin.path());
+      asked = origin.source().get(new UpstreamRequest(key.repo(), key.url(), List.of()));
     } catch (RuntimeException e) {
       asked = CompletableFuture.failedFuture(e);
     }
     return asked
         .handle((response, error) -> {
           if (error == null && response.status() == 200 && response.contentLength().isPresent()) {
-            long total = response.contentLength().getAsLong();
-            UpstreamResponse resuming = new UpstreamResponse(200, response.headers(), response.contentLength(),
-                resumable(response.body(), i, total, client));
-            return onResponse(resuming, origin.sha256(), origin.headers(), onStreaming);
+            return onResponse(response, origin.sha256(), origin.headers(), onStreaming);
           }
           if (response != null) {
             response.body().runWith(Sink.cancelled(), system);
           }
-          log.info("peer {} could not give {} for {}: {}", peer, origin.path(), key,
-              error != null ? unwrap(error).toString() : "status " + response.status());
-          return fromPeer(i + 1, onStreaming);
+          String why = error != null ? unwrap(error).toString() : "status " + response.status();
+          if (!origin.thenUpstream()) {
+            return CompletableFuture.<Outcome>failedFuture(new PeerUnavailable("no other node gave " + key + ": " + why));
+          }
+          log.info("no other node gave {} ({}); fetching it upstream", key, why);
+          return fromUpstream(onStreaming);
         })
         .thenCompose(next -> next);
+  }
+
+  private CompletionStage<Outcome> fromUpstream(Consumer<Outcome.Streaming> onStreaming) {
+    return node.upstream()
+        .get(new UpstreamRequest(key.repo(), key.url(), requestHeaders()))
+        .thenCompose(response -> onResponse(response, null, null, onStreaming));
   }
 
   /** The variant's Accept header (K1: the variant is what Corral asks for) and any validators. */
@@ -189,42 +173,6 @@ public final class Download {
         .filter(h -> h.name().toLowerCase(Locale.ROOT).equals(lowerCaseName))
         .map(Header::value)
         .findFirst();
-  }
-
-  /**
-   * A peer's body that, when its transfer breaks, goes on from the byte where it broke with a
-   * {@code Range} request: to the same peer first (a dropped connection), then to the next holders,
-   * each asked once. A rest that does not start at that byte, or is not exactly the remaining
-   * length, fails the copy. The bytes are still hashed and checked as one body.
-   */
-  private Source<ByteString, NotUsed> resumable(Source<ByteString, NotUsed> body, int from, long total, PeerBlobs client) {
-    AtomicLong received = new AtomicLong();
-    AtomicInteger attempt = new AtomicInteger();
-    int peers = origin.peers().size();
-    return counted(body, received).recoverWithRetries(peers, Throwable.class, () -> {
-      long offset = received.get();
-      String peer = origin.peers().get((from + attempt.getAndIncrement()) % peers);
-      log.info("copy of {} broke at byte {} of {}; resuming from {}", key, offset, total, peer);
-      CompletionStage<Source<ByteString, NotUsed>> rest = client.get(peer, origin.path(), offset).thenApply(r -> {
-        boolean fits = r.status() == 206
-            && r.header("Content-Range").orElse("").startsWith("bytes " + offset + "-")
-            && r.contentLength().orElse(-1) == total - offset;
-        if (!fits) {
-          r.body().runWith(Sink.cancelled(), system);
-          throw new CompletionException(new IOException("peer " + peer + " cannot resume at " + offset
-              + " (status " + r.status() + ")"));
-        }
-        return counted(r.body(), received);
-      });
-      return Source.completionStageSource(rest).mapMaterializedValue(m -> NotUsed.getInstance());
-    });
-  }
-
-  private static Source<ByteString, NotUsed> counted(Source<ByteString, NotUsed> body, AtomicLong received) {
-    return body.map(b -> {
-      received.addAndGet(b.size());
-      return b;
-    });
   }
 
   private CompletionStage<Outcome> onResponse(UpstreamResponse response, String expectedSha256, List<Header> fixedHeaders,

@@ -4,7 +4,6 @@ import dev.corral.core.CborSerializable;
 import dev.corral.core.download.Download;
 import dev.corral.core.download.Failure;
 import dev.corral.core.download.Outcome;
-import dev.corral.core.download.PeerBlobs;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.record.KeyRecords;
 import dev.corral.core.record.Record;
@@ -24,7 +23,6 @@ import org.apache.pekko.actor.typed.javadsl.BehaviorBuilder;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
-import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.persistence.typed.PersistenceId;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -230,7 +228,7 @@ public final class FetchEntity {
     // Peers give immutable bytes only: a revalidation asks the upstream, and a peer's copy of
     // mutable metadata may be older than the TTL allows (it would be stored here as fresh).
     boolean immutable = revalidating == null && (leader == null || !leader.mutable());
-    if (immutable && peersMayHold()) {
+    if (immutable && node.peers().othersMayHold()) {
       // Replica directory: read only on this node's miss, never on a hit. Joins meanwhile wait
       // in the flight like any coalesced waiter. Bounded: a database that hangs must not hold
       // up a miss (the upstream is asked instead).
@@ -286,15 +284,15 @@ public final class FetchEntity {
       return Behaviors.same();
     }
     Record r = read.record();
-    String self = node.peering().selfUrl();
-    List<String> peers = r.cached() == null ? List.of()
-        : r.holders().stream().filter(h -> !h.equals(self)).toList();
-    if (peers.isEmpty()) {
+    Optional<String> self = node.peers().self();
+    List<String> holders = r.cached() == null ? List.of()
+        : r.holders().stream().filter(h -> self.isEmpty() || !h.equals(self.get())).toList();
+    if (holders.isEmpty()) {
       run(flight, Download.Origin.UPSTREAM, false);
     } else {
       StoredArtifact a = r.cached();
-      run(flight, new Download.Origin(node.peering().client(), peers, PeerBlobs.blobPath(a.sha256()), a.sha256(),
-          a.headers(), true, a.fetchedAtMillis()), true);
+      run(flight, new Download.Origin(node.peers().copy(holders, a.sha256()), a.sha256(), a.headers(), true,
+          a.fetchedAtMillis()), true);
     }
     return Behaviors.same();
   }
@@ -329,7 +327,7 @@ public final class FetchEntity {
     }
     StoredArtifact committed = committed(outcome);
     if (committed != null) {
-      String self = node.peering() == null ? null : node.peering().selfUrl();
+      String self = node.peers().self().orElse(null);
       record.update(r -> r.committed(committed, self), ctx.getSelf(), RecordWritten::new);
     } else if (flight.revalidating != null && outcome instanceof Outcome.NotFound) {
       record.write(Record.EMPTY, ctx.getSelf(), RecordWritten::new); // gone upstream
@@ -426,47 +424,16 @@ public final class FetchEntity {
 
   // ---- answering --------------------------------------------------------------------------------
 
-  /** True when other nodes may hold the key's bytes: this node talks to peers and is not alone. */
-  private boolean peersMayHold() {
-    return node.peering() != null
-        && Cluster.get(ctx.getSystem()).state().members().size() > 1;
-  }
-
   private static boolean isLocal(ActorRef<Reply> to) {
     return to.path().address().hasLocalScope();
   }
 
   /**
    * Answers a waiter. One on another node cannot read this node's store or downloads: it gets
-   * the small body inside the reply, or where to read the bytes from this node's peer endpoint.
+   * what {@link Peers#forAnotherNode} makes of the outcome (the bytes inside, or where to read them).
    */
   private void send(ActorRef<Reply> to, Outcome outcome, Via via) {
-    if (isLocal(to)) {
-      to.tell(Reply.of(outcome, via));
-      return;
-    }
-    Node.Peering peering = node.peering();
-    if (peering == null) {
-      // A node still starting (its HTTP side not bound yet) cannot hand bytes to other nodes;
-      // a local-only reply would point the waiter at its own store or downloads.
-      to.tell(new Reply.Retry("this node cannot serve other nodes yet"));
-      return;
-    }
-    Via remoteVia = via == Via.HIT ? Via.PEER : via; // bytes held by another node
-    String self = peering.selfUrl();
-    if (outcome instanceof Outcome.Body b) {
-      StoredArtifact a = b.artifact();
-      to.tell(b.bytes().size() <= peering.inlineLimit()
-          ? new Reply.Inline(remoteVia, b.headers(), b.bytes(), a.sha256(), a.fetchedAtMillis())
-          : new Reply.FromPeer(remoteVia, b.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis()));
-    } else if (outcome instanceof Outcome.Stored || outcome instanceof Outcome.Revalidated) {
-      StoredArtifact a = committed(outcome);
-      to.tell(new Reply.FromPeer(remoteVia, a.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis()));
-    } else if (outcome instanceof Outcome.Streaming s) {
-      to.tell(new Reply.FromPeer(remoteVia, s.headers(), s.length(), self, null, s.downloadId()));
-    } else {
-      to.tell(Reply.of(outcome, via));
-    }
+    to.tell(isLocal(to) ? Reply.of(outcome, via) : node.peers().forAnotherNode(outcome, via));
   }
 
   /**

@@ -1,6 +1,5 @@
 package dev.corral.core.fetch;
 
-import dev.corral.core.download.PeerBlobs;
 import dev.corral.core.download.Downloads;
 import dev.corral.core.record.KeyRecords;
 import com.github.benmanes.caffeine.cache.Ticker;
@@ -33,24 +32,10 @@ public final class Node {
   private final HotBlobs hot;
   private final KeyRecords records;
   private final Map<String, Semaphore> orphanSlots = new ConcurrentHashMap<>();
-  private volatile Peering peering;
-
-  /**
-   * How this node exchanges bytes with the other nodes of its cluster.
-   *
-   * @param selfUrl this node's peer base URL (the scheme, address and port of its HTTP server), which
-   *     the key records list as a holder and replies to other nodes point at
-   * @param client reads other nodes' blobs and downloads
-   * @param inlineLimit the largest body sent inside a reply to another node; it must fit Artery's
-   *     {@code maximum-large-frame-size} with room for the headers. Larger bodies are read from
-   *     the holder's peer endpoint.
-   */
-  public record Peering(String selfUrl, PeerBlobs client, long inlineLimit) {}
+  private final Peers peers;
 
   /**
    * @param io an executor for blocking file work (the actor system's blocking-io dispatcher)
-   */
-  /**
    * @param hot the verified bytes of the most used small blobs, shared by hits and fetches
    * @param records where the fetch entities write each key's record
    */
@@ -63,12 +48,13 @@ public final class Node {
       Function<String, FetchPolicy> policies,
       Ticker ticker,
       Executor io) {
-    this(store, hot, records, upstream, events, policies, ticker, Clock.systemUTC(), io);
+    this(store, hot, records, upstream, events, policies, ticker, Clock.systemUTC(), io, Peers.NONE);
   }
 
   /**
    * @param clock wall-clock time, the same as the store's: a stored copy's age is the clock's
    *     now minus {@link dev.corral.core.store.StoredArtifact#fetchedAtMillis()}
+   * @param peers the cluster's other nodes ({@link Peers#NONE} for a node on its own)
    */
   public Node(
       ArtifactStore store,
@@ -79,7 +65,9 @@ public final class Node {
       Function<String, FetchPolicy> policies,
       Ticker ticker,
       Clock clock,
-      Executor io) {
+      Executor io,
+      Peers peers) {
+    this.peers = peers;
     this.clock = clock;
     this.hot = hot;
     this.records = records;
@@ -145,14 +133,9 @@ public final class Node {
     return hot;
   }
 
-  /** Set once the node's HTTP server is bound (its address is part of {@link Peering#selfUrl}). */
-  public void peering(Peering value) {
-    this.peering = value;
-  }
-
-  /** Null on a node that exchanges no bytes with peers (a test node, or before the bind). */
-  public Peering peering() {
-    return peering;
+  /** The cluster's other nodes, as the entity and the waiters see them. */
+  public Peers peers() {
+    return peers;
   }
 
   public Downloads downloads() {

@@ -1,6 +1,5 @@
 package dev.corral.core.fetch;
 
-import dev.corral.core.download.PeerBlobs;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import dev.corral.core.ByteStringModule;
@@ -34,39 +33,11 @@ public sealed interface Reply extends CborSerializable {
       implements Reply {}
 
   /**
-   * For a waiter on another node: a small verified body inside the reply. Bounded by
-   * {@link Node.Peering#inlineLimit()} so that it always fits Artery's large-message frame (a
-   * larger message would be dropped with only a log line). The waiter's node checks the SHA-256,
-   * answers its clients and keeps a replica, as old as the holder's copy ({@code fetchedAtMillis};
-   * -1: fetched just now), so a copy of mutable metadata never looks fresher than its source.
+   * For a waiter on another node, which cannot read this node's store or downloads: made by
+   * {@link Peers#forAnotherNode} and turned back into a local reply by {@link Peers#arrived} (the
+   * cluster module's wire format: a small body inside, or where to copy the bytes from).
    */
-  record Inline(Via via, List<Header> headers,
-      @JsonSerialize(using = ByteStringModule.Writer.class) @JsonDeserialize(using = ByteStringModule.Reader.class)
-      ByteString bytes, String sha256, long fetchedAtMillis) implements Reply {
-    public Inline(Via via, List<Header> headers, ByteString bytes, String sha256) {
-      this(via, headers, bytes, sha256, -1);
-    }
-  }
-
-  /**
-   * For a waiter on another node: read the body from the node at {@code peerUrl}, which holds it
-   * committed ({@code downloadId < 0}; {@code sha256} names the blob) or is still downloading it
-   * (download {@code downloadId}; {@code sha256} is null). The waiter's node copies it once,
-   * streams the copy to its clients and keeps a verified replica, as old as the holder's copy
-   * ({@code fetchedAtMillis}; -1: fetched just now).
-   */
-  record FromPeer(Via via, List<Header> headers, long length, String peerUrl, String sha256,
-      long downloadId, long fetchedAtMillis) implements Reply {
-    public FromPeer(Via via, List<Header> headers, long length, String peerUrl, String sha256,
-        long downloadId) {
-      this(via, headers, length, peerUrl, sha256, downloadId, -1);
-    }
-
-    /** The path of the bytes on the peer's endpoint. */
-    public String path() {
-      return downloadId >= 0 ? PeerBlobs.downloadPath(downloadId) : PeerBlobs.blobPath(sha256);
-    }
-  }
+  non-sealed interface ForAnotherNode extends Reply {}
 
   /** The upstream said the artifact does not exist: 404, or 410 when {@code gone}. */
   record NotFound(Via via, boolean gone, List<Header> headers) implements Reply {}

@@ -1,6 +1,7 @@
 package dev.corral.core.wait;
 
 import dev.corral.core.fetch.Node;
+import dev.corral.core.fetch.Peers;
 import dev.corral.core.fetch.Via;
 import dev.corral.core.fetch.FetchEntity;
 import dev.corral.core.fetch.FetchEvents;
@@ -11,12 +12,10 @@ import dev.corral.core.download.Failure;
 import dev.corral.core.download.Outcome;
 import dev.corral.core.store.BlobWriter;
 import dev.corral.core.store.StoredArtifact;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
+import dev.corral.core.upstream.Header;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -45,12 +44,12 @@ import org.slf4j.LoggerFactory;
  * local waiter is attached. Its token is random (64 bits), so it is unique across the cluster's
  * nodes, whose cancel registries hand out overlapping numbers.
  *
- * <p>Replies meant for another node are turned into local ones here: an {@code Inline} body is
- * checked against its SHA-256, answered as a {@code Body} and kept as a replica; a
- * {@code FromPeer} starts one copy from the peer's endpoint into this node's store (a
- * {@link Fetch} whose origin is that peer), which local waiters stream while it grows, exactly as
- * they stream a local download. A copy committed here is announced to the entity
- * ({@code Holding}), so the key's record lists this node as a holder.
+ * <p>Replies made for another node come back through {@link Peers#arrived}: a small body,
+ * already checked against its SHA-256, is answered at once and kept as a replica; a copy is made
+ * once from the other node into this node's store (a download whose origin is that node), which
+ * local waiters stream while it grows, exactly as they stream a local download. A copy committed
+ * here is announced to the entity ({@code Holding}), so the key's record lists this node as a
+ * holder.
  */
 final class SharedAsks {
   private static final Logger log = LoggerFactory.getLogger(SharedAsks.class);
@@ -193,8 +192,8 @@ final class SharedAsks {
       // hand every callback to the common pool, one more thread to wake before the waiters hear.
       // Everything else may read files, so it goes to the common pool as before.
       asked.whenCompleteAsync((reply, error) -> {
-        if (error == null && reply instanceof Reply.Inline in) {
-          inline(in);
+        if (error == null && reply instanceof Reply.ForAnotherNode remote) {
+          arrived(node.peers().arrived(remote));
         } else {
           ForkJoinPool.commonPool().execute(() -> asked(reply, error));
         }
@@ -229,45 +228,45 @@ final class SharedAsks {
       CompletableFuture.delayedExecutor(pause.toMillis(), TimeUnit.MILLISECONDS, node.io()).execute(this::ask);
     }
 
-    /** A reply other than an inline body (those are answered where they arrive, see ask()). */
+    /** A reply other than one from another node (those are answered where they arrive, see ask()). */
     private void resolve(Reply reply) {
-      if (reply instanceof Reply.FromPeer from) {
-        startCopy(from);
-      } else {
-        answer(reply, true);
-      }
+      answer(reply, true);
     }
 
     /**
-     * A small body from another node: checked and answered at once, then kept as a replica here
-     * (file I/O, on the I/O pool, after the waiters have their answer).
+     * A reply from another node, on the thread that delivered it: a small body (already checked
+     * against its SHA-256) is answered at once, then kept as a replica here (file I/O, on the I/O
+     * pool, after the waiters have their answer); a copy is started on the common pool.
      */
-    private void inline(Reply.Inline in) {
-      String actual = sha256(in.bytes());
-      if (!actual.equals(in.sha256())) {
-        log.warn("a body of {} from another node hashes to {}, not {}", key, actual, in.sha256());
-        answer(new Reply.Failed(Failure.BAD_BYTES, "a peer's copy does not match its sha256"), true);
-        return;
+    private void arrived(Peers.Arrival arrival) {
+      if (arrival instanceof Peers.Arrival.Body b) {
+        answer(b.reply(), true);
+        node.io().execute(() -> keepReplica(b));
+      } else if (arrival instanceof Peers.Arrival.Copy c) {
+        ForkJoinPool.commonPool().execute(() -> startCopy(c));
+      } else {
+        Reply.Failed refused = ((Peers.Arrival.Refused) arrival).reply();
+        log.warn("a reply for {} from another node was refused: {}", key, refused.reason());
+        answer(refused, true);
       }
-      answer(new Reply.Body(in.via(), in.headers(), in.bytes()), true);
-      node.io().execute(() -> keepReplica(in));
     }
 
-    private void keepReplica(Reply.Inline in) {
+    private void keepReplica(Peers.Arrival.Body in) {
       if (node.store().lookup(key).isPresent()) {
         return;
       }
       BlobWriter writer = null;
       try {
         writer = node.store().newBlob(key.expected() == null ? null : key.expected().jcaName());
-        writer.write(in.bytes());
+        writer.write(in.reply().bytes());
         writer.finish();
         if (writer.sha256().equals(in.sha256())) {
-          StoredArtifact a = node.store().commit(key, writer, in.headers());
+          List<Header> headers = in.reply().headers();
+          StoredArtifact a = node.store().commit(key, writer, headers);
           if (in.fetchedAtMillis() >= 0) { // as old as the holder's copy (mutable metadata stays stale)
-            a = node.store().touch(key, in.headers(), in.fetchedAtMillis()).orElse(a);
+            a = node.store().touch(key, headers, in.fetchedAtMillis()).orElse(a);
           }
-          node.hot().put(a.sha256(), in.bytes());
+          node.hot().put(a.sha256(), in.reply().bytes());
           holding(a);
         }
       } catch (Exception e) {
@@ -280,13 +279,13 @@ final class SharedAsks {
     }
 
     /** One copy per node: every local waiter streams it while it grows. */
-    private void startCopy(Reply.FromPeer from) {
-      if (system == null || node.peering() == null) {
+    private void startCopy(Peers.Arrival.Copy from) {
+      if (system == null) {
         answer(new Reply.Failed(Failure.PEER_ERROR, "this node cannot read from peers"), true);
         return;
       }
-      Download.Origin origin = new Download.Origin(node.peering().client(), List.of(from.peerUrl()), from.path(), from.sha256(), from.headers(), false,
-          from.sha256() == null ? -1 : from.fetchedAtMillis());
+      Download.Origin origin = new Download.Origin(from.source(), from.sha256(), from.headers(), false,
+          from.fetchedAtMillis());
       Via via = from.via();
       synchronized (SharedAsks.this) {
         if (answered && locals.isEmpty()) {
@@ -328,10 +327,7 @@ final class SharedAsks {
     }
 
     private void holding(StoredArtifact a) {
-      Node.Peering p = node.peering();
-      if (p != null) {
-        entity.tell(new FetchEntity.Holding(p.selfUrl(), a.sha256()));
-      }
+      node.peers().self().ifPresent(self -> entity.tell(new FetchEntity.Holding(self, a.sha256())));
     }
 
     /**
@@ -375,17 +371,5 @@ final class SharedAsks {
       return new Reply.Streaming(Via.COALESCED, s.headers(), s.length(), s.downloadId());
     }
     return reply;
-  }
-
-  private static String sha256(org.apache.pekko.util.ByteString bytes) {
-    try {
-      MessageDigest md = MessageDigest.getInstance("SHA-256");
-      for (java.nio.ByteBuffer b : bytes.getByteBuffers()) {
-        md.update(b);
-      }
-      return HexFormat.of().formatHex(md.digest());
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
   }
 }

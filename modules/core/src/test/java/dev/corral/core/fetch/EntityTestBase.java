@@ -85,7 +85,7 @@ abstract class EntityTestBase {
     store = new FaultyStore(DiskStore.open(dataDir, 1L << 30, ticker.clock()));
     node = new Node(store, new HotBlobs(0), KeyRecords.of(kit.system()), upstream, events,
         r -> policies.getOrDefault(r, FetchPolicy.defaults()), ticker, ticker.clock(),
-        kit.system().dispatchers().lookup(DispatcherSelector.blocking()));
+        kit.system().dispatchers().lookup(DispatcherSelector.blocking()), Peers.NONE);
     FetchEntity.init(kit.system(), node, idleTimeout());
     sharding = ClusterSharding.get(kit.system());
     waiters = new Waiters(sharding, new CancelRegistry(ticker, Duration.ofSeconds(120), 1000), node);

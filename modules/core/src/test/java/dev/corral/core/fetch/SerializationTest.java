@@ -29,8 +29,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 /**
- * Every message that crosses nodes (the fetch entity's commands and replies) and its persisted
- * record survive a round trip through Pekko's serialization (jackson-cbor, with Corral's
+ * Every message that crosses nodes (the fetch entity's commands and replies; the cluster module's
+ * own replies are its {@code CrossNodeRepliesTest}) and its persisted record survive a round trip through Pekko's serialization (jackson-cbor, with Corral's
  * ByteString module), bytes included.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -100,14 +100,11 @@ class SerializationTest {
     assertArrayEquals(body.toArray(), b.bytes().toArray());
     // A ByteString made of several chunks is written as one byte string.
     ByteString chunked = random(10).concat(random(70_000)).concat(ByteString.emptyByteString()).concat(random(5));
-    Reply.Inline in = (Reply.Inline) roundTrip(
-        new Reply.Inline(Via.COALESCED, HEADERS, chunked, "c".repeat(64)));
+    Reply.Body in = (Reply.Body) roundTrip(new Reply.Body(Via.COALESCED, HEADERS, chunked));
     assertArrayEquals(chunked.toArray(), in.bytes().toArray());
-    roundTrip(new Reply.Inline(Via.PEER, List.of(), ByteString.emptyByteString(), "d".repeat(64)));
+    roundTrip(new Reply.Body(Via.PEER, List.of(), ByteString.emptyByteString()));
     roundTrip(new Reply.Stored(Via.HIT, ARTIFACT));
     roundTrip(new Reply.Streaming(Via.COALESCED, HEADERS, 1L << 33, 17));
-    roundTrip(new Reply.FromPeer(Via.PEER, HEADERS, 1L << 31, "http://127.0.0.1:9", "e".repeat(64), -1));
-    roundTrip(new Reply.FromPeer(Via.MISS, HEADERS, 99, "http://127.0.0.1:9", null, 5));
     roundTrip(new Reply.NotFound(Via.NEGATIVE, true, HEADERS));
     roundTrip(new Reply.Failed(Failure.UPSTREAM_TIMEOUT, "upstream timed out"));
     roundTrip(new Reply.Retry("the fetch entity stopped"));
@@ -137,7 +134,7 @@ class SerializationTest {
     try {
       Serialization s = SerializationExtension.get(Adapter.toClassic(shadedOrder.system()));
       ByteString body = random(50_000);
-      for (Object message : List.of(new Reply.Inline(Via.COALESCED, HEADERS, body, "c".repeat(64)),
+      for (Object message : List.of(new Reply.Body(Via.COALESCED, HEADERS, body),
           new Reply.Body(Via.MISS, HEADERS, body))) {
         var serializer = s.findSerializerFor(message);
         byte[] bytes = s.serialize(message).get();
@@ -188,7 +185,7 @@ class SerializationTest {
   @Test
   void aBodyIsCarriedAsRawBytesNotBase64() {
     ByteString body = random(1 << 20);
-    var message = new Reply.Inline(Via.MISS, HEADERS, body, "f".repeat(64));
+    var message = new Reply.Body(Via.MISS, HEADERS, body);
     byte[] bytes = serialization.findSerializerFor(message).toBinary(message);
     // CBOR byte string: the payload plus a few hundred bytes of fields, not 4/3 of it.
     assertTrue(bytes.length < body.size() + 1024, "serialized size " + bytes.length);

@@ -1,0 +1,75 @@
+package dev.corral.cluster;
+
+import dev.corral.core.download.Outcome;
+import dev.corral.core.fetch.Peers;
+import dev.corral.core.fetch.Reply;
+import dev.corral.core.fetch.Via;
+import dev.corral.core.upstream.Upstream;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.cluster.typed.Cluster;
+
+/**
+ * The other nodes of a Pekko cluster: this node is named in key records by its peer endpoint's
+ * base URL, small bodies travel inside replies and larger ones are copied from the holder's
+ * {@link PeerEndpoint} over HTTP.
+ *
+ * <p>The one thing set after construction is this node's URL, known once its HTTP server is bound
+ * (the port may be chosen then); until {@link #bound} a waiter on another node is told to ask
+ * again, and this node lists itself as no holder.
+ */
+public final class ClusterPeers implements Peers {
+  private final ActorSystem<?> system;
+  private final PeerBlobs client;
+  private final long inlineLimit;
+  private final AtomicReference<String> self = new AtomicReference<>();
+
+  /**
+   * @param inlineLimit the largest body sent inside a reply to another node; it must fit Artery's
+   *     {@code maximum-large-frame-size} with room for the headers. Larger bodies are read from
+   *     the holder's peer endpoint.
+   */
+  public ClusterPeers(ActorSystem<?> system, PeerBlobs client, long inlineLimit) {
+    this.system = system;
+    this.client = client;
+    this.inlineLimit = inlineLimit;
+  }
+
+  /** This node's HTTP server is bound at {@code selfUrl} (scheme, address and port). */
+  public void bound(String selfUrl) {
+    self.set(selfUrl);
+  }
+
+  @Override
+  public Optional<String> self() {
+    return Optional.ofNullable(self.get());
+  }
+
+  @Override
+  public boolean othersMayHold() {
+    return self.get() != null && Cluster.get(system).state().members().size() > 1;
+  }
+
+  @Override
+  public Reply forAnotherNode(Outcome outcome, Via via) {
+    String url = self.get();
+    if (url == null) {
+      // A node still starting cannot hand bytes to other nodes; a local-only reply would point
+      // the waiter at its own store or downloads.
+      return new Reply.Retry("this node cannot serve other nodes yet");
+    }
+    return CrossNodeReplies.encode(outcome, via, url, inlineLimit);
+  }
+
+  @Override
+  public Arrival arrived(Reply.ForAnotherNode reply) {
+    return CrossNodeReplies.decode(reply, (peerUrl, path) -> new PeerCopy(client, List.of(peerUrl), path, system));
+  }
+
+  @Override
+  public Upstream copy(List<String> holders, String sha256) {
+    return new PeerCopy(client, holders, PeerEndpoint.blobPath(sha256), system);
+  }
+}

@@ -1,0 +1,116 @@
+package dev.corral.cluster;
+
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import com.fasterxml.jackson.databind.annotation.JsonSerialize;
+import dev.corral.core.ByteStringModule;
+import dev.corral.core.download.Failure;
+import dev.corral.core.download.Outcome;
+import dev.corral.core.fetch.Peers;
+import dev.corral.core.fetch.Reply;
+import dev.corral.core.fetch.Via;
+import dev.corral.core.store.StoredArtifact;
+import dev.corral.core.upstream.Header;
+import java.nio.ByteBuffer;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.function.BiFunction;
+import org.apache.pekko.util.ByteString;
+
+/**
+ * The wire format of a fetch entity's answer to a waiter on another node, encoded on the entity's
+ * node and decoded on the waiter's, in one place. A waiter elsewhere cannot read this node's store
+ * or downloads, so it gets either the small body inside the reply ({@link Inline}) or where to
+ * read the bytes from ({@link FromPeer}: this node's {@link PeerEndpoint}). Both are Jackson CBOR
+ * messages, like every other message between nodes.
+ */
+final class CrossNodeReplies {
+  private CrossNodeReplies() {}
+
+  /**
+   * A small verified body inside the reply. Bounded by the inline limit so that it always fits
+   * Artery's large-message frame (a larger message would be dropped with only a log line). The
+   * waiter's node checks the SHA-256, answers its clients and keeps a replica, as old as the
+   * holder's copy ({@code fetchedAtMillis}; -1: fetched just now), so a copy of mutable metadata
+   * never looks fresher than its source.
+   */
+  record Inline(Via via, List<Header> headers,
+      @JsonSerialize(using = ByteStringModule.Writer.class) @JsonDeserialize(using = ByteStringModule.Reader.class)
+      ByteString bytes, String sha256, long fetchedAtMillis) implements Reply.ForAnotherNode {}
+
+  /**
+   * Read the body from the node at {@code peerUrl}, which holds it committed ({@code downloadId <
+   * 0}; {@code sha256} names the blob) or is still downloading it (download {@code downloadId};
+   * {@code sha256} is null). The waiter's node copies it once, streams the copy to its clients and
+   * keeps a verified replica, as old as the holder's copy ({@code fetchedAtMillis}; -1: fetched
+   * just now).
+   */
+  record FromPeer(Via via, List<Header> headers, long length, String peerUrl, String sha256,
+      long downloadId, long fetchedAtMillis) implements Reply.ForAnotherNode {
+
+    /** The path of the bytes on the peer's endpoint. */
+    String path() {
+      return downloadId >= 0 ? PeerEndpoint.downloadPath(downloadId) : PeerEndpoint.blobPath(sha256);
+    }
+  }
+
+  /**
+   * On the entity's node: what a waiter on another node is told. A hit there is {@code PEER}
+   * (bytes held by another node).
+   *
+   * @param self this node's peer base URL
+   */
+  static Reply encode(Outcome outcome, Via via, String self, long inlineLimit) {
+    Via remote = via == Via.HIT ? Via.PEER : via;
+    if (outcome instanceof Outcome.Body b) {
+      StoredArtifact a = b.artifact();
+      return b.bytes().size() <= inlineLimit
+          ? new Inline(remote, b.headers(), b.bytes(), a.sha256(), a.fetchedAtMillis())
+          : new FromPeer(remote, b.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis());
+    }
+    StoredArtifact committed = outcome instanceof Outcome.Stored s ? s.artifact()
+        : outcome instanceof Outcome.Revalidated r ? r.artifact() : null;
+    if (committed != null) {
+      return new FromPeer(remote, committed.headers(), committed.size(), self, committed.sha256(), -1,
+          committed.fetchedAtMillis());
+    }
+    if (outcome instanceof Outcome.Streaming s) {
+      return new FromPeer(remote, s.headers(), s.length(), self, null, s.downloadId(), -1);
+    }
+    return Reply.of(outcome, via); // no bytes to carry: not found, failed, ask again
+  }
+
+  /**
+   * On the waiter's node: an inline body is checked against its SHA-256; a pointer becomes a
+   * copy from that node ({@code copyFrom} makes its source from the peer URL and path).
+   */
+  static Peers.Arrival decode(Reply.ForAnotherNode reply, BiFunction<String, String, PeerCopy> copyFrom) {
+    if (reply instanceof Inline in) {
+      String actual = sha256(in.bytes());
+      if (!actual.equals(in.sha256())) {
+        return new Peers.Arrival.Refused(new Reply.Failed(Failure.BAD_BYTES,
+            "a peer's copy hashes to " + actual + ", not " + in.sha256()));
+      }
+      return new Peers.Arrival.Body(new Reply.Body(in.via(), in.headers(), in.bytes()), in.sha256(), in.fetchedAtMillis());
+    }
+    if (reply instanceof FromPeer from) {
+      return new Peers.Arrival.Copy(from.via(), copyFrom.apply(from.peerUrl(), from.path()), from.sha256(),
+          from.headers(), from.sha256() == null ? -1 : from.fetchedAtMillis());
+    }
+    return new Peers.Arrival.Refused(new Reply.Failed(Failure.PEER_ERROR,
+        "an unknown reply from another node: " + reply.getClass().getName()));
+  }
+
+  static String sha256(ByteString bytes) {
+    try {
+      MessageDigest md = MessageDigest.getInstance("SHA-256");
+      for (ByteBuffer b : bytes.getByteBuffers()) {
+        md.update(b);
+      }
+      return HexFormat.of().formatHex(md.digest());
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

@@ -1,0 +1,17 @@
+package dev.corral.cluster;
+
+import dev.corral.core.upstream.UpstreamResponse;
+import java.util.concurrent.CompletionStage;
+
+/**
+ * Reads bytes another node holds from its {@link PeerEndpoint} ({@link HttpPeerBlobs}; a fake in
+ * tests). The stage completes once the status and headers are known; the body fails, never ends
+ * early, when the transfer breaks.
+ */
+public interface PeerBlobs {
+  /**
+   * GETs {@code peerUrl + path} from byte {@code offset} on: when it is over 0, with {@code Range:
+   * bytes=<offset>-} (answered 206 with a Content-Range).
+   */
+  CompletionStage<UpstreamResponse> get(String peerUrl, String path, long offset);
+}

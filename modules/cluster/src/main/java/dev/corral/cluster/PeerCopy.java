@@ -1,0 +1,111 @@
+package dev.corral.cluster;
+
+import dev.corral.core.upstream.Upstream;
+import dev.corral.core.upstream.UpstreamRequest;
+import dev.corral.core.upstream.UpstreamResponse;
+import java.io.IOException;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One blob (or one running download) as other nodes give it, as an {@link Upstream}: the holders
+ * are asked in order, and the first that answers 200 with its exact length gives the bytes. When
+ * its transfer breaks, the body goes on from the byte where it broke with a {@code Range} request:
+ * to the same holder first (a dropped connection), then to the next ones, each asked once. A rest
+ * that does not start at that byte, or is not exactly the remaining length, fails the body. The
+ * downloader hashes and checks the whole (SEMANTICS L3, B1), so a holder can never make this node
+ * store other bytes. The request's URL is not used: this upstream gives only its one blob.
+ */
+final class PeerCopy implements Upstream {
+  private static final Logger log = LoggerFactory.getLogger(PeerCopy.class);
+
+  private final PeerBlobs client;
+  private final List<String> holders;
+  private final String path;
+  private final ActorSystem<?> system;
+
+  PeerCopy(PeerBlobs client, List<String> holders, String path, ActorSystem<?> system) {
+    this.client = client;
+    this.holders = List.copyOf(holders);
+    this.path = path;
+    this.system = system;
+  }
+
+  @Override
+  public CompletionStage<UpstreamResponse> get(UpstreamRequest request) {
+    return from(0, request);
+  }
+
+  private CompletionStage<UpstreamResponse> from(int i, UpstreamRequest request) {
+    if (i >= holders.size()) {
+      return CompletableFuture.failedFuture(new IOException("no holder gave " + path));
+    }
+    String holder = holders.get(i);
+    CompletionStage<UpstreamResponse> asked;
+    try {
+      asked = client.get(holder, path, 0);
+    } catch (RuntimeException e) {
+      asked = CompletableFuture.failedFuture(e);
+    }
+    return asked
+        .handle((response, error) -> {
+          if (error == null && response.status() == 200 && response.contentLength().isPresent()) {
+            long total = response.contentLength().getAsLong();
+            return CompletableFuture.completedFuture(new UpstreamResponse(200, response.headers(),
+                response.contentLength(), resumable(response.body(), i, total)));
+          }
+          if (response != null) {
+            response.body().runWith(Sink.cancelled(), system);
+          }
+          log.info("holder {} could not give {} for {}: {}", holder, path, request.url(),
+              error != null ? unwrap(error).toString() : "status " + response.status());
+          return from(i + 1, request);
+        })
+        .thenCompose(next -> next);
+  }
+
+  private Source<ByteString, NotUsed> resumable(Source<ByteString, NotUsed> body, int from, long total) {
+    AtomicLong received = new AtomicLong();
+    AtomicInteger attempt = new AtomicInteger();
+    int count = holders.size();
+    return counted(body, received).recoverWithRetries(count, Throwable.class, () -> {
+      long offset = received.get();
+      String holder = holders.get((from + attempt.getAndIncrement()) % count);
+      log.info("copy of {} broke at byte {} of {}; resuming from {}", path, offset, total, holder);
+      CompletionStage<Source<ByteString, NotUsed>> rest = client.get(holder, path, offset).thenApply(r -> {
+        boolean fits = r.status() == 206
+            && r.header("Content-Range").orElse("").startsWith("bytes " + offset + "-")
+            && r.contentLength().orElse(-1) == total - offset;
+        if (!fits) {
+          r.body().runWith(Sink.cancelled(), system);
+          throw new CompletionException(new IOException("holder " + holder + " cannot resume at " + offset
+              + " (status " + r.status() + ")"));
+        }
+        return counted(r.body(), received);
+      });
+      return Source.completionStageSource(rest).mapMaterializedValue(m -> NotUsed.getInstance());
+    });
+  }
+
+  private static Source<ByteString, NotUsed> counted(Source<ByteString, NotUsed> body, AtomicLong received) {
+    return body.map(b -> {
+      received.addAndGet(b.size());
+      return b;
+    });
+  }
+
+  private static Throwable unwrap(Throwable e) {
+    return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+  }
+}

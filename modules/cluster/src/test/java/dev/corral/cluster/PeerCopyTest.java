@@ -1,0 +1,132 @@
+package dev.corral.cluster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import dev.corral.core.upstream.Header;
+import dev.corral.core.upstream.UpstreamRequest;
+import dev.corral.core.upstream.UpstreamResponse;
+import java.io.IOException;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * A copy of one blob from its holders (SEMANTICS L3, B2 across nodes): the holders asked in
+ * order, a transfer that breaks mid-body resumed with a Range request where it broke (the same
+ * holder first, then the next), and a rest that cannot be had fails the body, never ends it short.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class PeerCopyTest {
+  private static final byte[] BODY = new byte[300_000];
+  private static final String PATH = "/-/peer/blobs/" + "a".repeat(64);
+
+  static {
+    new Random(7).nextBytes(BODY);
+  }
+
+  private final ActorTestKit kit = ActorTestKit.create("PeerCopyTest");
+  /** What each fake holder does; records every (holder, offset) asked. */
+  private final Map<String, Holder> holders = new ConcurrentHashMap<>();
+  private final List<String> asked = new CopyOnWriteArrayList<>();
+
+  private interface Holder {
+    CompletionStage<UpstreamResponse> get(long offset);
+  }
+
+  private final PeerBlobs client = (peerUrl, path, offset) -> {
+    assertEquals(PATH, path);
+    asked.add(peerUrl + "@" + offset);
+    Holder h = holders.get(peerUrl);
+    return h == null ? CompletableFuture.failedFuture(new IOException("connection refused")) : h.get(offset);
+  };
+
+  @AfterAll
+  void stop() {
+    kit.shutdownTestKit();
+  }
+
+  /** Serves the body from the offset asked; a transfer starting before {@code breakAt} breaks there. */
+  private static Holder serving(long breakAt) {
+    return offset -> {
+      int from = (int) offset;
+      int to = from < breakAt ? (int) Math.min(BODY.length, breakAt) : BODY.length;
+      Source<ByteString, NotUsed> body = Source.single(ByteString.fromArray(BODY, from, to - from));
+      if (to < BODY.length) {
+        // Lazy: concat fails at once when its second input is an already failed source.
+        body = body.concat(Source.lazySource(() -> Source.<ByteString>failed(new IOException("connection reset")))
+            .mapMaterializedValue(m -> NotUsed.getInstance()));
+      }
+      List<Header> headers = offset == 0 ? List.of()
+          : List.of(new Header("Content-Range", "bytes " + offset + "-" + (BODY.length - 1) + "/" + BODY.length));
+      return CompletableFuture.completedFuture(
+          new UpstreamResponse(offset == 0 ? 200 : 206, headers, OptionalLong.of(BODY.length - offset), body));
+    };
+  }
+
+  /** Reads the copy whole. */
+  private ByteString copy(List<String> from) throws Exception {
+    UpstreamResponse r = new PeerCopy(client, from, PATH, kit.system())
+        .get(new UpstreamRequest("r", "http://upstream.example/a", List.of()))
+        .toCompletableFuture().get(10, TimeUnit.SECONDS);
+    assertEquals(200, r.status());
+    assertEquals(BODY.length, r.contentLength().getAsLong());
+    return r.body().runWith(Sink.fold(ByteString.emptyByteString(), ByteString::concat), kit.system())
+        .toCompletableFuture().get(10, TimeUnit.SECONDS);
+  }
+
+  @Test
+  void aBrokenTransferResumesWhereItBroke() throws Exception {
+    asked.clear();
+    holders.put("http://127.0.0.1:11", serving(100_000)); // breaks once at 100 000, then serves the rest
+    assertEquals(ByteString.fromArray(BODY), copy(List.of("http://127.0.0.1:11")));
+    assertEquals(List.of("http://127.0.0.1:11@0", "http://127.0.0.1:11@100000"), asked);
+  }
+
+  @Test
+  void aHolderThatCannotResumeIsFollowedByTheNextHolder() throws Exception {
+    asked.clear();
+    // h12 breaks at 50 000 and then refuses (gone); h13 gives the rest.
+    holders.put("http://127.0.0.1:12", offset -> offset == 0 ? serving(50_000).get(0)
+        : CompletableFuture.failedFuture(new IOException("connection refused")));
+    holders.put("http://127.0.0.1:13", serving(BODY.length));
+    assertEquals(ByteString.fromArray(BODY), copy(List.of("http://127.0.0.1:12", "http://127.0.0.1:13")));
+    assertEquals(List.of("http://127.0.0.1:12@0", "http://127.0.0.1:12@50000", "http://127.0.0.1:13@50000"), asked);
+  }
+
+  @Test
+  void aRestThatCannotBeHadFailsTheBody() {
+    holders.put("http://127.0.0.1:14", offset -> offset == 0 ? serving(1000).get(0)
+        : CompletableFuture.completedFuture(new UpstreamResponse(404, List.of(), OptionalLong.of(0), Source.empty())));
+    assertThrows(ExecutionException.class, () -> copy(List.of("http://127.0.0.1:14")));
+  }
+
+  @Test
+  void theFirstHolderThatAnswersGivesTheBytesAndNoneAnsweringFails() throws Exception {
+    asked.clear();
+    holders.put("http://127.0.0.1:16", offset ->
+        CompletableFuture.completedFuture(new UpstreamResponse(404, List.of(), OptionalLong.of(0), Source.empty())));
+    holders.put("http://127.0.0.1:17", serving(BODY.length));
+    assertEquals(ByteString.fromArray(BODY), copy(List.of("http://127.0.0.1:15", "http://127.0.0.1:16", "http://127.0.0.1:17")));
+    assertEquals(List.of("http://127.0.0.1:15@0", "http://127.0.0.1:16@0", "http://127.0.0.1:17@0"), asked);
+    ExecutionException none = assertThrows(ExecutionException.class, () -> new PeerCopy(client,
+        List.of("http://127.0.0.1:21", "http://127.0.0.1:16"), PATH, kit.system())
+        .get(new UpstreamRequest("r", "http://upstream.example/a", List.of())).toCompletableFuture().get(10, TimeUnit.SECONDS));
+    assertEquals(IOException.class, none.getCause().getClass());
+  }
+}

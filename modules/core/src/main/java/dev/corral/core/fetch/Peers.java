@@ -1,0 +1,94 @@
+package dev.corral.core.fetch;
+
+import dev.corral.core.download.Outcome;
+import dev.corral.core.upstream.Header;
+import dev.corral.core.upstream.Upstream;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The other nodes of the cluster as the fetch entity and the waiters see them: the replica
+ * directory's names and the bytes other nodes hold (SEMANTICS L3: a copy another node holds is
+ * copied from it, never fetched from the upstream again). The cluster module implements it;
+ * {@link #NONE} is a node on its own, so core builds and runs without the cluster module.
+ *
+ * <p>Contract:
+ * <ul>
+ *   <li>{@link #self()} is this node as key records list a holder. Empty until this node can serve
+ *       other nodes; meanwhile a waiter on another node is told to ask again, never pointed at
+ *       this node's store or downloads.
+ *   <li>{@link #forAnotherNode} is called on the entity's node, {@link #arrived} on the waiter's
+ *       node with what it made; neither throws, and an arrival whose bytes can be checked is
+ *       checked before it is answered.
+ *   <li>{@link #copy} reads bytes the holders have committed; the downloader still verifies them
+ *       against the SHA-256 before anything is stored.
+ * </ul>
+ */
+public interface Peers {
+
+  /** This node's name in the replica directory; empty while it cannot serve other nodes. */
+  Optional<String> self();
+
+  /** Whether another node may hold a key's bytes now (false on a node alone). */
+  boolean othersMayHold();
+
+  /** A waiter on another node is told {@code outcome}: small bytes inside, or where to read them. */
+  Reply forAnotherNode(Outcome outcome, Via via);
+
+  /** On the waiter's node: what a reply made by {@link #forAnotherNode} means here. */
+  Arrival arrived(Reply.ForAnotherNode reply);
+
+  /**
+   * The committed blob {@code sha256} as the holders give it, asked in order: an upstream whose
+   * every {@code get} answers 200 with the exact length, or fails when no holder gives it.
+   */
+  Upstream copy(List<String> holders, String sha256);
+
+  /** What a reply from another node asks the waiter's node to do. */
+  sealed interface Arrival {
+    /**
+     * Verified bytes: answer them, then keep a replica as old as the holder's copy
+     * ({@code fetchedAtMillis}; -1: fetched just now).
+     */
+    record Body(Reply.Body reply, String sha256, long fetchedAtMillis) implements Arrival {}
+
+    /**
+     * Copy the bytes once from {@code source} into this node's store, local waiters streaming the
+     * copy while it grows. {@code sha256} is null for a body the holder is still downloading.
+     */
+    record Copy(Via via, Upstream source, String sha256, List<Header> headers, long fetchedAtMillis)
+        implements Arrival {}
+
+    /** The reply cannot be used (its bytes do not match their SHA-256). */
+    record Refused(Reply.Failed reply) implements Arrival {}
+  }
+
+  /** A node on its own: no other node holds anything, and no waiter is elsewhere. */
+  Peers NONE = new Peers() {
+    @Override
+    public Optional<String> self() {
+      return Optional.empty();
+    }
+
+    @Override
+    public boolean othersMayHold() {
+      return false;
+    }
+
+    @Override
+    public Reply forAnotherNode(Outcome outcome, Via via) {
+      return new Reply.Retry("this node does not serve other nodes");
+    }
+
+    @Override
+    public Arrival arrived(Reply.ForAnotherNode reply) {
+      return new Arrival.Refused(new Reply.Failed(dev.corral.core.download.Failure.PEER_ERROR,
+          "this node cannot read from other nodes"));
+    }
+
+    @Override
+    public Upstream copy(List<String> holders, String sha256) {
+      throw new IllegalStateException("a node on its own has no holders to copy from");
+    }
+  };
+}
