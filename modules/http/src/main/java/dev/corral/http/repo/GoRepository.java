@@ -1,6 +1,10 @@
 package dev.corral.http.repo;
 
 import dev.corral.core.key.ArtifactKey;
+import dev.corral.registry.Lookup;
+import dev.corral.registry.RepoRequest;
+import dev.corral.registry.Repository;
+import dev.corral.registry.Target;
 import java.net.URI;
 import java.util.List;
 import java.util.Optional;

@@ -2,6 +2,10 @@ package dev.corral.http.repo;
 
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.key.Digest;
+import dev.corral.registry.Lookup;
+import dev.corral.registry.RepoRequest;
+import dev.corral.registry.Repository;
+import dev.corral.registry.Target;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;

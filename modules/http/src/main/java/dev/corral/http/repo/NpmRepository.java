@@ -2,6 +2,15 @@ package dev.corral.http.repo;
 
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.upstream.Header;
+import dev.corral.registry.AcceptHeader;
+import dev.corral.registry.BodyRewrite;
+import dev.corral.registry.Lookup;
+import dev.corral.registry.ParsedBodies;
+import dev.corral.registry.PathSegment;
+import dev.corral.registry.RepoRequest;
+import dev.corral.registry.Repository;
+import dev.corral.registry.RewrittenBodies;
+import dev.corral.registry.Target;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;

@@ -4,6 +4,8 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonStreamContext;
 import com.fasterxml.jackson.core.JsonToken;
 import dev.corral.core.key.Digest;
+import dev.corral.registry.JsonDocuments;
+import dev.corral.registry.PathSegment;
 import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;

@@ -1,6 +1,7 @@
 package dev.corral.http.repo;
 
 import dev.corral.core.key.ArtifactKey;
+import dev.corral.registry.Lookup;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;

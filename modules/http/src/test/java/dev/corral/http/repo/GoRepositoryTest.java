@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.corral.core.key.ArtifactKey;
+import dev.corral.registry.RepoRequest;
+import dev.corral.registry.Target;
 import java.util.List;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;

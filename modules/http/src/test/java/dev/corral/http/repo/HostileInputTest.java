@@ -2,6 +2,7 @@ package dev.corral.http.repo;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 
+import dev.corral.registry.PathSegment;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Optional;

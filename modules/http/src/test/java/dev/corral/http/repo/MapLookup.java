@@ -1,6 +1,7 @@
 package dev.corral.http.repo;
 
 import dev.corral.core.key.ArtifactKey;
+import dev.corral.registry.Lookup;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;

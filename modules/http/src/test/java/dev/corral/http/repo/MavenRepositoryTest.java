@@ -8,6 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.key.Digest;
+import dev.corral.registry.Lookup;
+import dev.corral.registry.RepoRequest;
+import dev.corral.registry.Target;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletionException;

@@ -10,6 +10,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.key.Digest;
 import dev.corral.core.upstream.Header;
+import dev.corral.registry.RepoRequest;
+import dev.corral.registry.Target;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.Base64;

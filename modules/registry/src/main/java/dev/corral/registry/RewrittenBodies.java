@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
@@ -10,10 +10,10 @@ import org.apache.pekko.util.ByteString;
  * rewritten once per base URL, not on every request, and nothing rewritten is ever stored with
  * the artifact. Bounded by the bytes held.
  */
-final class RewrittenBodies {
+public final class RewrittenBodies {
   private final Cache<String, ByteString> memo;
 
-  RewrittenBodies(long maxBytes) {
+  public RewrittenBodies(long maxBytes) {
     this.memo = Caffeine.newBuilder()
         .maximumWeight(maxBytes)
         .weigher((String k, ByteString v) -> (int) Math.min(Integer.MAX_VALUE, (long) v.length() + k.length()))
@@ -25,7 +25,7 @@ final class RewrittenBodies {
    *
    * @param inputs everything besides the body that the rewrite's output depends on
    */
-  BodyRewrite memoized(String inputs, BodyRewrite rewrite) {
+  public BodyRewrite memoized(String inputs, BodyRewrite rewrite) {
     return stored -> memo.get(inputs + '\n' + ParsedBodies.fingerprint(stored), k -> rewrite.rewrite(stored));
   }
 

@@ -1,6 +1,10 @@
-package dev.corral.http.repo;
+package dev.corral.registry.generic;
 
 import dev.corral.core.key.ArtifactKey;
+import dev.corral.registry.Lookup;
+import dev.corral.registry.RepoRequest;
+import dev.corral.registry.Repository;
+import dev.corral.registry.Target;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 

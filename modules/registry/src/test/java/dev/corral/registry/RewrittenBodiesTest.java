@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

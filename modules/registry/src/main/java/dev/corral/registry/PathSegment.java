@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
@@ -7,13 +7,13 @@ import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 
 /** One URL path segment: encoding for URLs Corral writes, decoding of names found in URLs. */
-final class PathSegment {
+public final class PathSegment {
   private PathSegment() {}
 
   private static final char[] HEX = "0123456789ABCDEF".toCharArray();
 
   /** The segment as RFC 3986 pchars, everything else (including {@code /}) as upper-case %XX. */
-  static String encode(String segment) {
+  public static String encode(String segment) {
     StringBuilder out = new StringBuilder(segment.length() + 8);
     for (byte b : segment.getBytes(StandardCharsets.UTF_8)) {
       int c = b & 0xff;
@@ -28,7 +28,7 @@ final class PathSegment {
   }
 
   /** Percent-decodes once as strict UTF-8; empty when malformed. */
-  static Optional<String> decode(String raw) {
+  public static Optional<String> decode(String raw) {
     if (raw.indexOf('%') < 0) {
       return Optional.of(raw);
     }
@@ -62,7 +62,7 @@ final class PathSegment {
   }
 
   /** The decoded last path segment of a URL (query and fragment removed); empty when there is none. */
-  static Optional<String> lastOf(String url) {
+  public static Optional<String> lastOf(String url) {
     String u = url;
     int cut = indexOfAny(u, '#', '?');
     if (cut >= 0) {
@@ -80,7 +80,7 @@ final class PathSegment {
    * Whether a decoded name is safe as one segment of a URL Corral hands out and later reads back:
    * not empty, not a dot segment, no slash, backslash or control character, at most 255 chars.
    */
-  static boolean isPlainName(String name) {
+  public static boolean isPlainName(String name) {
     if (name.isEmpty() || name.length() > 255 || name.startsWith(".")) {
       return false;
     }

@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry;
 
 import java.util.Locale;
 import java.util.Optional;
@@ -7,14 +7,14 @@ import java.util.Optional;
  * Server-driven content negotiation over a client's {@code Accept} header (RFC 9110 12.5.1):
  * the quality a header gives one media type, taken from the most specific range that matches it.
  */
-final class AcceptHeader {
+public final class AcceptHeader {
   private AcceptHeader() {}
 
   /**
    * The quality ({@code 0..1}) the header gives {@code type} (lower-case {@code type/subtype}).
    * No header means {@code *}{@code /*}, so every type gets 1. Malformed entries are skipped.
    */
-  static double quality(Optional<String> accept, String type) {
+  public static double quality(Optional<String> accept, String type) {
     if (accept.isEmpty() || accept.get().isBlank()) {
       return 1.0;
     }

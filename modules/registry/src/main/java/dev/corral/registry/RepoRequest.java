@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry;
 
 import java.util.List;
 import java.util.Optional;

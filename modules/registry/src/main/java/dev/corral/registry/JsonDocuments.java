@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
@@ -16,7 +16,7 @@ import org.apache.pekko.util.ByteString;
  * Registry JSON documents (packuments, PEP 691 pages) read and rewritten as token streams: a
  * packument can be tens of MiB, and a tree of it several times that on the heap.
  */
-final class JsonDocuments {
+public final class JsonDocuments {
   private JsonDocuments() {}
 
   /** Jackson's default 20M-char string limit is too small for some packuments' readmes. */
@@ -27,13 +27,13 @@ final class JsonDocuments {
           .build())
       .build();
 
-  static JsonParser parser(ByteString body) throws IOException {
+  public static JsonParser parser(ByteString body) throws IOException {
     InputStream in = new java.io.ByteArrayInputStream(body.toArrayUnsafe());
     return FACTORY.createParser(in);
   }
 
   /** Whether a body looks like JSON (first non-blank byte, after a BOM, is '{'). */
-  static boolean looksLikeJson(ByteString body) {
+  public static boolean looksLikeJson(ByteString body) {
     int i = 0;
     if (body.length() >= 3 && (body.apply(0) & 0xff) == 0xEF && (body.apply(1) & 0xff) == 0xBB
         && (body.apply(2) & 0xff) == 0xBF) {
@@ -54,7 +54,7 @@ final class JsonDocuments {
    * is asked for every string value (its context names where it is) and returns the value to
    * write. Numbers are copied as written. Throws on malformed JSON.
    */
-  static ByteString rewriteStrings(ByteString body, BiFunction<JsonStreamContext, String, String> replace)
+  public static ByteString rewriteStrings(ByteString body, BiFunction<JsonStreamContext, String, String> replace)
       throws IOException {
     ByteArrayOutputStream out = new ByteArrayOutputStream(body.length() + 1024);
     try (JsonParser p = parser(body); JsonGenerator g = FACTORY.createGenerator(out)) {
@@ -71,7 +71,7 @@ final class JsonDocuments {
   }
 
   /** The field name {@code up} levels above a value's own context (0 = the value's own field). */
-  static String nameAt(JsonStreamContext context, int up) {
+  public static String nameAt(JsonStreamContext context, int up) {
     JsonStreamContext c = context;
     for (int i = 0; i < up && c != null; i++) {
       c = c.getParent();
@@ -80,7 +80,7 @@ final class JsonDocuments {
   }
 
   /** How deep a context is: the root value's context is 0. */
-  static int depth(JsonStreamContext context) {
+  public static int depth(JsonStreamContext context) {
     int d = -1;
     for (JsonStreamContext c = context; c != null; c = c.getParent()) {
       d++;

@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
@@ -17,10 +17,10 @@ import org.apache.pekko.util.ByteString;
  * speed, a JSON or HTML parse an order of magnitude slower. A changed body has another
  * fingerprint and is parsed afresh. Bounded by the number of entries held.
  */
-final class ParsedBodies<V> {
+public final class ParsedBodies<V> {
   private final Cache<String, Map<String, V>> memo;
 
-  ParsedBodies(long maxEntries) {
+  public ParsedBodies(long maxEntries) {
     this.memo = Caffeine.newBuilder()
         .maximumWeight(maxEntries)
         .weigher((String k, Map<String, V> v) -> Math.max(1, v.size()))
@@ -28,7 +28,7 @@ final class ParsedBodies<V> {
   }
 
   /** {@code parse(body)}, or what it returned before for the same key and content. */
-  Map<String, V> get(ArtifactKey key, ByteString body, Function<ByteString, Map<String, V>> parse) {
+  public Map<String, V> get(ArtifactKey key, ByteString body, Function<ByteString, Map<String, V>> parse) {
     return memo.get(key.id() + ':' + fingerprint(body), k -> Map.copyOf(parse.apply(body)));
   }
 

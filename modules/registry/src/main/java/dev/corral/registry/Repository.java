@@ -1,10 +1,11 @@
-package dev.corral.http.repo;
+package dev.corral.registry;
 
 import java.util.concurrent.CompletionStage;
 
 /**
  * One configured repository: how a request path of its type maps to what Corral fetches and
- * serves. One implementation per registry type; {@link GenericRepository} is plain HTTP.
+ * serves. One implementation per registry type;
+ * {@link dev.corral.registry.generic.GenericRepository} is plain HTTP.
  *
  * <p>Contract: {@link #resolve} never throws and never fetches anything itself; when it must know
  * another document (a packument, a checksum file) it reads it through the {@link Lookup}, so that

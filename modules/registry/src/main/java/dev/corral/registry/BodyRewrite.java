@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry;
 
 import org.apache.pekko.util.ByteString;
 
