@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry.pypi;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry.pypi;
 
 import java.util.ArrayList;
 import java.util.List;

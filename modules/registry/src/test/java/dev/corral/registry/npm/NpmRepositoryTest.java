@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry.npm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -10,6 +10,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.key.Digest;
 import dev.corral.core.upstream.Header;
+import dev.corral.registry.CachingLookup;
 import dev.corral.registry.RepoRequest;
 import dev.corral.registry.Target;
 import java.nio.charset.StandardCharsets;

@@ -1,7 +1,6 @@
-package dev.corral.http.repo;
+package dev.corral.registry;
 
 import dev.corral.core.key.ArtifactKey;
-import dev.corral.registry.Lookup;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,17 +12,17 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.pekko.util.ByteString;
 
 /** A {@link Lookup} over a map: {@code cached} reads the "store", {@code body} the "upstream" too. */
-final class CachingLookup implements Lookup {
-  final Map<ArtifactKey, ByteString> cached = new ConcurrentHashMap<>();
-  final Map<ArtifactKey, ByteString> upstream = new ConcurrentHashMap<>();
-  final List<ArtifactKey> bodyCalls = new ArrayList<>();
+public final class CachingLookup implements Lookup {
+  public final Map<ArtifactKey, ByteString> cached = new ConcurrentHashMap<>();
+  public final Map<ArtifactKey, ByteString> upstream = new ConcurrentHashMap<>();
+  public final List<ArtifactKey> bodyCalls = new ArrayList<>();
 
-  CachingLookup cache(ArtifactKey key, String body) {
+  public CachingLookup cache(ArtifactKey key, String body) {
     cached.put(key, ByteString.fromString(body, StandardCharsets.UTF_8));
     return this;
   }
 
-  CachingLookup upstream(ArtifactKey key, String body) {
+  public CachingLookup upstream(ArtifactKey key, String body) {
     upstream.put(key, ByteString.fromString(body, StandardCharsets.UTF_8));
     return this;
   }

@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry.npm;
 
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonStreamContext;

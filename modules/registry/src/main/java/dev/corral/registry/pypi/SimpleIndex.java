@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry.pypi;
 
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonStreamContext;
