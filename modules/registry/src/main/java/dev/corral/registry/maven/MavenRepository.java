@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry.maven;
 
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.key.Digest;

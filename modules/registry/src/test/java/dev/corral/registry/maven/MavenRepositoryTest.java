@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry.maven;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.key.Digest;
 import dev.corral.registry.Lookup;
+import dev.corral.registry.MapLookup;
 import dev.corral.registry.RepoRequest;
 import dev.corral.registry.Target;
 import java.util.List;

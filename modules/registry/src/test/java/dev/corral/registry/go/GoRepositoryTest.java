@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry.go;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.corral.core.key.ArtifactKey;
+import dev.corral.registry.MapLookup;
 import dev.corral.registry.RepoRequest;
 import dev.corral.registry.Target;
 import java.util.List;

@@ -1,7 +1,6 @@
-package dev.corral.http.repo;
+package dev.corral.registry;
 
 import dev.corral.core.key.ArtifactKey;
-import dev.corral.registry.Lookup;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -12,14 +11,14 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.pekko.util.ByteString;
 
 /** A {@link Lookup} over fixed bodies by URL, recording what was read; failing URLs fail with 502. */
-final class MapLookup implements Lookup {
-  final Map<String, ByteString> bodies = new ConcurrentHashMap<>();
-  final Map<String, ByteString> cachedBodies = new ConcurrentHashMap<>();
-  final Map<String, Boolean> failing = new ConcurrentHashMap<>();
+public final class MapLookup implements Lookup {
+  public final Map<String, ByteString> bodies = new ConcurrentHashMap<>();
+  public final Map<String, ByteString> cachedBodies = new ConcurrentHashMap<>();
+  public final Map<String, Boolean> failing = new ConcurrentHashMap<>();
   /** Each body read: the key and whether it was read as mutable. */
-  final List<Map.Entry<ArtifactKey, Boolean>> reads = new CopyOnWriteArrayList<>();
+  public final List<Map.Entry<ArtifactKey, Boolean>> reads = new CopyOnWriteArrayList<>();
 
-  MapLookup body(String url, String body) {
+  public MapLookup body(String url, String body) {
     bodies.put(url, ByteString.fromString(body));
     return this;
   }

@@ -1,4 +1,4 @@
-package dev.corral.http.repo;
+package dev.corral.registry.go;
 
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.registry.Lookup;
