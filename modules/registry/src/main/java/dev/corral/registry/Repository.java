@@ -1,0 +1,27 @@
+package dev.corral.registry;
+
+import java.util.concurrent.CompletionStage;
+
+/**
+ * One configured repository: how a request path of its type maps to what Corral fetches and
+ * serves. One implementation per registry type;
+ * {@link dev.corral.registry.generic.GenericRepository} is plain HTTP.
+ *
+ * <p>Contract: {@link #resolve} never throws and never fetches anything itself; when it must know
+ * another document (a packument, a checksum file) it reads it through the {@link Lookup}, so that
+ * read is coalesced and cached like any request. A repository can never make Corral fetch a URL
+ * that neither its configured upstream root nor a document from that upstream named.
+ */
+public interface Repository {
+
+  /** The configured name: the first path segment of its requests. */
+  String name();
+
+  /** Whether a segment may contain an encoded {@code /} (npm's {@code @scope%2fname}). */
+  default boolean allowsEncodedSlash() {
+    return false;
+  }
+
+  /** What the request names. */
+  CompletionStage<Target> resolve(RepoRequest request, Lookup lookup);
+}

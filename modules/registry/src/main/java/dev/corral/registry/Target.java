@@ -1,0 +1,51 @@
+package dev.corral.registry;
+
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.upstream.Header;
+import java.util.List;
+import java.util.Optional;
+import org.apache.pekko.util.ByteString;
+
+/** What a {@link RepoRequest} resolves to. */
+public sealed interface Target {
+
+  /**
+   * Fetch the key through the cache (coalesced, verified, stored) and serve it.
+   *
+   * @param key the key: upstream URL, variant (the {@code Accept} Corral sends upstream) and the
+   *     expected digest when the repository knows one
+   * @param mutable true for metadata that changes upstream (packuments, index pages,
+   *     {@code maven-metadata.xml}, {@code @v/list}): served within the repository's metadata TTL,
+   *     then revalidated; false for immutable artifacts, never revalidated
+   * @param rewrite applied to the body each time it is served (never to what is stored); empty
+   *     for bodies served as stored
+   * @param headers added to the response (for example {@code Vary: Accept})
+   */
+  record Artifact(ArtifactKey key, boolean mutable, Optional<BodyRewrite> rewrite, List<Header> headers)
+      implements Target {
+    public Artifact {
+      headers = List.copyOf(headers);
+    }
+
+    /** An immutable artifact served as stored. */
+    public static Artifact immutable(ArtifactKey key) {
+      return new Artifact(key, false, Optional.empty(), List.of());
+    }
+  }
+
+  /**
+   * An answer the repository makes itself, without the upstream (a checksum computed from cached
+   * bytes, a "not supported" probe answer).
+   */
+  record Answer(int status, String contentType, ByteString body, List<Header> headers) implements Target {
+    public Answer {
+      headers = List.copyOf(headers);
+    }
+  }
+
+  /** This repository type has nothing at the path: 404 with a one-line reason. */
+  record NotFound(String reason) implements Target {}
+
+  /** The request is malformed for this repository type: 400 with a one-line reason. */
+  record Rejected(String reason) implements Target {}
+}

@@ -1,0 +1,40 @@
+package dev.corral.registry.generic;
+
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.registry.Lookup;
+import dev.corral.registry.RepoRequest;
+import dev.corral.registry.Repository;
+import dev.corral.registry.Target;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+
+/**
+ * A plain HTTP upstream: {@code /{name}/{path}?{query}} is {@code URL/{path}?{query}}, joined
+ * with exactly one {@code /}. The query is part of the upstream URL and so of the key. Everything
+ * is immutable and served as stored.
+ */
+public final class GenericRepository implements Repository {
+  private final String name;
+  private final String base;
+
+  public GenericRepository(String name, String url) {
+    this.name = name;
+    this.base = url.endsWith("/") ? url.substring(0, url.length() - 1) : url;
+  }
+
+  @Override
+  public String name() {
+    return name;
+  }
+
+  public String baseUrl() {
+    return base;
+  }
+
+  @Override
+  public CompletionStage<Target> resolve(RepoRequest request, Lookup lookup) {
+    String url = base + request.upstreamPath()
+        + request.rawQuery().filter(q -> !q.isEmpty()).map(q -> "?" + q).orElse("");
+    return CompletableFuture.completedFuture(Target.Artifact.immutable(ArtifactKey.of(name, url)));
+  }
+}

@@ -1,0 +1,208 @@
+package dev.corral.registry.maven;
+
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.key.Digest;
+import dev.corral.registry.Lookup;
+import dev.corral.registry.RepoRequest;
+import dev.corral.registry.Repository;
+import dev.corral.registry.Target;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.regex.Pattern;
+import org.apache.pekko.util.ByteString;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A Maven repository in the maven2 layout: {@code /{name}/{path}} is {@code URL/{path}}; the query
+ * is ignored (Maven sends none) and never part of the key.
+ *
+ * <ul>
+ *   <li>{@code maven-metadata.xml} at any level and non-timestamped {@code -SNAPSHOT} files are
+ *       mutable. Their checksum files ({@code .sha1}, {@code .md5}, {@code .sha256},
+ *       {@code .sha512}) are answered by Corral, computed from the cached bytes of the file they
+ *       belong to, so a file and its checksum always agree even though Maven fetches them in two
+ *       requests and the file may be refreshed between them.
+ *   <li>Every other file (release artifacts, timestamped snapshot files) is immutable and is
+ *       verified: its upstream {@code .sha1} is read through the cache first and becomes the
+ *       key's expected digest, so bytes that do not match are never stored or served (502).
+ *       Without a {@code .sha1} upstream (404) the file is served unverified. A {@code .sha1}
+ *       that is not a SHA-1 hex digest is logged as a warning and the file is served unverified:
+ *       Maven checks the same file itself and reports it, so refusing the artifact would only
+ *       make Corral stricter than the client's own checksum policy.
+ *   <li>Checksum files of immutable files are fetched from the upstream and immutable.
+ * </ul>
+ *
+ * <p>Path segments must be made of {@code [A-Za-z0-9._~+!@$()=,-]}; anything else is rejected
+ * (400). Directory listings and checksums of checksum files are not served (404).
+ */
+public final class MavenRepository implements Repository {
+  private static final Logger log = LoggerFactory.getLogger(MavenRepository.class);
+
+  private static final Pattern SEGMENT = Pattern.compile("[A-Za-z0-9._~+!@$()=,-]+");
+  /** The timestamp Maven puts in deployed snapshot file names: {@code -20261202.094700-1}. */
+  private static final Pattern TIMESTAMPED = Pattern.compile(".*-\\d{8}\\.\\d{6}-\\d+.*");
+  private static final Pattern SHA1_HEX = Pattern.compile("[0-9a-fA-F]{40}");
+  /** Checksum file extensions, by their {@link Digest} algorithm. */
+  private static final List<String> CHECKSUMS = List.of("sha1", "md5", "sha256", "sha512");
+
+  private final String name;
+  private final String base;
+
+  public MavenRepository(String name, String url) {
+    this.name = name;
+    this.base = url.endsWith("/") ? url.substring(0, url.length() - 1) : url;
+  }
+
+  @Override
+  public String name() {
+    return name;
+  }
+
+  /** What a path in this repository is. */
+  public sealed interface Kind {
+    /** A file fetched upstream: {@code mutable} metadata or an immutable file, {@code verified} against its {@code .sha1}. */
+    record File(String path, boolean mutable, boolean verified) implements Kind {}
+
+    /** The checksum of a mutable file: computed by Corral from that file's cached bytes. */
+    record ComputedChecksum(String filePath, String algorithm) implements Kind {}
+
+    record NotFound(String reason) implements Kind {}
+
+    record Rejected(String reason) implements Kind {}
+  }
+
+  /** Classifies a request path (segments after the repository name); pure, for tests and {@link #resolve}. */
+  public static Kind classify(List<String> segments, boolean directory) {
+    if (directory) {
+      return new Kind.NotFound("directory listings are not served");
+    }
+    for (String s : segments) {
+      if (!SEGMENT.matcher(s).matches()) {
+        return new Kind.Rejected("invalid character in a Maven path segment");
+      }
+    }
+    String path = String.join("/", segments);
+    String file = segments.get(segments.size() - 1);
+    Optional<String> checksum = checksumAlgorithm(file);
+    if (checksum.isPresent()) {
+      String target = file.substring(0, file.length() - checksum.get().length() - 1);
+      if (target.isEmpty()) {
+        return new Kind.Rejected("a checksum file needs a file name");
+      }
+      if (checksumAlgorithm(target).isPresent()) {
+        return new Kind.NotFound("checksums of checksum files are not served");
+      }
+      String targetPath = path.substring(0, path.length() - checksum.get().length() - 1);
+      if (isMutable(segments, target)) {
+        return new Kind.ComputedChecksum(targetPath, checksum.get());
+      }
+      return new Kind.File(path, false, false);
+    }
+    if (isMutable(segments, file)) {
+      return new Kind.File(path, true, false);
+    }
+    return new Kind.File(path, false, true);
+  }
+
+  /** {@code maven-metadata.xml} anywhere, and {@code -SNAPSHOT} files that carry no deploy timestamp. */
+  private static boolean isMutable(List<String> segments, String file) {
+    if (file.equals("maven-metadata.xml")) {
+      return true;
+    }
+    boolean snapshotDir = segments.size() >= 2 && segments.get(segments.size() - 2).endsWith("-SNAPSHOT");
+    return snapshotDir && file.contains("-SNAPSHOT") && !TIMESTAMPED.matcher(file).matches();
+  }
+
+  private static Optional<String> checksumAlgorithm(String file) {
+    int dot = file.lastIndexOf('.');
+    if (dot < 0) {
+      return Optional.empty();
+    }
+    String ext = file.substring(dot + 1);
+    return CHECKSUMS.contains(ext) ? Optional.of(ext) : Optional.empty();
+  }
+
+  /**
+   * The SHA-1 a {@code .sha1} file states: its first whitespace-separated token, when that is 40
+   * hex digits ({@code <hex>} and {@code <hex>  <file name>} are both in use); empty otherwise.
+   */
+  public static Optional<Digest> parseSha1(ByteString body) {
+    String text = body.utf8String().strip();
+    String first = text.isEmpty() ? "" : text.split("\\s+", 2)[0];
+    return SHA1_HEX.matcher(first).matches() ? Optional.of(new Digest("sha1", first)) : Optional.empty();
+  }
+
+  @Override
+  public CompletionStage<Target> resolve(RepoRequest request, Lookup lookup) {
+    Kind kind = classify(request.segments(), request.upstreamPath().endsWith("/"));
+    if (kind instanceof Kind.Rejected r) {
+      return done(new Target.Rejected(r.reason()));
+    }
+    if (kind instanceof Kind.NotFound n) {
+      return done(new Target.NotFound(n.reason()));
+    }
+    if (kind instanceof Kind.ComputedChecksum c) {
+      return lookup.body(key(c.filePath()), true).thenApply(body -> body
+          .<Target>map(b -> new Target.Answer(200, "text/plain; charset=UTF-8",
+              ByteString.fromString(hex(c.algorithm(), b)), List.of()))
+          .orElseGet(() -> new Target.NotFound("not found upstream")));
+    }
+    Kind.File f = (Kind.File) kind;
+    ArtifactKey plain = key(f.path());
+    if (!f.verified()) {
+      return done(new Target.Artifact(plain, f.mutable(), Optional.empty(), List.of()));
+    }
+    return lookup.body(key(f.path() + ".sha1"), false)
+        .<Target>thenApply(sha1 -> Target.Artifact.immutable(expected(plain, sha1)))
+        .exceptionally(e -> {
+          // The checksum cannot be read now (upstream down): a copy stored without a digest,
+          // because the upstream had no .sha1 when it was fetched, is still good to serve.
+          if (lookup.cached(plain).isPresent()) {
+            return Target.Artifact.immutable(plain);
+          }
+          throw e instanceof CompletionException ce ? ce : new CompletionException(e);
+        });
+  }
+
+  private ArtifactKey expected(ArtifactKey plain, Optional<ByteString> sha1) {
+    if (sha1.isEmpty()) {
+      return plain;
+    }
+    Optional<Digest> digest = parseSha1(sha1.get());
+    if (digest.isEmpty()) {
+      log.warn("{}: the upstream's {}.sha1 is not a SHA-1 digest; serving the file unverified", name, plain.url());
+      return plain;
+    }
+    return new ArtifactKey(plain.repo(), plain.url(), "", digest.get());
+  }
+
+  private ArtifactKey key(String path) {
+    return ArtifactKey.of(name, base + "/" + path);
+  }
+
+  static String hex(String algorithm, ByteString bytes) {
+    try {
+      MessageDigest md = MessageDigest.getInstance(new Digest(algorithm, "0").jcaName());
+      md.update(bytes.asByteBuffer());
+      return HexFormat.of().formatHex(md.digest());
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static CompletionStage<Target> done(Target t) {
+    return CompletableFuture.completedFuture(t);
+  }
+
+  @Override
+  public String toString() {
+    return "maven " + name + " " + base;
+  }
+}

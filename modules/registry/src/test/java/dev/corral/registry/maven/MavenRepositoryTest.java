@@ -1,0 +1,177 @@
+package dev.corral.registry.maven;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.key.Digest;
+import dev.corral.registry.Lookup;
+import dev.corral.registry.MapLookup;
+import dev.corral.registry.RepoRequest;
+import dev.corral.registry.Target;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletionException;
+import org.apache.pekko.util.ByteString;
+import org.junit.jupiter.api.Test;
+
+class MavenRepositoryTest {
+  private static final String UP = "http://127.0.0.1:9/repo";
+  private static final String SHA1 = "0123456789abcdef0123456789abcdef01234567";
+
+  private final MavenRepository repo = new MavenRepository("m2", UP + "/");
+
+  static RepoRequest request(String path) {
+    List<String> segments = List.of(path.replaceAll("/$", "").split("/"));
+    return new RepoRequest(segments, "/" + path, Optional.empty(), Optional.empty(), "http://127.0.0.1:8080/m2");
+  }
+
+  private Target resolve(String path, Lookup lookup) {
+    return repo.resolve(request(path), lookup).toCompletableFuture().join();
+  }
+
+  private static MavenRepository.Kind kind(String path) {
+    return MavenRepository.classify(List.of(path.split("/")), false);
+  }
+
+  @Test
+  void releaseFilesAreImmutableAndVerified() {
+    assertEquals(new MavenRepository.Kind.File("com/example/demo/1.0/demo-1.0.jar", false, true),
+        kind("com/example/demo/1.0/demo-1.0.jar"));
+    assertEquals(new MavenRepository.Kind.File("com/example/demo/1.0/demo-1.0.pom", false, true),
+        kind("com/example/demo/1.0/demo-1.0.pom"));
+    assertEquals(new MavenRepository.Kind.File("com/example/demo/1.0/demo-1.0-sources.jar", false, true),
+        kind("com/example/demo/1.0/demo-1.0-sources.jar"));
+  }
+
+  @Test
+  void metadataAndPlainSnapshotsAreMutable() {
+    assertEquals(new MavenRepository.Kind.File("com/example/demo/maven-metadata.xml", true, false),
+        kind("com/example/demo/maven-metadata.xml"));
+    assertEquals(new MavenRepository.Kind.File("com/example/maven-metadata.xml", true, false),
+        kind("com/example/maven-metadata.xml"));
+    assertEquals(new MavenRepository.Kind.File("com/example/demo/1.2-SNAPSHOT/maven-metadata.xml", true, false),
+        kind("com/example/demo/1.2-SNAPSHOT/maven-metadata.xml"));
+    assertEquals(new MavenRepository.Kind.File("com/example/demo/1.2-SNAPSHOT/demo-1.2-SNAPSHOT.jar", true, false),
+        kind("com/example/demo/1.2-SNAPSHOT/demo-1.2-SNAPSHOT.jar"));
+  }
+
+  @Test
+  void timestampedSnapshotsAreImmutableAndVerified() {
+    assertEquals(new MavenRepository.Kind.File(
+            "com/example/demo/1.2-SNAPSHOT/demo-1.2-20261202.094700-1.jar", false, true),
+        kind("com/example/demo/1.2-SNAPSHOT/demo-1.2-20261202.094700-1.jar"));
+  }
+
+  @Test
+  void checksumsOfImmutableFilesAreFetchedAndOfMutableFilesComputed() {
+    for (String alg : List.of("sha1", "md5", "sha256", "sha512")) {
+      assertEquals(new MavenRepository.Kind.File("g/a/1/a-1.jar." + alg, false, false), kind("g/a/1/a-1.jar." + alg));
+      assertEquals(new MavenRepository.Kind.ComputedChecksum("g/a/maven-metadata.xml", alg),
+          kind("g/a/maven-metadata.xml." + alg));
+      assertEquals(new MavenRepository.Kind.ComputedChecksum("g/a/1-SNAPSHOT/a-1-SNAPSHOT.pom", alg),
+          kind("g/a/1-SNAPSHOT/a-1-SNAPSHOT.pom." + alg));
+    }
+    assertInstanceOf(MavenRepository.Kind.NotFound.class, kind("g/a/1/a-1.jar.sha1.md5"));
+  }
+
+  @Test
+  void hostileOrOddPathsAreRejected() {
+    assertInstanceOf(MavenRepository.Kind.Rejected.class, kind("g/a/1/a b.jar"));
+    assertInstanceOf(MavenRepository.Kind.Rejected.class, kind("g/a/1/a\"1.jar"));
+    assertInstanceOf(MavenRepository.Kind.Rejected.class, kind("g/a/1/a%2e.jar"));
+    assertInstanceOf(MavenRepository.Kind.Rejected.class, kind("g/a/1/\u00e9.jar"));
+    assertInstanceOf(MavenRepository.Kind.Rejected.class, kind("g/a/1/a?.jar"));
+    assertInstanceOf(MavenRepository.Kind.Rejected.class, kind("g/a/1/.sha1"));
+    assertInstanceOf(MavenRepository.Kind.NotFound.class, MavenRepository.classify(List.of("g", "a"), true));
+  }
+
+  @Test
+  void sha1FilesParseInBothForms() {
+    assertEquals(Optional.of(new Digest("sha1", SHA1)), MavenRepository.parseSha1(ByteString.fromString(SHA1)));
+    assertEquals(Optional.of(new Digest("sha1", SHA1)),
+        MavenRepository.parseSha1(ByteString.fromString(SHA1.toUpperCase() + "  demo-1.0.jar\n")));
+    assertEquals(Optional.of(new Digest("sha1", SHA1)), MavenRepository.parseSha1(ByteString.fromString("\n " + SHA1 + "\r\n")));
+    assertEquals(Optional.empty(), MavenRepository.parseSha1(ByteString.fromString("")));
+    assertEquals(Optional.empty(), MavenRepository.parseSha1(ByteString.fromString("<html>oops</html>")));
+    assertEquals(Optional.empty(), MavenRepository.parseSha1(ByteString.fromString(SHA1.substring(1))));
+    assertEquals(Optional.empty(), MavenRepository.parseSha1(ByteString.fromString(SHA1 + "0")));
+    assertEquals(Optional.empty(), MavenRepository.parseSha1(ByteString.fromString("MD5 (x) = " + SHA1)));
+  }
+
+  @Test
+  void anArtifactIsKeyedWithTheSha1ItsChecksumFileStates() {
+    MapLookup lookup = new MapLookup().body(UP + "/g/a/1/a-1.jar.sha1", SHA1.toUpperCase() + "  a-1.jar\n");
+    Target t = resolve("g/a/1/a-1.jar", lookup);
+    assertEquals(Target.Artifact.immutable(new ArtifactKey("m2", UP + "/g/a/1/a-1.jar", "", new Digest("sha1", SHA1))), t);
+    assertEquals(1, lookup.reads.size());
+    assertEquals(ArtifactKey.of("m2", UP + "/g/a/1/a-1.jar.sha1"), lookup.reads.get(0).getKey());
+    assertFalse(lookup.reads.get(0).getValue(), "a release checksum is immutable");
+  }
+
+  @Test
+  void withoutAChecksumUpstreamTheArtifactIsUnverified() {
+    Target t = resolve("g/a/1/a-1.jar", new MapLookup());
+    assertEquals(Target.Artifact.immutable(ArtifactKey.of("m2", UP + "/g/a/1/a-1.jar")), t);
+  }
+
+  @Test
+  void aMalformedChecksumLeavesTheArtifactUnverified() {
+    MapLookup lookup = new MapLookup().body(UP + "/g/a/1/a-1.jar.sha1", "<html>not found</html>");
+    assertEquals(Target.Artifact.immutable(ArtifactKey.of("m2", UP + "/g/a/1/a-1.jar")), resolve("g/a/1/a-1.jar", lookup));
+  }
+
+  @Test
+  void anUnreadableChecksumFailsUnlessAnUnverifiedCopyIsCached() {
+    MapLookup lookup = new MapLookup();
+    lookup.failing.put(UP + "/g/a/1/a-1.jar.sha1", true);
+    CompletionException e = org.junit.jupiter.api.Assertions.assertThrows(CompletionException.class,
+        () -> resolve("g/a/1/a-1.jar", lookup));
+    assertInstanceOf(Lookup.LookupFailed.class, e.getCause());
+
+    ArtifactKey plain = ArtifactKey.of("m2", UP + "/g/a/1/a-1.jar");
+    lookup.cachedBodies.put(plain.canonical(), ByteString.fromString("jar"));
+    assertEquals(Target.Artifact.immutable(plain), resolve("g/a/1/a-1.jar", lookup));
+  }
+
+  @Test
+  void metadataIsServedMutableWithoutAnyLookup() {
+    MapLookup lookup = new MapLookup();
+    Target t = resolve("g/a/maven-metadata.xml", lookup);
+    assertEquals(new Target.Artifact(ArtifactKey.of("m2", UP + "/g/a/maven-metadata.xml"), true, Optional.empty(), List.of()), t);
+    assertTrue(lookup.reads.isEmpty());
+  }
+
+  @Test
+  void metadataChecksumsAreComputedFromTheCachedMetadata() {
+    String xml = "<metadata><versioning><latest>1.1</latest></versioning></metadata>";
+    MapLookup lookup = new MapLookup().body(UP + "/g/a/maven-metadata.xml", xml);
+    Target.Answer sha1 = (Target.Answer) resolve("g/a/maven-metadata.xml.sha1", lookup);
+    assertEquals(200, sha1.status());
+    assertEquals(MavenRepository.hex("sha1", ByteString.fromString(xml)), sha1.body().utf8String());
+    assertEquals(40, sha1.body().utf8String().length());
+    assertEquals(ArtifactKey.of("m2", UP + "/g/a/maven-metadata.xml"), lookup.reads.get(0).getKey());
+    assertTrue(lookup.reads.get(0).getValue(), "the metadata is read as mutable");
+    Target.Answer sha512 = (Target.Answer) resolve("g/a/maven-metadata.xml.sha512", lookup);
+    assertEquals(128, sha512.body().utf8String().length());
+    Target.Answer md5 = (Target.Answer) resolve("g/a/maven-metadata.xml.md5", lookup);
+    assertEquals(32, md5.body().utf8String().length());
+  }
+
+  @Test
+  void checksumOfMissingMetadataIsNotFound() {
+    assertInstanceOf(Target.NotFound.class, resolve("g/a/maven-metadata.xml.sha1", new MapLookup()));
+  }
+
+  @Test
+  void queryIsNotPartOfTheKey() {
+    RepoRequest r = new RepoRequest(List.of("g", "a", "maven-metadata.xml"), "/g/a/maven-metadata.xml",
+        Optional.of("x=1"), Optional.empty(), "http://127.0.0.1:8080/m2");
+    Target t = repo.resolve(r, new MapLookup()).toCompletableFuture().join();
+    assertEquals(UP + "/g/a/maven-metadata.xml", ((Target.Artifact) t).key().url());
+    assertNull(((Target.Artifact) t).key().expected());
+  }
+}
