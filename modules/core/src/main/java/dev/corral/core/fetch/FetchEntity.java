@@ -20,6 +20,7 @@ import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.BehaviorBuilder;
+import org.apache.pekko.cluster.sharding.typed.ClusterShardingSettings;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
@@ -105,7 +106,9 @@ public final class FetchEntity {
   // ---- sharding -------------------------------------------------------------------------------
 
   /**
-   * Registers the entity with Cluster Sharding.
+   * Registers the entity with Cluster Sharding. Sharding's own idle passivation is off for it:
+   * the entity passivates itself when idle, and never mid-fetch (L1), whereas sharding's could
+   * stop an entity whose download runs silently.
    *
    * @param idleTimeout how long an entity with no fetch and no waiter lives before passivating
    */
@@ -113,6 +116,7 @@ public final class FetchEntity {
     ClusterSharding.get(system)
         .init(
             Entity.of(TYPE_KEY, ctx -> create(ctx.getEntityId(), node, idleTimeout, ctx.getShard()))
+                .withSettings(ClusterShardingSettings.create(system).withNoPassivationStrategy())
                 .withStopMessage(Stop.INSTANCE));
   }
 
