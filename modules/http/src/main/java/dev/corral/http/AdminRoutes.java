@@ -1,0 +1,139 @@
+package dev.corral.http;
+
+import static dev.corral.http.Answers.text;
+
+import dev.corral.cluster.PeerEndpoint;
+import dev.corral.core.fetch.FetchEntity;
+import dev.corral.core.fetch.Node;
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.http.metrics.Metrics;
+import dev.corral.registry.Repository;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.BooleanSupplier;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpMethods;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+import org.apache.pekko.util.ByteString;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@code /-/} endpoints: health (live, ready), metrics, purge (with the admin token), and
+ * the internal peer endpoint other nodes copy bytes from.
+ */
+final class AdminRoutes {
+  private static final Logger log = LoggerFactory.getLogger(AdminRoutes.class);
+
+  private final ActorSystem<?> system;
+  private final Node node;
+  private final Metrics metrics;
+  private final Map<String, Repository> repos;
+  private final Optional<String> adminToken;
+  private final ArtifactRoute artifacts;
+  private final PeerEndpoint peer;
+  private final BooleanSupplier ready;
+
+  AdminRoutes(ActorSystem<?> system, Node node, Metrics metrics, Map<String, Repository> repos,
+      Optional<String> adminToken, ArtifactRoute artifacts, BooleanSupplier ready) {
+    this.system = system;
+    this.node = node;
+    this.metrics = metrics;
+    this.repos = Map.copyOf(repos);
+    this.adminToken = adminToken;
+    this.artifacts = artifacts;
+    this.ready = ready;
+    this.peer = new PeerEndpoint(node);
+  }
+
+  HttpResponse handle(HttpRequest request, String raw, FrontDoor.Addresses addresses) {
+    String path = FrontDoor.withoutQuery(raw);
+    boolean get = request.method() == HttpMethods.GET || request.method() == HttpMethods.HEAD;
+    if (get && path.equals("/-/health/live")) {
+      return text(200, "live");
+    }
+    if (get && path.equals("/-/health/ready")) {
+      return ready.getAsBoolean() ? text(200, "ready") : text(503, "not ready");
+    }
+    if (get && path.equals("/-/metrics")) {
+      return metrics();
+    }
+    if (path.startsWith(PeerEndpoint.PREFIX)) {
+      return peer.handle(request, path); // internal: other nodes copy bytes from here
+    }
+    if (path.startsWith("/-/cache/")) {
+      if (request.method() != HttpMethods.DELETE) {
+        return text(405, "purge with DELETE").addHeader(RawHeader.create("Allow", "DELETE"));
+      }
+      return purge(request, addresses, "/" + path.substring("/-/cache/".length()), FrontDoor.query(raw));
+    }
+    return text(404, "no such endpoint");
+  }
+
+  private HttpResponse purge(HttpRequest request, FrontDoor.Addresses addresses, String repoPath, Optional<String> query) {
+    if (adminToken.isEmpty()) {
+      return text(403, "purge is disabled: no admin token is configured");
+    }
+    String auth = request.getHeader("Authorization").map(h -> h.value()).orElse("");
+    byte[] given = auth.startsWith("Bearer ") ? auth.substring(7).trim().getBytes(StandardCharsets.UTF_8) : new byte[0];
+    if (!MessageDigest.isEqual(given, adminToken.get().getBytes(StandardCharsets.UTF_8))) {
+      return text(401, "a valid admin bearer token is required").addHeader(RawHeader.create("WWW-Authenticate", "Bearer"));
+    }
+    RequestPath parsed = RequestPath.parse(repoPath, true);
+    if (parsed instanceof RequestPath.Rejected r) {
+      return text(400, r.reason());
+    }
+    RequestPath.Ok ok = (RequestPath.Ok) parsed;
+    Repository repo = repos.get(ok.repo());
+    if (repo == null) {
+      return text(404, "unknown repository: " + ok.repo());
+    }
+    Optional<ArtifactKey> key;
+    try {
+      key = artifacts.cachedKey(request, addresses, repo, ok, query);
+    } catch (Exception e) {
+      return text(500, "purge failed: " + e.getMessage());
+    }
+    if (key.isEmpty()) {
+      return text(404, "no artifact at this path");
+    }
+
+    boolean held;
+    try {
+      held = node.store().remove(key.get());
+    } catch (IOException e) {
+      return text(500, "purge failed: " + e.getMessage());
+    }
+    ClusterSharding.get(system)
+        .entityRefFor(FetchEntity.TYPE_KEY, key.get().id())
+        .ask(FetchEntity.Purge::new, Duration.ofSeconds(10))
+        .whenComplete((done, e) -> {
+          if (e != null) {
+            log.warn("purge of {} reached this node's store but not its entity: {}", key.get(), e.toString());
+          }
+        });
+    return held ? text(200, "purged") : text(404, "not cached");
+  }
+
+  private HttpResponse metrics() {
+    try {
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      PrometheusTextFormatWriter.create().write(out, metrics.registry().scrape());
+      return HttpResponse.create().withEntity(HttpEntities.create(
+          ContentTypes.parse("text/plain; version=0.0.4; charset=utf-8"), ByteString.fromArray(out.toByteArray())));
+    } catch (IOException e) {
+      return text(500, "metrics failed");
+    }
+  }
+}

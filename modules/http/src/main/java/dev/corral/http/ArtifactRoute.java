@@ -1,0 +1,263 @@
+package dev.corral.http;
+
+import static dev.corral.http.Answers.done;
+import static dev.corral.http.Answers.text;
+
+import dev.corral.core.fetch.Node;
+import dev.corral.core.fetch.Via;
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.store.StoredArtifact;
+import dev.corral.core.upstream.Header;
+import dev.corral.registry.Lookup;
+import dev.corral.registry.RepoRequest;
+import dev.corral.registry.Repository;
+import dev.corral.registry.Target;
+import java.io.IOException;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpHeader;
+import org.apache.pekko.http.javadsl.model.HttpMethods;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.StatusCodes;
+import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+import org.apache.pekko.stream.Materializer;
+import org.apache.pekko.util.ByteString;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@code GET}/{@code HEAD /{repo}/{path}}: validates the path, lets the repository resolve it to a
+ * key (reading other keys it must know through the cache) and serves that key, rewritten for the
+ * client when the repository says so.
+ */
+final class ArtifactRoute {
+  private static final Logger log = LoggerFactory.getLogger(ArtifactRoute.class);
+
+  /** Most a metadata body may be when it is read whole (rewritten, or looked up by a repository). */
+  static final int WHOLE_BODY_LIMIT = 128 * 1024 * 1024;
+  private static final Duration WHOLE_BODY_WAIT = Duration.ofMinutes(5);
+
+  private final ActorSystem<?> system;
+  private final Node node;
+  private final Map<String, Repository> repos;
+  private final KeyServe keys;
+  private final RequestCounts counts;
+  private final ArtifactResponses responses;
+  private final PublicBase publicBase;
+
+  ArtifactRoute(ActorSystem<?> system, Node node, Map<String, Repository> repos, KeyServe keys, RequestCounts counts,
+      PublicBase publicBase) {
+    this.system = system;
+    this.node = node;
+    this.repos = Map.copyOf(repos);
+    this.keys = keys;
+    this.counts = counts;
+    this.publicBase = publicBase;
+    this.responses = new ArtifactResponses(node.store(), node.hot(), node.io());
+  }
+
+  CompletionStage<HttpResponse> handle(HttpRequest request, String raw, FrontDoor.Addresses addresses) {
+    if (request.method() != HttpMethods.GET && request.method() != HttpMethods.HEAD) {
+      return done(counts.count("", "error", text(405, "only GET and HEAD are served")
+          .addHeader(RawHeader.create("Allow", "GET, HEAD"))));
+    }
+    RequestPath parsed = RequestPath.parse(FrontDoor.withoutQuery(raw), true);
+    if (parsed instanceof RequestPath.Rejected r) {
+      return done(counts.count("", "rejected", text(400, r.reason())));
+    }
+    RequestPath.Ok ok = (RequestPath.Ok) parsed;
+    Repository repo = repos.get(ok.repo());
+    if (repo == null) {
+      return done(counts.count("", "error", text(404, "unknown repository: " + ok.repo())));
+    }
+    if (!repo.allowsEncodedSlash() && ok.segments().stream().anyMatch(s -> s.indexOf('/') >= 0)) {
+      return done(counts.count("", "rejected", text(400, "encoded '/' in a path segment")));
+    }
+    RepoRequest repoRequest = repoRequest(request, addresses, repo, ok, request.getUri().rawQueryString());
+    CompletionStage<Target> resolved;
+    try {
+      resolved = repo.resolve(repoRequest, new CacheLookup(request));
+    } catch (RuntimeException e) {
+      resolved = CompletableFuture.failedFuture(e);
+    }
+    return resolved
+        .thenCompose(target -> target(request, repo, target))
+        .exceptionally(e -> {
+          Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+          if (t instanceof Lookup.LookupFailed f) {
+            return counts.count(repo.name(), "error", text(f.status(), f.getMessage()));
+          }
+          log.error("resolving {} in {} failed", ok.upstreamPath(), repo.name(), t);
+          return counts.count(repo.name(), "error", text(500, "internal error"));
+        });
+  }
+
+  /**
+   * The key a path names, resolved with what this node holds (a cached packument names a
+   * tarball's digest); never fetches to find out. Empty when the path names no artifact.
+   */
+  Optional<ArtifactKey> cachedKey(HttpRequest request, FrontDoor.Addresses addresses, Repository repo,
+      RequestPath.Ok ok, Optional<String> query) throws Exception {
+    Lookup cachedOnly = new CacheLookup(request) {
+      @Override
+      public CompletionStage<Optional<ByteString>> body(ArtifactKey k, boolean mutable) {
+        return CompletableFuture.completedFuture(cached(k));
+      }
+    };
+    Target target = repo.resolve(repoRequest(request, addresses, repo, ok, query), cachedOnly)
+        .toCompletableFuture().get(10, TimeUnit.SECONDS);
+    return target instanceof Target.Artifact a ? Optional.of(a.key()) : Optional.empty();
+  }
+
+  private RepoRequest repoRequest(HttpRequest request, FrontDoor.Addresses addresses, Repository repo,
+      RequestPath.Ok ok, Optional<String> query) {
+    return new RepoRequest(ok.segments(), ok.upstreamPath(), query,
+        request.getHeader("Accept").map(HttpHeader::value), baseUrl(request, addresses) + "/" + repo.name());
+  }
+
+  private CompletionStage<HttpResponse> target(HttpRequest request, Repository repo, Target target) {
+    if (target instanceof Target.Artifact a) {
+      CompletionStage<HttpResponse> served = a.rewrite().isPresent() ? rewritten(request, a)
+          : keys.serve(request, a.key(), a.mutable()).thenApply(KeyServe.Served::response);
+      return a.headers().isEmpty() ? served : served.thenApply(r -> r.addHeaders(raw(a.headers())));
+    }
+    if (target instanceof Target.Answer a) {
+      // An answer made from what Corral holds counts as a hit; a refusal as an error.
+      String result = a.status() < 300 ? "hit" : "error";
+      return done(counts.count(repo.name(), result, HttpResponse.create().withStatus(StatusCodes.get(a.status()))
+          .withEntity(HttpEntities.create(ContentTypes.parse(a.contentType()), a.body()))
+          .addHeaders(raw(a.headers()))));
+    }
+    if (target instanceof Target.Rejected r) {
+      return done(counts.count(repo.name(), "rejected", text(400, r.reason())));
+    }
+    return done(counts.count(repo.name(), "error", text(404, ((Target.NotFound) target).reason())));
+  }
+
+  /**
+   * A metadata body served rewritten: rewriting happens when a body is served, never in what is
+   * stored. The stored body is read whole and rewritten; conditional requests and ranges are
+   * answered against the rewritten bytes, whose ETag is their own hash.
+   */
+  private CompletionStage<HttpResponse> rewritten(HttpRequest request, Target.Artifact a) {
+    HttpRequest whole = withoutHeaders(request, "Range", "If-Range", "If-None-Match", "If-Modified-Since");
+    return keys.serve(whole, a.key(), a.mutable()).thenCompose(served -> {
+      HttpResponse r = served.response();
+      if (r.status().intValue() != 200) {
+        return done(r);
+      }
+      Via via = served.via() == null ? Via.HIT : served.via();
+      return r.entity().toStrict(WHOLE_BODY_WAIT.toMillis(), WHOLE_BODY_LIMIT, Materializer.matFromSystem(system))
+          .thenApply(strict -> {
+            ByteString body = a.rewrite().get().rewrite(strict.getData());
+            List<Header> headers = new ArrayList<>();
+            headers.add(new Header("Content-Type", strict.getContentType().toString()));
+            headers.add(new Header("ETag", "\"" + sha256(body).substring(0, 32) + "\""));
+            for (HttpHeader h : r.getHeaders()) {
+              String n = h.lowercaseName();
+              if (n.equals("last-modified") || n.equals("cache-control") || n.equals("expires")) {
+                headers.add(new Header(h.name(), h.value()));
+              }
+            }
+            HttpResponse out = responses.bytes(request, via, 200, headers, body);
+            for (HttpHeader h : r.getHeaders()) { // what the serve path said of staleness
+              if (h.lowercaseName().startsWith("x-corral-") || h.lowercaseName().equals("warning")) {
+                out = out.addHeader(h);
+              }
+            }
+            return out;
+          });
+    });
+  }
+  /** Reads other keys for a repository's {@link Repository#resolve}, on behalf of the same client. */
+  private class CacheLookup implements Lookup {
+    private final HttpRequest client;
+
+    CacheLookup(HttpRequest client) {
+      this.client = client;
+    }
+
+    @Override
+    public CompletionStage<Optional<ByteString>> body(ArtifactKey key, boolean mutable) {
+      HttpRequest get = HttpRequest.GET("/");
+      Optional<ConnectionScope> scope = client.getAttribute(ConnectionScope.KEY);
+      if (scope.isPresent()) {
+        get = get.addAttribute(ConnectionScope.KEY, scope.get()); // the client hanging up cancels it too
+      }
+      return keys.serve(get, key, mutable).thenCompose(served -> {
+        HttpResponse r = served.response();
+        int status = r.status().intValue();
+        if (status == 200) {
+          return r.entity().toStrict(WHOLE_BODY_WAIT.toMillis(), WHOLE_BODY_LIMIT, Materializer.matFromSystem(system))
+              .thenApply(strict -> Optional.of(strict.getData()));
+        }
+        r.discardEntityBytes(system);
+        if (status == 404 || status == 410) {
+          return CompletableFuture.completedFuture(Optional.<ByteString>empty());
+        }
+        return CompletableFuture.failedFuture(new Lookup.LookupFailed(status == 504 ? 504 : 502,
+            "could not read " + key.url() + " (" + status + ")"));
+      });
+    }
+
+    @Override
+    public Optional<ByteString> cached(ArtifactKey key) {
+      Optional<StoredArtifact> stored = node.store().lookup(key);
+      if (stored.isEmpty()) {
+        return Optional.empty();
+      }
+      Optional<ByteString> hot = node.hot().get(stored.get().sha256());
+      if (hot.isPresent()) {
+        return hot;
+      }
+      try {
+        return stored.get().size() <= WHOLE_BODY_LIMIT ? Optional.of(node.store().readAll(stored.get())) : Optional.empty();
+      } catch (IOException e) {
+        return Optional.empty();
+      }
+    }
+  }
+
+  /** The base URL clients reach this node at (see {@link PublicBase}). */
+  private String baseUrl(HttpRequest request, FrontDoor.Addresses addresses) {
+    FrontDoor.Addresses a = addresses == null ? new FrontDoor.Addresses(null, null) : addresses;
+    Optional<String> host = request.getHeader("X-Forwarded-Host").map(HttpHeader::value)
+        .or(() -> request.getHeader("Host").map(HttpHeader::value));
+    return publicBase.of(a.local(), a.remote(), request.getHeader("X-Forwarded-Proto").map(HttpHeader::value), host);
+  }
+
+  private static HttpRequest withoutHeaders(HttpRequest request, String... names) {
+    HttpRequest out = request;
+    for (String n : names) {
+      out = out.removeHeader(n);
+    }
+    return out;
+  }
+
+  private static List<HttpHeader> raw(List<Header> headers) {
+    return headers.stream().map(h -> (HttpHeader) RawHeader.create(h.name(), h.value())).toList();
+  }
+
+  private static String sha256(ByteString bytes) {
+    try {
+      MessageDigest md = MessageDigest.getInstance("SHA-256");
+      md.update(bytes.asByteBuffer());
+      return HexFormat.of().formatHex(md.digest());
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

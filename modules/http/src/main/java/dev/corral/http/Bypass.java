@@ -1,0 +1,65 @@
+package dev.corral.http;
+
+import static dev.corral.http.Answers.text;
+
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.upstream.Header;
+import dev.corral.core.upstream.Upstream;
+import dev.corral.core.upstream.UpstreamException;
+import dev.corral.core.upstream.UpstreamRequest;
+import java.util.List;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The waiter's budget ran out and the repository allows it: one direct, uncached fetch for this
+ * client (never stored, never shared), answered {@code X-Cache: BYPASS}.
+ */
+final class Bypass {
+  private static final Logger log = LoggerFactory.getLogger(Bypass.class);
+
+  private final ActorSystem<?> system;
+  private final Upstream upstream;
+  private final RequestCounts counts;
+
+  Bypass(ActorSystem<?> system, Upstream upstream, RequestCounts counts) {
+    this.system = system;
+    this.upstream = upstream;
+    this.counts = counts;
+  }
+
+  CompletionStage<HttpResponse> fetch(ArtifactKey key) {
+    String repo = key.repo();
+    List<Header> accept = key.variant().isEmpty() ? List.of() : List.of(new Header("Accept", key.variant()));
+    return upstream.get(new UpstreamRequest(repo, key.url(), accept))
+        .thenApply(r -> {
+          if (r.status() == 200) {
+            var type = ArtifactResponses.contentType(r.headers());
+            var entity = r.contentLength().isPresent()
+                ? HttpEntities.create(type, r.contentLength().getAsLong(), r.body())
+                : HttpEntities.createChunked(type, r.body());
+            return counts.count(repo, "bypass", HttpResponse.create().withEntity(entity)
+                .addHeader(RawHeader.create("X-Cache", "BYPASS")));
+          }
+          r.body().runWith(Sink.cancelled(), system);
+          if (r.status() == 404 || r.status() == 410) {
+            return counts.count(repo, "bypass", text(r.status(), "not found upstream")
+                .addHeader(RawHeader.create("X-Cache", "BYPASS")));
+          }
+          return counts.count(repo, "error", text(502, "upstream answered " + r.status()));
+        })
+        .exceptionally(e -> {
+          Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+          boolean timeout = t instanceof UpstreamException u && u.isTimeout();
+          log.warn("bypass fetch of {} failed: {}", key, t.toString());
+          return counts.count(repo, "error", text(timeout ? 504 : 502, "upstream error: " + t.getMessage()));
+        });
+  }
+}

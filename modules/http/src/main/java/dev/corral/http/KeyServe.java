@@ -1,0 +1,162 @@
+package dev.corral.http;
+
+import static dev.corral.http.Answers.done;
+import static dev.corral.http.Answers.text;
+
+import dev.corral.core.download.Failure;
+import dev.corral.core.fetch.FetchPolicy;
+import dev.corral.core.fetch.Node;
+import dev.corral.core.fetch.Reply;
+import dev.corral.core.fetch.Via;
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.store.StoredArtifact;
+import dev.corral.core.wait.Waiters;
+import dev.corral.registry.Target;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+
+/**
+ * Serves one key: a stored copy from this node's store at once when the key is immutable, or when
+ * it is mutable metadata still within the repository's metadata TTL; otherwise the key's entity
+ * decides (fetch, coalesce, or serve stale and revalidate) and this node's {@link Waiters} wait
+ * for it within the budget. Each answer is counted once, here.
+ */
+final class KeyServe {
+  /** On a stale copy served because its revalidation failed upstream (stale-if-error). */
+  static final RawHeader REVALIDATION_FAILED = RawHeader.create("Warning", "111 - \"Revalidation Failed\"");
+
+  /**
+   * A key's answer and how it was served ({@code via} is null for an answer without the key's
+   * bytes: an error, a bypass).
+   */
+  record Served(Via via, HttpResponse response) {}
+
+  private final Node node;
+  private final Waiters waiters;
+  private final ArtifactResponses responses;
+  private final RequestCounts counts;
+  private final Bypass bypass;
+
+  KeyServe(Node node, Waiters waiters, RequestCounts counts, Bypass bypass) {
+    this.node = node;
+    this.waiters = waiters;
+    this.counts = counts;
+    this.bypass = bypass;
+    this.responses = new ArtifactResponses(node.store(), node.hot(), node.io());
+  }
+
+  /**
+   * Answers a GET or HEAD for a key.
+   *
+   * @param mutable the key is metadata that changes upstream (the repository adapter says so; see
+   *     {@link Target.Artifact})
+   */
+  CompletionStage<Served> serve(HttpRequest request, ArtifactKey key, boolean mutable) {
+    Optional<StoredArtifact> hit = node.store().lookup(key)
+        .filter(a -> !mutable || node.policy(key.repo()).isFresh(a, node.clock().millis()));
+    if (hit.isPresent()) {
+      return responses.stored(request, Via.HIT, hit.get())
+          .thenCompose(r -> r.isPresent() ? done(served(key.repo(), Via.HIT, r.get())) : miss(request, key, mutable));
+    }
+    return miss(request, key, mutable);
+  }
+
+  private CompletionStage<Served> miss(HttpRequest request, ArtifactKey key, boolean mutable) {
+    ConnectionScope scope = request.getAttribute(ConnectionScope.KEY).orElse(null);
+    long token = scope != null ? scope.reserve() : waiters.cancels().reserve();
+    return waiters.await(key, token, mutable)
+        .thenCompose(answer -> answer(request, key, answer))
+        .whenComplete((r, e) -> {
+          if (scope != null) {
+            scope.done(token);
+          }
+        });
+  }
+
+  private CompletionStage<Served> answer(HttpRequest request, ArtifactKey key, Waiters.Answer answer) {
+    String repo = key.repo();
+    FetchPolicy policy = node.policy(repo);
+    if (answer instanceof Waiters.Cancelled) {
+      return done(failed(repo, text(503, "client closed the connection")));
+    }
+    if (answer instanceof Waiters.TimedOut) {
+      if (policy.bypassOnBudget()) {
+        return bypass.fetch(key).thenApply(r -> new Served(null, r));
+      }
+      return done(failed(repo, text(504, "timed out waiting for the upstream")));
+    }
+    Reply reply = ((Waiters.Answered) answer).reply();
+    if (reply instanceof Reply.Body b) {
+      return done(served(repo, b.via(), responses.bytes(request, b.via(), 200, b.headers(), b.bytes())));
+    }
+    if (reply instanceof Reply.Stored s) {
+      return responses.stored(request, s.via(), s.artifact())
+          .thenApply(r -> r.isPresent() ? served(repo, s.via(), r.get())
+              : failed(repo, text(502, "stored bytes of this artifact are missing or corrupt")));
+    }
+    if (reply instanceof Reply.Stale s) {
+      return responses.stored(request, Via.STALE, s.artifact()).thenCompose(r -> {
+        if (r.isPresent()) {
+          return done(served(repo, Via.STALE, s.revalidationFailed() ? r.get().addHeader(REVALIDATION_FAILED) : r.get()));
+        }
+        // The revalidation replaced the stale bytes between the answer and this read: the
+        // store now holds the fresh copy.
+        Optional<StoredArtifact> current = node.store().lookup(key);
+        if (current.isEmpty()) {
+          return done(failed(repo, text(502, "stored bytes of this artifact are missing or corrupt")));
+        }
+        return responses.stored(request, Via.HIT, current.get())
+            .thenApply(c -> c.isPresent() ? served(repo, Via.HIT, c.get())
+                : failed(repo, text(502, "stored bytes of this artifact are missing or corrupt")));
+      });
+    }
+    if (reply instanceof Reply.Streaming s) {
+      var growing = node.downloads().find(s.downloadId());
+      if (growing.isPresent()) {
+        // A reader that starts after the download ended reads the committed bytes (GrowingBlob).
+        return done(served(repo, s.via(), responses.streaming(s.via(), 200, s.headers(), s.length(), growing.get().reader())));
+      }
+      // The download ended between the reply and now: serve what it committed, if anything.
+      Optional<StoredArtifact> stored = node.store().lookup(key);
+      if (stored.isPresent()) {
+        return responses.stored(request, s.via(), stored.get())
+            .thenApply(r -> r.isPresent() ? served(repo, s.via(), r.get())
+                : failed(repo, text(502, "upstream transfer failed")));
+      }
+      return done(failed(repo, text(502, "upstream transfer failed")));
+    }
+    if (reply instanceof Reply.NotFound nf) {
+      return done(served(repo, nf.via(), text(nf.gone() ? 410 : 404, "not found upstream")
+          .addHeader(RawHeader.create("X-Cache", nf.via().name()))));
+    }
+    if (reply instanceof Reply.Failed f) {
+      return done(failed(repo, text(status(f.cause()), f.reason())));
+    }
+    return done(failed(repo, text(502, "unexpected answer: " + reply.getClass().getSimpleName())));
+  }
+
+  /** The status a client gets for a failed fetch. */
+  static int status(Failure cause) {
+    return switch (cause) {
+      case UPSTREAM_TIMEOUT -> 504;
+      case TOO_MANY_WAITERS -> 503;
+      case UPSTREAM_ERROR, BAD_BYTES, PEER_ERROR, INTERNAL -> 502;
+    };
+  }
+
+  private Served served(String repo, Via via, HttpResponse response) {
+    return new Served(via, counts.count(repo, via, response));
+  }
+
+  private Served failed(String repo, HttpResponse response) {
+    return new Served(null, counts.count(repo, "error", response));
+  }
+
+  private static CompletionStage<Served> done(Served served) {
+    return CompletableFuture.completedFuture(served);
+  }
+}

@@ -1,0 +1,29 @@
+package dev.corral.http;
+
+import dev.corral.core.fetch.Via;
+import dev.corral.http.metrics.Metrics;
+import java.util.Locale;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+
+/** Counts each answered request by repository and result ({@code corral_requests_total}). */
+final class RequestCounts {
+  private final Metrics metrics;
+
+  RequestCounts(Metrics metrics) {
+    this.metrics = metrics;
+  }
+
+  /** An answer with the bytes: counted by how it was served, coalesced ones also on their own. */
+  HttpResponse count(String repo, Via via, HttpResponse response) {
+    if (via == Via.COALESCED) {
+      metrics.coalesced.labelValues(repo).inc();
+    }
+    return count(repo, via.name().toLowerCase(Locale.ROOT), response);
+  }
+
+  /** Any other answer: {@code error}, {@code rejected}, {@code bypass}, {@code hit} (made here). */
+  HttpResponse count(String repo, String result, HttpResponse response) {
+    metrics.requests.labelValues(repo, result).inc();
+    return response;
+  }
+}
