@@ -121,7 +121,6 @@ public final class Waiters {
           long budget = node.policy(key.repo()).waiterBudget().toNanos();
           ScheduledFuture<?> timer = BUDGETS.schedule(() -> node.io().execute(() -> {
             if (result.complete(TimedOut.INSTANCE)) {
-              node.events().fellThrough(key.repo(), FetchEvents.FallThrough.BUDGET, 1);
               leave(attached);
             }
           }), budget, TimeUnit.NANOSECONDS);
@@ -129,7 +128,14 @@ public final class Waiters {
         }
       }
     }
-    return result.whenComplete((answer, error) -> cancels.release(token));
+    // Counted before the caller hears of it, so a client answered 504 finds the fall-through
+    // in the metrics.
+    return result.whenComplete((answer, error) -> {
+      if (answer == TimedOut.INSTANCE) {
+        node.events().fellThrough(key.repo(), FetchEvents.FallThrough.BUDGET, 1);
+      }
+      cancels.release(token);
+    });
   }
 
   private void leave(AtomicReference<SharedAsks.Local> attached) {
