@@ -4,7 +4,10 @@ import static dev.corral.http.Answers.done;
 import static dev.corral.http.Answers.text;
 
 import dev.corral.core.fetch.Node;
+import dev.corral.core.download.Failure;
 import dev.corral.core.fetch.Via;
+import dev.corral.core.wait.Waiters;
+import dev.corral.core.wait.WholeBodies;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
@@ -57,10 +60,16 @@ final class ArtifactRoute {
   private final RequestCounts counts;
   private final ArtifactResponses responses;
   private final PublicBase publicBase;
+  private final Waiters waiters;
+  private final WholeBodies bodies;
+  private final Bypass bypass;
 
   ArtifactRoute(ActorSystem<?> system, Node node, Map<String, Repository> repos, KeyServe keys, RequestCounts counts,
-      PublicBase publicBase) {
+      PublicBase publicBase, Waiters waiters, Bypass bypass) {
     this.system = system;
+    this.waiters = waiters;
+    this.bypass = bypass;
+    this.bodies = new WholeBodies(node, waiters, system, WHOLE_BODY_LIMIT);
     this.node = node;
     this.repos = Map.copyOf(repos);
     this.keys = keys;
@@ -192,13 +201,32 @@ final class ArtifactRoute {
 
     @Override
     public CompletionStage<Optional<ByteString>> body(ArtifactKey key, boolean mutable) {
-      HttpRequest get = HttpRequest.GET("/");
+      // The client hanging up cancels the read too.
       Optional<ConnectionScope> scope = client.getAttribute(ConnectionScope.KEY);
-      if (scope.isPresent()) {
-        get = get.addAttribute(ConnectionScope.KEY, scope.get()); // the client hanging up cancels it too
-      }
-      return keys.serve(get, key, mutable).thenCompose(served -> {
-        HttpResponse r = served.response();
+      long token = scope.isPresent() ? scope.get().reserve() : waiters.cancels().reserve();
+      return bodies.read(key, mutable, token)
+          .whenComplete((r, e) -> scope.ifPresent(sc -> sc.done(token)))
+          .thenCompose(read -> {
+            if (read instanceof WholeBodies.Read.Bytes b) {
+              return CompletableFuture.completedFuture(Optional.of(b.bytes()));
+            }
+            if (read instanceof WholeBodies.Read.Missing) {
+              return CompletableFuture.completedFuture(Optional.<ByteString>empty());
+            }
+            if (read instanceof WholeBodies.Read.TimedOut && node.policy(key.repo()).bypassOnBudget()) {
+              return bypassed(key);
+            }
+            boolean timeout = read instanceof WholeBodies.Read.TimedOut
+                || (read instanceof WholeBodies.Read.Failed f && f.cause() == Failure.UPSTREAM_TIMEOUT);
+            String why = read instanceof WholeBodies.Read.Failed f ? f.reason() : "timed out waiting for the upstream";
+            return CompletableFuture.failedFuture(new Lookup.LookupFailed(timeout ? 504 : 502,
+                "could not read " + key.url() + " (" + why + ")"));
+          });
+    }
+
+    /** The budget ran out and the repository allows it: the document read once, uncached. */
+    private CompletionStage<Optional<ByteString>> bypassed(ArtifactKey key) {
+      return bypass.fetch(key).thenCompose(r -> {
         int status = r.status().intValue();
         if (status == 200) {
           return r.entity().toStrict(WHOLE_BODY_WAIT.toMillis(), WHOLE_BODY_LIMIT, Materializer.matFromSystem(system))

@@ -62,8 +62,9 @@ public final class FrontDoor {
     this.system = system;
     this.waiters = waiters;
     this.counts = new RequestCounts(metrics);
-    this.keys = new KeyServe(node, waiters, counts, new Bypass(system, node.upstream(), counts));
-    this.artifacts = new ArtifactRoute(system, node, repos, keys, counts, publicBase);
+    Bypass bypass = new Bypass(system, node.upstream(), counts);
+    this.keys = new KeyServe(node, waiters, counts, bypass);
+    this.artifacts = new ArtifactRoute(system, node, repos, keys, counts, publicBase, waiters, bypass);
     this.admin = new AdminRoutes(system, node, metrics, repos, adminToken, artifacts, ready::get);
   }
 
