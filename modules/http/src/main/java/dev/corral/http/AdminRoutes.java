@@ -57,8 +57,8 @@ final class AdminRoutes {
     this.peer = new PeerEndpoint(node);
   }
 
-  HttpResponse handle(HttpRequest request, String raw, FrontDoor.Addresses addresses) {
-    String path = FrontDoor.withoutQuery(raw);
+  HttpResponse handle(HttpRequest request, String raw, PublicBase.Addresses addresses) {
+    String path = RequestPath.withoutQuery(raw);
     boolean get = request.method() == HttpMethods.GET || request.method() == HttpMethods.HEAD;
     if (get && path.equals("/-/health/live")) {
       return text(200, "live");
@@ -76,12 +76,12 @@ final class AdminRoutes {
       if (request.method() != HttpMethods.DELETE) {
         return text(405, "purge with DELETE").addHeader(RawHeader.create("Allow", "DELETE"));
       }
-      return purge(request, addresses, "/" + path.substring("/-/cache/".length()), FrontDoor.query(raw));
+      return purge(request, addresses, "/" + path.substring("/-/cache/".length()), RequestPath.query(raw));
     }
     return text(404, "no such endpoint");
   }
 
-  private HttpResponse purge(HttpRequest request, FrontDoor.Addresses addresses, String repoPath, Optional<String> query) {
+  private HttpResponse purge(HttpRequest request, PublicBase.Addresses addresses, String repoPath, Optional<String> query) {
     if (adminToken.isEmpty()) {
       return text(403, "purge is disabled: no admin token is configured");
     }

@@ -78,12 +78,12 @@ final class ArtifactRoute {
     this.responses = new ArtifactResponses(node.store(), node.hot(), node.io());
   }
 
-  CompletionStage<HttpResponse> handle(HttpRequest request, String raw, FrontDoor.Addresses addresses) {
+  CompletionStage<HttpResponse> handle(HttpRequest request, String raw, PublicBase.Addresses addresses) {
     if (request.method() != HttpMethods.GET && request.method() != HttpMethods.HEAD) {
       return done(counts.count("", "error", text(405, "only GET and HEAD are served")
           .addHeader(RawHeader.create("Allow", "GET, HEAD"))));
     }
-    RequestPath parsed = RequestPath.parse(FrontDoor.withoutQuery(raw), true);
+    RequestPath parsed = RequestPath.parse(RequestPath.withoutQuery(raw), true);
     if (parsed instanceof RequestPath.Rejected r) {
       return done(counts.count("", "rejected", text(400, r.reason())));
     }
@@ -118,7 +118,7 @@ final class ArtifactRoute {
    * The key a path names, resolved with what this node holds (a cached packument names a
    * tarball's digest); never fetches to find out. Empty when the path names no artifact.
    */
-  Optional<ArtifactKey> cachedKey(HttpRequest request, FrontDoor.Addresses addresses, Repository repo,
+  Optional<ArtifactKey> cachedKey(HttpRequest request, PublicBase.Addresses addresses, Repository repo,
       RequestPath.Ok ok, Optional<String> query) throws Exception {
     Lookup cachedOnly = new CacheLookup(request) {
       @Override
@@ -131,7 +131,7 @@ final class ArtifactRoute {
     return target instanceof Target.Artifact a ? Optional.of(a.key()) : Optional.empty();
   }
 
-  private RepoRequest repoRequest(HttpRequest request, FrontDoor.Addresses addresses, Repository repo,
+  private RepoRequest repoRequest(HttpRequest request, PublicBase.Addresses addresses, Repository repo,
       RequestPath.Ok ok, Optional<String> query) {
     return new RepoRequest(ok.segments(), ok.upstreamPath(), query,
         request.getHeader("Accept").map(HttpHeader::value), baseUrl(request, addresses) + "/" + repo.name());
@@ -260,8 +260,8 @@ final class ArtifactRoute {
   }
 
   /** The base URL clients reach this node at (see {@link PublicBase}). */
-  private String baseUrl(HttpRequest request, FrontDoor.Addresses addresses) {
-    FrontDoor.Addresses a = addresses == null ? new FrontDoor.Addresses(null, null) : addresses;
+  private String baseUrl(HttpRequest request, PublicBase.Addresses addresses) {
+    PublicBase.Addresses a = addresses == null ? new PublicBase.Addresses(null, null) : addresses;
     Optional<String> host = request.getHeader("X-Forwarded-Host").map(HttpHeader::value)
         .or(() -> request.getHeader("Host").map(HttpHeader::value));
     return publicBase.of(a.local(), a.remote(), request.getHeader("X-Forwarded-Proto").map(HttpHeader::value), host);

@@ -52,10 +52,7 @@ public final class FrontDoor {
   /** Response bodies being sent right now (streamed ones; strict bodies go out at once). */
   private final AtomicInteger streamingResponses = new AtomicInteger();
 
-  /** The addresses of a request's connection, for {@link PublicBase}. */
-  record Addresses(InetSocketAddress local, InetSocketAddress remote) {}
-
-  private static final AttributeKey<Addresses> ADDRESSES = AttributeKey.create("corral-addresses", Addresses.class);
+  private static final AttributeKey<PublicBase.Addresses> ADDRESSES = AttributeKey.create("corral-addresses", PublicBase.Addresses.class);
 
   public FrontDoor(ActorSystem<?> system, Node node, Metrics metrics, Waiters waiters, Map<String, Repository> repos,
       Optional<String> adminToken, PublicBase publicBase) {
@@ -84,7 +81,7 @@ public final class FrontDoor {
 
   Flow<HttpRequest, HttpResponse, ?> connectionFlow(InetSocketAddress local, InetSocketAddress remote) {
     ConnectionScope scope = new ConnectionScope(waiters.cancels());
-    Addresses addresses = new Addresses(local, remote);
+    PublicBase.Addresses addresses = new PublicBase.Addresses(local, remote);
     return Flow.of(HttpRequest.class)
         .watchTermination((mat, done) -> {
           done.whenComplete((d, e) -> scope.closed());
@@ -137,8 +134,8 @@ public final class FrontDoor {
 
   public CompletionStage<HttpResponse> handle(HttpRequest request) {
     try {
-      String raw = rawPath(request);
-      Addresses addresses = request.getAttribute(ADDRESSES).orElse(null);
+      String raw = RequestPath.raw(request);
+      PublicBase.Addresses addresses = request.getAttribute(ADDRESSES).orElse(null);
       if (raw.startsWith("/-/")) {
         return CompletableFuture.completedFuture(admin.handle(request, raw, addresses));
       }
@@ -159,23 +156,5 @@ public final class FrontDoor {
   /** Answers a GET or HEAD for a key, as a request for it would be (see {@link KeyServe}). */
   public CompletionStage<HttpResponse> serve(HttpRequest request, ArtifactKey key, boolean mutable) {
     return keys.serve(request, key, mutable).thenApply(KeyServe.Served::response);
-  }
-
-  /** The request target exactly as the client sent it (Raw-Request-URI), query included. */
-  static String rawPath(HttpRequest request) {
-    return request.getHeader("Raw-Request-URI").map(h -> h.value())
-        .orElseGet(() -> request.getUri().getPathString()
-            + request.getUri().rawQueryString().map(q -> "?" + q).orElse(""));
-  }
-
-  static String withoutQuery(String raw) {
-    int i = raw.indexOf('?');
-    return i >= 0 ? raw.substring(0, i) : raw;
-  }
-
-  /** The query of a request target, without its {@code ?}. */
-  static Optional<String> query(String raw) {
-    int i = raw.indexOf('?');
-    return i >= 0 ? Optional.of(raw.substring(i + 1)) : Optional.empty();
   }
 }

@@ -16,6 +16,9 @@ import java.util.regex.Pattern;
  * a client's header through would let that client choose the links in its own response.
  */
 public final class PublicBase {
+  /** The addresses of a request's connection. */
+  record Addresses(InetSocketAddress local, InetSocketAddress remote) {}
+
   /** A host name or address with an optional port: nothing that could end or extend a URL. */
   private static final Pattern HOST = Pattern.compile("(\\[[0-9a-fA-F:.]+\\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?");
 

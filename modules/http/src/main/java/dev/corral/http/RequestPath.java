@@ -2,6 +2,8 @@ package dev.corral.http;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
 
 /**
  * A repository request path, validated and split: {@code /{repo}/{path...}}.
@@ -137,5 +139,23 @@ public sealed interface RequestPath permits RequestPath.Ok, RequestPath.Rejected
       upstream.append('/');
     }
     return new Ok(repo, segments, upstream.toString());
+  }
+
+  /** The request target exactly as the client sent it (Raw-Request-URI), query included. */
+  static String raw(HttpRequest request) {
+    return request.getHeader("Raw-Request-URI").map(h -> h.value())
+        .orElseGet(() -> request.getUri().getPathString()
+            + request.getUri().rawQueryString().map(q -> "?" + q).orElse(""));
+  }
+
+  static String withoutQuery(String raw) {
+    int i = raw.indexOf('?');
+    return i >= 0 ? raw.substring(0, i) : raw;
+  }
+
+  /** The query of a request target, without its {@code ?}. */
+  static Optional<String> query(String raw) {
+    int i = raw.indexOf('?');
+    return i >= 0 ? Optional.of(raw.substring(i + 1)) : Optional.empty();
   }
 }
