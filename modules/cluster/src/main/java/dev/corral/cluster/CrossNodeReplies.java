@@ -8,12 +8,9 @@ import dev.corral.core.download.Outcome;
 import dev.corral.core.fetch.Peers;
 import dev.corral.core.fetch.Reply;
 import dev.corral.core.fetch.Via;
+import dev.corral.core.key.Sha256;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
-import java.nio.ByteBuffer;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.function.BiFunction;
 import org.apache.pekko.util.ByteString;
@@ -87,7 +84,7 @@ final class CrossNodeReplies {
    */
   static Peers.Arrival decode(Reply.ForAnotherNode reply, BiFunction<String, String, PeerCopy> copyFrom) {
     if (reply instanceof Inline in) {
-      String actual = sha256(in.bytes());
+      String actual = Sha256.hex(in.bytes());
       if (!actual.equals(in.sha256())) {
         return new Peers.Arrival.Refused(new Reply.Failed(Failure.BAD_BYTES,
             "a peer's copy hashes to " + actual + ", not " + in.sha256()));
@@ -100,17 +97,5 @@ final class CrossNodeReplies {
     }
     return new Peers.Arrival.Refused(new Reply.Failed(Failure.PEER_ERROR,
         "an unknown reply from another node: " + reply.getClass().getName()));
-  }
-
-  static String sha256(ByteString bytes) {
-    try {
-      MessageDigest md = MessageDigest.getInstance("SHA-256");
-      for (ByteBuffer b : bytes.getByteBuffers()) {
-        md.update(b);
-      }
-      return HexFormat.of().formatHex(md.digest());
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
   }
 }

@@ -12,6 +12,7 @@ import dev.corral.core.download.Outcome;
 import dev.corral.core.fetch.Peers;
 import dev.corral.core.fetch.Reply;
 import dev.corral.core.fetch.Via;
+import dev.corral.core.key.Sha256;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
 import java.util.List;
@@ -63,7 +64,7 @@ class CrossNodeRepliesTest {
   }
 
   private static StoredArtifact artifact(ByteString bytes) {
-    return new StoredArtifact("k".repeat(64), "r|http://upstream.example/a", CrossNodeReplies.sha256(bytes),
+    return new StoredArtifact("k".repeat(64), "r|http://upstream.example/a", Sha256.hex(bytes),
         bytes.size(), HEADERS, 1234L);
   }
 
@@ -132,7 +133,7 @@ class CrossNodeRepliesTest {
   @Test
   void aBodyIsCarriedAsRawBytesNotBase64() {
     ByteString body = random(1 << 20);
-    var message = new CrossNodeReplies.Inline(Via.MISS, HEADERS, body, CrossNodeReplies.sha256(body), -1);
+    var message = new CrossNodeReplies.Inline(Via.MISS, HEADERS, body, Sha256.hex(body), -1);
     byte[] bytes = serialization.findSerializerFor(message).toBinary(message);
     assertTrue(bytes.length < body.size() + 1024, "serialized size " + bytes.length);
     // A ByteString made of several chunks is written as one byte string.

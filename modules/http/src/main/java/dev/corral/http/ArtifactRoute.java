@@ -9,6 +9,7 @@ import dev.corral.core.fetch.Via;
 import dev.corral.core.wait.Waiters;
 import dev.corral.core.wait.WholeBodies;
 import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.key.Sha256;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
 import dev.corral.registry.Lookup;
@@ -16,10 +17,8 @@ import dev.corral.registry.RepoRequest;
 import dev.corral.registry.Repository;
 import dev.corral.registry.Target;
 import java.io.IOException;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -174,7 +173,7 @@ final class ArtifactRoute {
             ByteString body = a.rewrite().get().rewrite(strict.getData());
             List<Header> headers = new ArrayList<>();
             headers.add(new Header("Content-Type", strict.getContentType().toString()));
-            headers.add(new Header("ETag", "\"" + sha256(body).substring(0, 32) + "\""));
+            headers.add(new Header("ETag", "\"" + Sha256.hex(body).substring(0, 32) + "\""));
             for (HttpHeader h : r.getHeaders()) {
               String n = h.lowercaseName();
               if (n.equals("last-modified") || n.equals("cache-control") || n.equals("expires")) {
@@ -277,15 +276,5 @@ final class ArtifactRoute {
 
   private static List<HttpHeader> raw(List<Header> headers) {
     return headers.stream().map(h -> (HttpHeader) RawHeader.create(h.name(), h.value())).toList();
-  }
-
-  private static String sha256(ByteString bytes) {
-    try {
-      MessageDigest md = MessageDigest.getInstance("SHA-256");
-      md.update(bytes.asByteBuffer());
-      return HexFormat.of().formatHex(md.digest());
-    } catch (java.security.NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
   }
 }

@@ -2,9 +2,6 @@ package dev.corral.core.key;
 
 import dev.corral.core.CborSerializable;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
-import java.util.HexFormat;
 import java.util.Objects;
 
 /**
@@ -43,12 +40,7 @@ public record ArtifactKey(String repo, String url, String variant, Digest expect
    * journal ids may not.
    */
   public String id() {
-    try {
-      MessageDigest md = MessageDigest.getInstance("SHA-256");
-      return HexFormat.of().formatHex(md.digest(canonical().getBytes(StandardCharsets.UTF_8)));
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
+    return Sha256.hex(canonical().getBytes(StandardCharsets.UTF_8));
   }
 
   @Override

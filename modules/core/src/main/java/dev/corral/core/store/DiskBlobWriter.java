@@ -1,5 +1,6 @@
 package dev.corral.core.store;
 
+import dev.corral.core.key.Sha256;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -36,7 +37,7 @@ final class DiskBlobWriter implements BlobWriter {
     this.store = store;
     this.tempFile = tempFile;
     try {
-      this.sha256 = MessageDigest.getInstance("SHA-256");
+      this.sha256 = Sha256.digest();
       this.extra = extraAlgorithm == null ? null : MessageDigest.getInstance(extraAlgorithm);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalArgumentException("unknown digest algorithm: " + extraAlgorithm, e);
