@@ -84,7 +84,7 @@ abstract class EntityTestBase {
     dataDir = Files.createTempDirectory("corral-" + getClass().getSimpleName());
     store = new FaultyStore(DiskStore.open(dataDir, 1L << 30, ticker.clock()));
     node = new Node(store, new HotBlobs(0), KeyRecords.of(kit.system()), upstream, events,
-        r -> policies.getOrDefault(r, FetchPolicy.defaults()), ticker, ticker.clock(),
+        r -> policies.getOrDefault(r, FetchPolicy.defaults()), ticker, Timers.system(), ticker.clock(),
         kit.system().dispatchers().lookup(DispatcherSelector.blocking()));
     FetchEntity.init(kit.system(), node, idleTimeout());
     sharding = ClusterSharding.get(kit.system());
