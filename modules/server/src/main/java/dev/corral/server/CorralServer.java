@@ -1,6 +1,7 @@
 package dev.corral.server;
 
 import dev.corral.cluster.ClusterJoin;
+import com.github.benmanes.caffeine.cache.Scheduler;
 import com.github.benmanes.caffeine.cache.Ticker;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
@@ -10,6 +11,7 @@ import dev.corral.core.fetch.FetchEntity;
 import dev.corral.core.fetch.FetchPolicy;
 import dev.corral.core.record.KeyRecords;
 import dev.corral.core.fetch.Node;
+import dev.corral.core.fetch.Timers;
 import dev.corral.core.wait.Waiters;
 import dev.corral.core.store.DiskStore;
 import dev.corral.core.store.HotBlobs;
@@ -95,6 +97,17 @@ public final class CorralServer implements AutoCloseable {
    * a test passes a ticker it moves by hand. Wall-clock ages of stored copies still use the clock.
    */
   public static CorralServer start(CorralSettings settings, Ticker ticker) throws Exception {
+    return start(settings, ticker, Timers.system());
+  }
+
+  /**
+   * As {@link #start(CorralSettings, Ticker)}, with {@code scheduler} running the waiters' timers
+   * (each waiter's budget, the re-ask of an unanswered ask, the pauses before asking a stopped
+   * entity again) in the ticker's time: a test passes a scheduler that runs due tasks when its
+   * ticker moves. Pekko's own timers (the idle entities' passivation, upstream timeouts and
+   * retry backoff, the cluster's) stay on the actor system's scheduler.
+   */
+  public static CorralServer start(CorralSettings settings, Ticker ticker, Scheduler scheduler) throws Exception {
     Path dataDir = settings.dataDir().toAbsolutePath().normalize();
     JournalDatabase database = new JournalDatabase(settings.journal(), dataDir);
     database.checkConnection();
@@ -134,7 +147,7 @@ public final class CorralServer implements AutoCloseable {
       long frame = system.settings().config().getBytes("pekko.remote.artery.advanced.maximum-large-frame-size");
       ClusterPeers peers = new ClusterPeers(system, new HttpPeerBlobs(system), frame / 2);
       Node node = new Node(store, new HotBlobs(settings.memoryCacheBytes()), KeyRecords.of(system), upstream, metrics,
-          name -> policies.getOrDefault(name, FetchPolicy.defaults()), ticker, Clock.systemUTC(), io, peers);
+          name -> policies.getOrDefault(name, FetchPolicy.defaults()), ticker, scheduler, Clock.systemUTC(), io, peers);
       FetchEntity.init(system, node, ENTITY_IDLE);
       CancelRegistry cancels = new CancelRegistry(ticker, settings.tombstoneTtl(), 100_000);
       Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node, system);

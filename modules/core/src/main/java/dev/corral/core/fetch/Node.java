@@ -2,6 +2,7 @@ package dev.corral.core.fetch;
 
 import dev.corral.core.download.Downloads;
 import dev.corral.core.record.KeyRecords;
+import com.github.benmanes.caffeine.cache.Scheduler;
 import com.github.benmanes.caffeine.cache.Ticker;
 import dev.corral.core.store.ArtifactStore;
 import dev.corral.core.store.HotBlobs;
@@ -26,6 +27,7 @@ public final class Node {
   private final java.util.concurrent.atomic.AtomicInteger fetchesInFlight = new java.util.concurrent.atomic.AtomicInteger();
   private final Function<String, FetchPolicy> policies;
   private final Ticker ticker;
+  private final Scheduler scheduler;
   private final Clock clock;
   private final Executor io;
   private final Downloads downloads;
@@ -47,8 +49,9 @@ public final class Node {
       FetchEvents events,
       Function<String, FetchPolicy> policies,
       Ticker ticker,
+      Scheduler scheduler,
       Executor io) {
-    this(store, hot, records, upstream, events, policies, ticker, Clock.systemUTC(), io, Peers.NONE);
+    this(store, hot, records, upstream, events, policies, ticker, scheduler, Clock.systemUTC(), io, Peers.NONE);
   }
 
   /**
@@ -64,6 +67,7 @@ public final class Node {
       FetchEvents events,
       Function<String, FetchPolicy> policies,
       Ticker ticker,
+      Scheduler scheduler,
       Clock clock,
       Executor io,
       Peers peers) {
@@ -76,6 +80,7 @@ public final class Node {
     this.events = events;
     this.policies = policies;
     this.ticker = ticker;
+    this.scheduler = scheduler;
     this.io = io;
     this.downloads = new Downloads(store, hot, upstream, clock, io);
   }
@@ -114,6 +119,14 @@ public final class Node {
 
   public Ticker ticker() {
     return ticker;
+  }
+
+  /**
+   * Runs the waiters' timers (budgets, re-asks, retry pauses) in the ticker's time: {@link
+   * Timers#system()} in a running node, a manual one in tests.
+   */
+  public Scheduler scheduler() {
+    return scheduler;
   }
 
   /** Wall-clock time for the age of stored copies (metadata freshness). */

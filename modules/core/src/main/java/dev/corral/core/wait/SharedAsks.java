@@ -18,12 +18,13 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -41,7 +42,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The shared ask re-asks on an unanswered ask ({@link Waiters#ASK_AGAIN}) and after
  * {@code Retry} (the entity stopped, or its node died), like a single waiter, for as long as any
- * local waiter is attached. Its token is random (64 bits), so it is unique across the cluster's
+ * local waiter is attached. Both timers run on the node's {@link Node#scheduler()}. Its token is random (64 bits), so it is unique across the cluster's
  * nodes, whose cancel registries hand out overlapping numbers.
  *
  * <p>Replies made for another node come back through {@link Peers#arrived}: a small body,
@@ -176,8 +177,13 @@ final class SharedAsks {
         }
       }
       joinsSent.increment();
+      // Asking again is this node's timer, on its scheduler: whichever of the reply and the timer
+      // comes first settles this ask, and the other does nothing (a reply after the timer is
+      // dropped, as Pekko drops one after its ask timeout). Pekko's timeout only bounds how long
+      // the ask's temporary actor lives: past every local waiter's budget, when no reply matters.
+      Duration lifetime = node.policy(key.repo()).waiterBudget().plus(Waiters.ASK_AGAIN);
       CompletionStage<Reply> asked =
-          entity.ask(replyTo -> new FetchEntity.Join(key, token, replyTo, mutable), Waiters.ASK_AGAIN);
+          entity.ask(replyTo -> new FetchEntity.Join(key, token, replyTo, mutable), lifetime);
       boolean abandoned;
       synchronized (SharedAsks.this) {
         abandoned = answered && locals.isEmpty();
@@ -187,11 +193,24 @@ final class SharedAsks {
         entity.tell(new FetchEntity.Leave(token));
         return;
       }
+      AtomicBoolean settled = new AtomicBoolean();
+      Future<?> again = node.scheduler().schedule(node.io(), () -> {
+        if (settled.compareAndSet(false, true)) {
+          ask(); // unanswered (a Join lost with a stopping entity or a dead node): ask again
+        }
+      }, Waiters.ASK_AGAIN.toNanos(), TimeUnit.NANOSECONDS);
       // A body from another node is answered on the thread that delivered it (Artery's
       // large-message stream, which carries nothing else): Pekko's CompletionStage would otherwise
       // hand every callback to the common pool, one more thread to wake before the waiters hear.
       // Everything else may read files, so it goes to the common pool as before.
       asked.whenCompleteAsync((reply, error) -> {
+        if (error != null && isTimeout(error)) {
+          return; // Pekko's own timeout: the timer above asks again
+        }
+        if (!settled.compareAndSet(false, true)) {
+          return; // asked again already
+        }
+        again.cancel(false);
         if (error == null && reply instanceof Reply.ForAnotherNode remote) {
           arrived(node.peers().arrived(remote));
         } else {
@@ -202,12 +221,7 @@ final class SharedAsks {
 
     private void asked(Reply reply, Throwable error) {
       if (error != null) {
-        boolean timeout = error instanceof TimeoutException || error.getCause() instanceof TimeoutException;
-        if (timeout) {
-          ask(); // unanswered (a Join lost with a stopping entity or a dead node): ask again
-        } else {
-          later();
-        }
+        later();
       } else if (reply instanceof Reply.Retry) {
         int waiting;
         synchronized (SharedAsks.this) {
@@ -221,11 +235,14 @@ final class SharedAsks {
       }
     }
 
-    /** Asks again after a pause (doubling up to 500 ms), so the shard has noticed a stop. */
+    /**
+     * Asks again after a pause (doubling up to 500 ms, on the node's scheduler), so the shard has
+     * noticed a stop.
+     */
     void later() {
       Duration pause = retryPause;
       retryPause = pause.multipliedBy(2).compareTo(MAX_RETRY_PAUSE) > 0 ? MAX_RETRY_PAUSE : pause.multipliedBy(2);
-      CompletableFuture.delayedExecutor(pause.toMillis(), TimeUnit.MILLISECONDS, node.io()).execute(this::ask);
+      node.scheduler().schedule(node.io(), this::ask, pause.toNanos(), TimeUnit.NANOSECONDS);
     }
 
     /** A reply other than one from another node (those are answered where they arrive, see ask()). */
@@ -371,5 +388,9 @@ final class SharedAsks {
       return new Reply.Streaming(Via.COALESCED, s.headers(), s.length(), s.downloadId());
     }
     return reply;
+  }
+
+  private static boolean isTimeout(Throwable error) {
+    return error instanceof TimeoutException || error.getCause() instanceof TimeoutException;
   }
 }

@@ -10,8 +10,7 @@ import dev.corral.core.wait.CancelRegistry;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -29,6 +28,8 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
  *       twice.
  *   <li>When the budget runs out the answer is {@link TimedOut}; the caller answers 504 or
  *       bypasses the cache, as the repository says.
+ *   <li>Every timer here (budgets, re-asks, the pauses before asking again) runs on the node's
+ *       {@link Node#scheduler()}, in the time of its {@link Node#ticker()}.
  *   <li>Concurrent waiters of one node for one key share one ask ({@link SharedAsks}): one ask
  *       per node per key reaches the entity; each waiter keeps its own budget and cancellation.
  *   <li>A waiter whose client went away is answered {@link Cancelled} at once (C1) and its
@@ -36,8 +37,8 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
  * </ul>
  */
 public final class Waiters {
-  /** How long one ask may go unanswered before it is sent again. */
-  static final Duration ASK_AGAIN = Duration.ofSeconds(5);
+  /** How long one ask may go unanswered before it is sent again (on the node's scheduler). */
+  public static final Duration ASK_AGAIN = Duration.ofSeconds(5);
 
   /** What a waiter ends with. */
   public sealed interface Answer {}
@@ -47,19 +48,6 @@ public final class Waiters {
   public enum TimedOut implements Answer { INSTANCE }
 
   public enum Cancelled implements Answer { INSTANCE }
-
-  /** Each waiter's budget timer; one thread for all, cancelled timers removed at once. */
-  private static final ScheduledThreadPoolExecutor BUDGETS = budgetTimers();
-
-  private static ScheduledThreadPoolExecutor budgetTimers() {
-    ScheduledThreadPoolExecutor timers = new ScheduledThreadPoolExecutor(1, r -> {
-      Thread t = new Thread(r, "corral-waiter-budgets");
-      t.setDaemon(true);
-      return t;
-    });
-    timers.setRemoveOnCancelPolicy(true);
-    return timers;
-  }
 
   private final CancelRegistry cancels;
   private final Node node;
@@ -118,12 +106,13 @@ public final class Waiters {
         if (result.isDone()) {
           leave(attached); // cancelled while attaching
         } else {
+          // The budget runs on the node's scheduler, in the node's time (a manual one in tests).
           long budget = node.policy(key.repo()).waiterBudget().toNanos();
-          ScheduledFuture<?> timer = BUDGETS.schedule(() -> node.io().execute(() -> {
+          Future<?> timer = node.scheduler().schedule(node.io(), () -> {
             if (result.complete(TimedOut.INSTANCE)) {
               leave(attached);
             }
-          }), budget, TimeUnit.NANOSECONDS);
+          }, budget, TimeUnit.NANOSECONDS);
           result.whenComplete((answer, error) -> timer.cancel(false)); // answered: forget the timer
         }
       }

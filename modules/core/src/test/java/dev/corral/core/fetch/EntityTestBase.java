@@ -25,6 +25,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -43,7 +44,9 @@ import org.junit.jupiter.api.TestInstance;
 
 /**
  * One single-node cluster per test class: sharding, the in-memory durable state plugin, a disk
- * store in a temporary directory, a {@link ScriptedUpstream} and a ticker the test can move.
+ * store in a temporary directory, a {@link ScriptedUpstream} and a ticker the test can move, which
+ * is also the time of the node's timers ({@link ManualScheduler}): no budget runs out, no re-ask
+ * or retry pause ends, unless the test advances the ticker.
  * Tests share the cluster, so each uses keys (and, when it needs its own policy or metrics, a
  * repository) of its own.
  */
@@ -60,12 +63,23 @@ abstract class EntityTestBase {
   Path dataDir;
   final ScriptedUpstream upstream = new ScriptedUpstream();
   final MovableTicker ticker = new MovableTicker();
+  /** The node's timers, in the ticker's time. */
+  final ManualScheduler scheduler = new ManualScheduler(ticker);
   private final Map<String, FetchPolicy> policies = new ConcurrentHashMap<>();
   private final AtomicInteger seq = new AtomicInteger();
 
-  /** How long an idle entity lives before it passivates. */
+  /**
+   * How long an idle entity of the cluster lives before it passivates (Pekko's real time): long
+   * enough that none passivates while a test runs. Idle passivation itself is tested on Pekko's
+   * ManualTime ({@code LifecycleTest}).
+   */
   Duration idleTimeout() {
-    return Duration.ofSeconds(30);
+    return Duration.ofHours(1);
+  }
+
+  /** Registers the entities of the cluster's sharding: the fetch entity (a test may register a stand-in). */
+  void initEntities() {
+    FetchEntity.init(kit.system(), node, idleTimeout());
   }
 
   @BeforeAll
@@ -84,9 +98,9 @@ abstract class EntityTestBase {
     dataDir = Files.createTempDirectory("corral-" + getClass().getSimpleName());
     store = new FaultyStore(DiskStore.open(dataDir, 1L << 30, ticker.clock()));
     node = new Node(store, new HotBlobs(0), KeyRecords.of(kit.system()), upstream, events,
-        r -> policies.getOrDefault(r, FetchPolicy.defaults()), ticker, ticker.clock(),
+        r -> policies.getOrDefault(r, FetchPolicy.defaults()), ticker, scheduler, ticker.clock(),
         kit.system().dispatchers().lookup(DispatcherSelector.blocking()), Peers.NONE);
-    FetchEntity.init(kit.system(), node, idleTimeout());
+    initEntities();
     sharding = ClusterSharding.get(kit.system());
     waiters = new Waiters(sharding, new CancelRegistry(ticker, Duration.ofSeconds(120), 1000), node);
   }
@@ -221,11 +235,14 @@ abstract class EntityTestBase {
   }
 
   /**
-   * Real time plus an offset the test may move forward; {@link #clock()} is the same offset on
-   * the wall clock, which stamps the store's fetched-at times.
+   * The tests' source of interval time: it moves only when a test {@link #advance advances} it,
+   * and {@link #scheduler} runs the node's timers (budgets, re-asks, retry pauses) in its time.
+   * {@link #clock()} is the wall clock plus the same advances, which stamps the store's
+   * fetched-at times.
    */
   static final class MovableTicker implements Ticker {
     private final AtomicLong offset = new AtomicLong();
+    private final List<Runnable> onAdvance = new CopyOnWriteArrayList<>();
 
     Clock clock() {
       return new Clock() {
@@ -253,11 +270,20 @@ abstract class EntityTestBase {
 
     @Override
     public long read() {
-      return System.nanoTime() + offset.get();
+      return 1_000_000_000L + offset.get();
     }
 
+    /** Moves time on; returns once every timer of the node due by then has run. */
     void advance(Duration d) {
+      if (d.isNegative()) {
+        throw new IllegalArgumentException("time does not go back: " + d);
+      }
       offset.addAndGet(d.toNanos());
+      onAdvance.forEach(Runnable::run);
+    }
+
+    void onAdvance(Runnable listener) {
+      onAdvance.add(listener);
     }
   }
 }

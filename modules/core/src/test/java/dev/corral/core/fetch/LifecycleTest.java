@@ -1,36 +1,111 @@
 package dev.corral.core.fetch;
 
 import dev.corral.core.wait.Waiters;
+import dev.corral.core.record.KeyRecords;
 import dev.corral.core.record.Record;
+import dev.corral.core.store.HotBlobs;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.upstream.UpstreamResponse;
+import com.typesafe.config.ConfigFactory;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
-import org.apache.pekko.actor.ActorRef;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.ActorIdentity;
 import org.apache.pekko.actor.ActorSystem;
+import org.apache.pekko.actor.DeadLetter;
+import org.apache.pekko.actor.Identify;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.ManualTime;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.DispatcherSelector;
+import org.apache.pekko.actor.typed.eventstream.EventStream;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.sharding.ShardRegion;
-import org.apache.pekko.cluster.sharding.typed.GetShardRegionState;
-import org.apache.pekko.persistence.state.DurableStateStoreRegistry;
-import org.apache.pekko.persistence.testkit.state.javadsl.PersistenceTestKitDurableStateStore;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.persistence.state.javadsl.DurableStateUpdateStore;
+import org.apache.pekko.persistence.state.javadsl.GetObjectResult;
 import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.util.ByteString;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-/** SEMANTICS L1, L2: passivation, and stopping with waiters. Entities here idle out after 200 ms. */
+/**
+ * SEMANTICS L1, L2: passivation, and stopping with waiters.
+ *
+ * <p>L1 runs the entity in an actor system of its own on Pekko's {@link ManualTime}: its idle
+ * timeout (a receive timeout) passes only when the test lets time pass, and a probe plays its
+ * shard. L2 runs on the class's one-node cluster with real sharding; the waiters' pauses before
+ * asking again run on the node's manual scheduler, moved by the test.
+ */
 class LifecycleTest extends EntityTestBase {
-  private static final Duration IDLE = Duration.ofMillis(200);
+  /** A node's idle timeout ({@code CorralServer.ENTITY_IDLE}); on ManualTime it passes without being waited for. */
+  private static final Duration IDLE = Duration.ofMinutes(2);
+  /** The longest pause before the waiters of a stopped entity ask again (SharedAsks). */
+  private static final Duration LONGEST_RETRY_PAUSE = Duration.ofMillis(500);
 
-  @Override
-  Duration idleTimeout() {
-    return IDLE;
+  private ActorTestKit manual;
+  private ManualTime time;
+  private final HeldRecords records = new HeldRecords();
+  private Node manualNode;
+
+  @BeforeAll
+  void startManualTime() {
+    manual = ActorTestKit.create("LifecycleTestManualTime", ManualTime.config().withFallback(ConfigFactory.load()));
+    time = ManualTime.get(manual.system());
+    manualNode = new Node(store, new HotBlobs(0), new KeyRecords(records), upstream, events,
+        r -> FetchPolicy.defaults(), ticker, scheduler, ticker.clock(),
+        manual.system().dispatchers().lookup(DispatcherSelector.blocking()), Peers.NONE);
+  }
+
+  @AfterAll
+  void stopManualTime() {
+    manual.shutdownTestKit();
+  }
+
+  /** The key's entity on ManualTime; {@code shard} stands in for its shard. */
+  private ActorRef<FetchEntity.Command> spawn(ArtifactKey key, TestProbe<Object> shard) {
+    return manual.spawn(FetchEntity.create(key.id(), manualNode, IDLE, shard.ref().narrow()));
+  }
+
+  /**
+   * What the entity has sent its shard so far, once it has handled every message sent to it
+   * before: a classic {@code Identify}, answered by the actor itself after those messages (and
+   * not counted as activity by its receive timeout), is sent on the shard's behalf, so its answer
+   * reaches the shard after anything the entity sent the shard first. Then its receive timeout
+   * is set for the time now: a time passing afterwards is measured from here.
+   */
+  private List<Object> toShardSoFar(ActorRef<FetchEntity.Command> entity, TestProbe<Object> shard) {
+    Adapter.toClassic(entity).tell(new Identify("barrier"), Adapter.toClassic(shard.ref()));
+    List<Object> sent = new ArrayList<>();
+    while (true) {
+      Object m = shard.receiveMessage(WAIT);
+      if (m instanceof ActorIdentity) {
+        return sent;
+      }
+      sent.add(m);
+    }
+  }
+
+  private static void assertPassivates(ActorRef<FetchEntity.Command> entity, List<Object> toShard) {
+    assertEquals(1, toShard.size(), "one message to the shard: " + toShard);
+    ClusterSharding.Passivate<?> p = assertInstanceOf(ClusterSharding.Passivate.class, toShard.get(0));
+    assertEquals(entity, p.entity());
   }
 
   @Test
@@ -40,34 +115,77 @@ class LifecycleTest extends EntityTestBase {
     ArtifactKey key = ArtifactKey.of("r", u);
     ByteString bytes = ByteString.fromString("cached, then idle");
     upstream.serve(u, bytes);
-    reply(ask(key), Reply.Body.class);
+    TestProbe<Object> shard = manual.createTestProbe();
+    TestProbe<Reply> client = manual.createTestProbe();
+    ActorRef<FetchEntity.Command> entity = spawn(key, shard);
+    entity.tell(new FetchEntity.Join(key, 1, client.ref()));
+    assertEquals(bytes, client.expectMessageClass(Reply.Body.class, WAIT).bytes());
+    assertEquals(List.of(), toShardSoFar(entity, shard), "fetched and idle");
 
-    awaitAssert(() -> assertFalse(isRunning(key), "still running after its idle timeout"));
-    Record record = persisted(key).orElseThrow();
+    time.timePasses(IDLE.minusMillis(1));
+    assertEquals(List.of(), toShardSoFar(entity, shard), "passivated before its idle timeout");
+    time.timePasses(Duration.ofMillis(1));
+    assertPassivates(entity, toShardSoFar(entity, shard));
+
+    // The shard stops it; the record stays, and the next incarnation serves the bytes it names.
+    entity.tell(FetchEntity.Stop.INSTANCE);
+    shard.expectTerminated(entity, WAIT);
+    Record record = records.get(key).orElseThrow();
     assertEquals(node.store().lookup(key).orElseThrow().sha256(), record.cached().sha256());
-    assertEquals(Via.HIT, reply(ask(key), Reply.Stored.class).via());
+    ActorRef<FetchEntity.Command> next = spawn(key, shard);
+    next.tell(new FetchEntity.Join(key, 2, client.ref()));
+    assertEquals(Via.HIT, client.expectMessageClass(Reply.Stored.class, WAIT).via());
     assertEquals(1, upstream.count(u));
   }
 
   @Test
   void l1_anEntityMidFetchIsNotPassivatedForIdleness() {
     // L1: An entity with a fetch in flight is never passivated for idleness: it finishes the fetch first.
-    String repo = repo();
     String u = url("slow-but-busy");
-    ArtifactKey key = ArtifactKey.of(repo, u);
+    ArtifactKey key = ArtifactKey.of("r", u);
     CompletableFuture<UpstreamResponse> gate = upstream.hold(u);
-    List<CompletableFuture<Waiters.Answer>> answers = ask(key, 2);
-    barrier(key);
-    // Five idle timeouts pass with nothing sent to the entity.
-    kit.createTestProbe().expectNoMessage(IDLE.multipliedBy(5));
-    assertTrue(isRunning(key));
-    assertEquals(0.0, fallthrough(repo, "entity-stopped"));
+    TestProbe<Object> shard = manual.createTestProbe();
+    TestProbe<Reply> a = manual.createTestProbe();
+    TestProbe<Reply> b = manual.createTestProbe();
+    ActorRef<FetchEntity.Command> entity = spawn(key, shard);
+    entity.tell(new FetchEntity.Join(key, 1, a.ref()));
+    entity.tell(new FetchEntity.Join(key, 2, b.ref()));
+    assertEquals(List.of(), toShardSoFar(entity, shard));
+
+    time.timePasses(IDLE.multipliedBy(5)); // five idle timeouts, nothing sent to the entity
+    assertEquals(List.of(), toShardSoFar(entity, shard), "passivated mid-fetch");
 
     ByteString body = ByteString.fromString("worth the wait");
     gate.complete(ScriptedUpstream.ok(body));
-    answers.forEach(a -> assertEquals(body, reply(a, Reply.Body.class).bytes()));
+    assertEquals(body, a.expectMessageClass(Reply.Body.class, WAIT).bytes());
+    assertEquals(body, b.expectMessageClass(Reply.Body.class, WAIT).bytes());
     assertEquals(1, upstream.count(u));
-    awaitAssert(() -> assertFalse(isRunning(key), "passivates once the fetch is over"));
+    assertEquals(List.of(), toShardSoFar(entity, shard));
+    time.timePasses(IDLE);
+    assertPassivates(entity, toShardSoFar(entity, shard));
+  }
+
+  @Test
+  void l1_anIdleEntityWhoseRecordIsStillBeingWrittenPassivatesOnlyOnceItIsWritten() {
+    // L1: the persisted record stays: an entity does not passivate with its record's write in flight.
+    String u = url("slow-record");
+    ArtifactKey key = ArtifactKey.of("r", u);
+    upstream.serve(u, ByteString.fromString("written slowly"));
+    CompletableFuture<Done> written = records.hold(key);
+    TestProbe<Object> shard = manual.createTestProbe();
+    TestProbe<Reply> client = manual.createTestProbe();
+    ActorRef<FetchEntity.Command> entity = spawn(key, shard);
+    entity.tell(new FetchEntity.Join(key, 1, client.ref()));
+    client.expectMessageClass(Reply.Body.class, WAIT);
+    assertEquals(List.of(), toShardSoFar(entity, shard));
+
+    time.timePasses(IDLE);
+    assertEquals(List.of(), toShardSoFar(entity, shard), "passivated while its record was being written");
+    written.complete(Done.getInstance()); // the write's answer reaches the entity as a message
+    assertEquals(List.of(), toShardSoFar(entity, shard));
+    time.timePasses(IDLE);
+    assertPassivates(entity, toShardSoFar(entity, shard));
+    assertTrue(records.get(key).isPresent());
   }
 
   @Test
@@ -84,10 +202,16 @@ class LifecycleTest extends EntityTestBase {
     ByteString body = ByteString.fromString("from the next incarnation");
     upstream.serve(u, body);
     passivate(key);
+    // Told Retry by the stop handler, the node's shared ask pauses before asking again; the shard
+    // holds what arrives for the entity while it stops, so the next ask reaches its successor.
+    awaitRetryPause();
+    assertEquals(3.0, fallthrough(repo, "entity-stopped"));
+    assertFalse(answers.stream().anyMatch(CompletableFuture::isDone), "asked again before the pause ended");
+    ticker.advance(LONGEST_RETRY_PAUSE);
     answers.forEach(a -> assertEquals(body, reply(a, Reply.Body.class).bytes()));
     // The stopped entity's fetch plus one of its successor, however many waiters asked again.
     assertEquals(2, upstream.count(u));
-    awaitAssert(() -> assertEquals(3.0, fallthrough(repo, "entity-stopped")));
+    assertEquals(3.0, fallthrough(repo, "entity-stopped"));
 
     // The stopped fetch was aborted with its entity: its late response commits nothing.
     first.complete(ScriptedUpstream.ok(ByteString.fromString("stale")));
@@ -100,20 +224,54 @@ class LifecycleTest extends EntityTestBase {
     // L2 + W3: an entity that stops on its own (not through its shard: a crash, a failed write,
     // a stop message) answers Retry; the waiters' asks must reach its successor, not be lost as
     // dead letters while the shard has not yet noticed the stop (W4: nothing is stranded).
-    String repo = repo(withBudget(Duration.ofSeconds(8)));
+    String repo = repo(withBudget(Duration.ofHours(1)));
     String u = url("self-stopped");
     ArtifactKey key = ArtifactKey.of(repo, u);
     upstream.hold(u);
     List<CompletableFuture<Waiters.Answer>> answers = ask(key, 3);
     barrier(key);
+    Queue<DeadLetter> lost = new ConcurrentLinkedQueue<>();
+    ActorRef<DeadLetter> deadLetters = kit.spawn(Behaviors.receive(DeadLetter.class)
+        .onAnyMessage(d -> {
+          lost.add(d);
+          return Behaviors.same();
+        }).build());
+    kit.system().eventStream().tell(new EventStream.Subscribe<>(DeadLetter.class, deadLetters));
+    org.apache.pekko.actor.ActorRef nobody = Adapter.toClassic(deadLetters);
+    kit.system().eventStream().tell(new EventStream.Publish<>(new DeadLetter("subscribed", nobody, nobody)));
+    awaitAssert(() -> assertTrue(lost.stream().anyMatch(d -> "subscribed".equals(d.message())), "not subscribed yet"));
 
     ByteString body = ByteString.fromString("after a self-stop");
     upstream.serve(u, body);
     sharding.entityRefFor(FetchEntity.TYPE_KEY, key.id()).tell(FetchEntity.Stop.INSTANCE);
+    awaitRetryPause();
+    ticker.advance(LONGEST_RETRY_PAUSE);
+    // Whether the shard has noticed the stop by then is up to the machine: a Join it delivers to
+    // the stopped entity is a dead letter, and the node asks again once that ask has gone
+    // unanswered for ASK_AGAIN of the node's time. Each lost Join is answered by moving the
+    // node's time that far (the re-ask has run when advance returns), until every waiter is served.
+    int[] joinsLost = {0};
+    awaitAssert(() -> {
+      for (DeadLetter d; (d = lost.poll()) != null; ) {
+        // Only a lost Join: the aborted fetch's own last message to its stopped entity is one too.
+        if (d.message() instanceof FetchEntity.Join j && j.key().equals(key)) {
+          joinsLost[0]++;
+          ticker.advance(Waiters.ASK_AGAIN);
+        }
+      }
+      assertTrue(answers.stream().allMatch(CompletableFuture::isDone), "waiters still waiting");
+    });
     for (CompletableFuture<Waiters.Answer> a : answers) {
       assertEquals(body, reply(a, Reply.Body.class).bytes());
     }
-    assertEquals(2, upstream.count(u));
+    assertEquals(2, upstream.count(u), "the stopped entity's fetch and its successor's (" + joinsLost[0] + " Joins lost)");
+    kit.system().eventStream().tell(new EventStream.Unsubscribe<>(deadLetters));
+    kit.stop(deadLetters);
+  }
+
+  /** Waits until a waiter told Retry has its pause before asking again on the node's scheduler. */
+  private void awaitRetryPause() {
+    awaitAssert(() -> assertTrue(scheduler.dueWithin(LONGEST_RETRY_PAUSE) >= 1, "no retry pause scheduled"));
   }
 
   /**
@@ -124,7 +282,7 @@ class LifecycleTest extends EntityTestBase {
   private void passivate(ArtifactKey key) {
     try {
       ActorSystem classic = Adapter.toClassic(kit.system());
-      ActorRef entity = classic.actorSelection("/system/sharding/" + FetchEntity.TYPE_KEY.name() + "/*/" + key.id())
+      org.apache.pekko.actor.ActorRef entity = classic.actorSelection("/system/sharding/" + FetchEntity.TYPE_KEY.name() + "/*/" + key.id())
           .resolveOne(WAIT).toCompletableFuture().get();
       classic.actorSelection(entity.path().parent())
           .tell(new ShardRegion.Passivate(FetchEntity.Stop.INSTANCE), entity);
@@ -133,19 +291,62 @@ class LifecycleTest extends EntityTestBase {
     }
   }
 
-  private boolean isRunning(ArtifactKey key) {
-    TestProbe<ShardRegion.CurrentShardRegionState> probe = kit.createTestProbe();
-    sharding.shardState().tell(new GetShardRegionState(FetchEntity.TYPE_KEY, probe.ref()));
-    return probe.receiveMessage().getShards().stream()
-        .anyMatch(s -> s.getEntityIds().contains(key.id()));
-  }
+  /**
+   * The key records of the ManualTime node: in memory, each write answered at once (on the
+   * writing thread, so its message reaches the entity before anything sent after), unless the
+   * test holds a key's writes.
+   */
+  private static final class HeldRecords implements DurableStateUpdateStore<Record> {
+    private final Map<String, Record> rows = new ConcurrentHashMap<>();
+    private final Map<String, Long> revisions = new ConcurrentHashMap<>();
+    private final Map<String, CompletableFuture<Done>> held = new ConcurrentHashMap<>();
 
-  @SuppressWarnings("unchecked")
-  private Optional<Record> persisted(ArtifactKey key) throws Exception {
-    PersistenceTestKitDurableStateStore<Record> states =
-        DurableStateStoreRegistry.get(kit.system()).getDurableStateStoreFor(
-            PersistenceTestKitDurableStateStore.class, PersistenceTestKitDurableStateStore.Identifier());
-    String id = PersistenceId.of(FetchEntity.TYPE_KEY.name(), key.id()).id();
-    return states.getObject(id).toCompletableFuture().get().value();
+    Optional<Record> get(ArtifactKey key) {
+      return Optional.ofNullable(rows.get(id(key)));
+    }
+
+    /** The key's next write is answered when the returned future is completed. */
+    CompletableFuture<Done> hold(ArtifactKey key) {
+      CompletableFuture<Done> gate = new CompletableFuture<>();
+      held.put(id(key), gate);
+      return gate;
+    }
+
+    private static String id(ArtifactKey key) {
+      return PersistenceId.of(FetchEntity.TYPE_KEY.name(), key.id()).id();
+    }
+
+    @Override
+    public CompletionStage<GetObjectResult<Record>> getObject(String persistenceId) {
+      return CompletableFuture.completedFuture(new GetObjectResult<>(
+          Optional.ofNullable(rows.get(persistenceId)), revisions.getOrDefault(persistenceId, 0L)));
+    }
+
+    @Override
+    public CompletionStage<Done> upsertObject(String persistenceId, long revision, Record value, String tag) {
+      CompletableFuture<Done> gate = held.remove(persistenceId);
+      if (gate == null) {
+        rows.put(persistenceId, value);
+        revisions.put(persistenceId, revision);
+        return CompletableFuture.completedFuture(Done.getInstance());
+      }
+      return gate.thenApply(d -> {
+        rows.put(persistenceId, value);
+        revisions.put(persistenceId, revision);
+        return d;
+      });
+    }
+
+    @Override
+    public CompletionStage<Done> deleteObject(String persistenceId) {
+      return deleteObject(persistenceId, 0);
+    }
+
+    @Override
+    public CompletionStage<Done> deleteObject(String persistenceId, long revision) {
+      rows.remove(persistenceId);
+      revisions.remove(persistenceId);
+      return CompletableFuture.completedFuture(Done.getInstance());
+    }
   }
 }
