@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.corral.testkit.ManualScheduler;
+import dev.corral.testkit.ManualTicker;
 import dev.corral.testkit.RawHttp;
 import dev.corral.testkit.TestNode;
 import dev.corral.testkit.TestNodeExtension;
@@ -25,12 +27,19 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * SEMANTICS C1-C3 over real HTTP: a client that hangs up while waiting on a slow fetch is noticed
  * from its connection's termination (its waiter leaves the node's cancel registry), the other
  * waiters still get the whole body, and the fetch runs to its end and is committed.
+ *
+ * <p>The node runs on manual time that no test moves: no waiter's budget can run out and no ask
+ * can be sent again, so a waiter that leaves was ended by its client's close and nothing else.
+ * How soon after the close (C1: within 100 ms) is a latency, measured, not asserted here.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class CancellationHttpTest {
+  /** The node's time: it stands still (budgets, re-asks, tombstones). */
+  private final ManualTicker ticker = new ManualTicker();
+
   // "big" streams bodies above 64 KiB to its waiters while they download.
   @RegisterExtension
-  final TestNodeExtension node = TestNodeExtension.routed().config(n -> """
+  final TestNodeExtension node = TestNodeExtension.routed().manualTime(new ManualScheduler(ticker)).config(n -> """
       corral.repos.big { type = generic, url = "%s", inline-limit = 64KiB }
       """.formatted(n.url("/")));
 
@@ -75,14 +84,13 @@ class CancellationHttpTest {
     CompletableFuture<HttpResponse<byte[]>> staying = node.getAsync("/up/c/one.bin");
     registrations(2);
 
-    long closed = System.nanoTime();
+    long nodeTime = ticker.read();
     leaving.close();
-    TestNode.await("the hung-up client's waiter left", Duration.ofSeconds(5), () -> registered() == 1);
-    long noticedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - closed);
-    // C1 says within 100 ms; the bound here is looser so a loaded machine does not fail it.
-    assertTrue(noticedMillis < 1000, "the close was noticed only after " + noticedMillis + " ms");
-    TestNode.await("the cancelled request was answered", Duration.ofSeconds(5),
+    // Only the close can end this waiter: the node's time does not move, so its budget cannot run out.
+    TestNode.await("the hung-up client's waiter left", Duration.ofSeconds(20), () -> registered() == 1);
+    TestNode.await("the cancelled request was answered", Duration.ofSeconds(20),
         () -> cancelledAnswers() == errorsBefore + 1);
+    assertEquals(nodeTime, ticker.read(), "no node time passed: no timer of the node ended the wait");
     assertTrue(!staying.isDone(), "the other waiter still waits for the shared fetch");
 
     release.countDown();
@@ -111,7 +119,7 @@ class CancellationHttpTest {
     await(arrived);
     registrations(1);
     leaving.close();
-    TestNode.await("the only waiter left", Duration.ofSeconds(5), () -> registered() == 0);
+    TestNode.await("the only waiter left", Duration.ofSeconds(20), () -> registered() == 0);
 
     release.countDown();
     TestNode.await("the fetch ended", Duration.ofSeconds(20),
@@ -165,7 +173,7 @@ class CancellationHttpTest {
         () -> node.server().node().downloads().references() == 3);
     leaving.close();
     second.countDown();
-    TestNode.await("the hung-up client's stream was released at its next write", Duration.ofSeconds(10),
+    TestNode.await("the hung-up client's stream was released at its next write", Duration.ofSeconds(20),
         () -> node.server().node().downloads().references() == 2);
     assertTrue(!staying.isDone());
 
@@ -197,7 +205,8 @@ class CancellationHttpTest {
     await(arrived);
     registrations(1);
     leaving.reset();
-    TestNode.await("the reset client's waiter left", Duration.ofSeconds(5), () -> registered() == 0);
+    // Only the reset can end this waiter: the node's time does not move.
+    TestNode.await("the reset client's waiter left", Duration.ofSeconds(20), () -> registered() == 0);
     release.countDown();
     TestNode.await("the fetch ended", Duration.ofSeconds(20),
         () -> node.server().metrics().inflightFetches.labelValues("up").get() == 0);

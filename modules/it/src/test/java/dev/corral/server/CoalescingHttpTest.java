@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
+import dev.corral.testkit.ManualScheduler;
+import dev.corral.testkit.ManualTicker;
 import dev.corral.testkit.RawHttp;
 import dev.corral.testkit.TestNode;
 import dev.corral.testkit.TestNodeExtension;
@@ -35,9 +37,12 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class CoalescingHttpTest {
-  /** The node; each test installs its own paths on its fake upstream. */
+  /**
+   * The node; each test installs its own paths on its fake upstream. On manual time: no budget
+   * runs out and no ask is sent again while a test holds a fetch, however long that takes.
+   */
   @RegisterExtension
-  final TestNodeExtension node = TestNodeExtension.routed();
+  final TestNodeExtension node = TestNodeExtension.routed().manualTime(new ManualScheduler(new ManualTicker()));
 
   private static void ok(HttpExchange exchange, byte[] body, String etag) throws java.io.IOException {
     exchange.getResponseHeaders().add("Content-Type", "application/x-test");
@@ -177,6 +182,7 @@ class CoalescingHttpTest {
         assertArrayEquals(body, r.body());
       }
       assertEquals(1, node.upstream().requests("/w1/small.bin"));
+      // No node time passed, so no ask timed out into a re-ask: any further Join is a waiter's own.
       assertEquals(1, node.server().waiters().joinsSent() - joinsBefore,
           "one Join answered all 50 waiters; more means some were answered by asking again");
     } finally {
@@ -197,7 +203,7 @@ class CoalescingHttpTest {
       node.paths.put("/k2/k" + k, (exchange, n) -> {
         allArrived.countDown();
         // Held until all 8 fetches are at the upstream; serialised fetches would never get there.
-        if (!allArrived.await(5, TimeUnit.SECONDS)) {
+        if (!allArrived.await(20, TimeUnit.SECONDS)) {
           FakeUpstream.send(exchange, 503, new byte[0]);
           return;
         }

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.corral.testkit.ManualScheduler;
 import dev.corral.testkit.ManualTicker;
 import dev.corral.testkit.RawHttp;
 import dev.corral.testkit.TestNode;
@@ -37,8 +38,12 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * are shared by every waiter of the one fetch, retried only inside it, never cached, and a short
  * body is never passed on as a complete 200.
  *
+ * <p>The node runs on manual time: its intervals (the not-found TTL) and its waiter timers
+ * (budgets, re-asks) pass only when a test advances its {@link ManualTicker}, so no verdict
+ * here depends on how fast the machine is.
+ *
  * <p>Repositories of the one node: {@code up} (1 retry after 100 ms, not-found remembered for 1 s
- * of the node's manual ticker), {@code raw} and {@code rawbig} (a raw-socket upstream that can cut
+ * of the node's time), {@code raw} and {@code rawbig} (a raw-socket upstream that can cut
  * bodies short; {@code rawbig} streams bodies above 64 KiB), {@code slow} (waiter budget 500 ms,
  * answers 504) and {@code bypass} (the same budget, then a direct fetch).
  */
@@ -46,23 +51,32 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class FailureHttpTest {
   private static final int MIB = 1024 * 1024;
   private static final Duration NEGATIVE_TTL = Duration.ofSeconds(1);
+  private static final Duration BUDGET = Duration.ofMillis(500);
 
-  /** The node's source of interval time: the negative TTL passes only when a test moves it. */
+  /** The node's source of interval time: the negative TTL and the budgets pass only when a test moves it. */
   private final ManualTicker ticker = new ManualTicker();
+  /** The node's waiter timers, in the ticker's time. */
+  private final ManualScheduler timers = new ManualScheduler(ticker);
   @RegisterExtension
-  final TestNodeExtension node = TestNodeExtension.routed().withRawUpstream().ticker(ticker).config(n -> """
+  final TestNodeExtension node = TestNodeExtension.routed().withRawUpstream().manualTime(timers).config(n -> """
       corral.repos {
         up { retries = 1, retry-backoff = 100ms, negative-ttl = %s }
         raw { type = generic, url = "%s", retries = 1, retry-backoff = 100ms }
         rawbig { type = generic, url = "%s", retries = 1, retry-backoff = 100ms, inline-limit = 64KiB }
-        slow { type = generic, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = 500ms }
-        bypass { type = generic, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = 500ms,
+        slow { type = generic, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = %s }
+        bypass { type = generic, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = %s,
                  on-budget-exhausted = bypass }
       }
-      """.formatted(NEGATIVE_TTL.toMillis() + "ms", n.raw().url("/"), n.raw().url("/"), n.url("/"), n.url("/")));
+      """.formatted(NEGATIVE_TTL.toMillis() + "ms", n.raw().url("/"), n.raw().url("/"),
+          n.url("/"), BUDGET.toMillis() + "ms", n.url("/"), BUDGET.toMillis() + "ms"));
 
   private void waitersRegistered(int n) {
     TestNode.await(n + " waiters registered", Duration.ofSeconds(20), () -> node.server().cancels().registrations() >= n);
+  }
+
+  /** Waits until {@code n} waiters have their budget running on the node's scheduler. */
+  private void budgetsRunning(int n) {
+    TestNode.await(n + " budgets running", Duration.ofSeconds(20), () -> timers.dueWithin(BUDGET) >= n);
   }
 
   private void fetchesEnded(String repo) {
@@ -101,8 +115,9 @@ class FailureHttpTest {
     waitersRegistered(50);
     release.countDown();
     for (CompletableFuture<HttpResponse<byte[]>> f : futures) {
-      // "Promptly": the upstream's answer plus one 100 ms retry, not nginx's 5 s of polling.
-      HttpResponse<byte[]> r = f.get(5, TimeUnit.SECONDS);
+      // "Promptly": the node's time stands still in this test, so no budget ran out and no waiter
+      // asked again (no polling): each was answered by the one fetch's outcome (its retry included).
+      HttpResponse<byte[]> r = f.get(20, TimeUnit.SECONDS);
       assertEquals(502, r.statusCode());
       assertNull(xCache(r), "an error Corral makes carries no X-Cache");
     }
@@ -247,15 +262,18 @@ class FailureHttpTest {
       ok(exchange, body);
     });
     List<CompletableFuture<HttpResponse<byte[]>>> futures = send(20, "/slow/slow/a");
+    budgetsRunning(20);
+    ticker.advance(BUDGET.minusNanos(1));
+    assertEquals(0.0, node.server().metrics().fallthrough.labelValues("slow", "budget").get(), "out of budget too soon");
+    ticker.advance(Duration.ofNanos(1)); // returns once every due budget has run: 20 waiters out of budget
+    assertEquals(20.0, node.server().metrics().fallthrough.labelValues("slow", "budget").get(),
+        "20 budget fall-throughs counted");
     for (CompletableFuture<HttpResponse<byte[]>> f : futures) {
-      HttpResponse<byte[]> r = f.get(10, TimeUnit.SECONDS);
+      HttpResponse<byte[]> r = f.get(20, TimeUnit.SECONDS);
       assertEquals(504, r.statusCode());
       assertNull(xCache(r));
     }
     assertEquals(1, node.upstream().requests("/slow/a"), "waiters out of budget do not ask the upstream");
-    // Counted right after each waiter's 504 is handed over, so it may trail the last response.
-    TestNode.await("20 budget fall-throughs counted", Duration.ofSeconds(10),
-        () -> node.server().metrics().fallthrough.labelValues("slow", "budget").get() == 20.0);
 
     // C3: nobody waits any more, yet the fetch runs to its end and is committed.
     release.countDown();
@@ -279,8 +297,10 @@ class FailureHttpTest {
     });
     int clients = 5;
     List<CompletableFuture<HttpResponse<byte[]>>> futures = send(clients, "/bypass/bypass/a");
+    budgetsRunning(clients);
+    ticker.advance(BUDGET);
     for (CompletableFuture<HttpResponse<byte[]>> f : futures) {
-      HttpResponse<byte[]> r = f.get(10, TimeUnit.SECONDS);
+      HttpResponse<byte[]> r = f.get(20, TimeUnit.SECONDS);
       assertEquals(200, r.statusCode());
       assertEquals("BYPASS", xCache(r));
       assertArrayEquals(body, r.body());
@@ -311,7 +331,7 @@ class FailureHttpTest {
     release.countDown();
     int miss = 0;
     for (CompletableFuture<HttpResponse<byte[]>> f : futures) {
-      HttpResponse<byte[]> r = f.get(10, TimeUnit.SECONDS);
+      HttpResponse<byte[]> r = f.get(20, TimeUnit.SECONDS);
       assertEquals(404, r.statusCode());
       if ("MISS".equals(xCache(r))) {
         miss++;

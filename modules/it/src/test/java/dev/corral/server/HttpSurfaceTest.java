@@ -9,6 +9,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
+import dev.corral.testkit.ManualScheduler;
+import dev.corral.testkit.ManualTicker;
 import dev.corral.testkit.RawHttp;
 import dev.corral.testkit.TestNode;
 import dev.corral.testkit.TestNodeExtension;
@@ -39,7 +41,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * as part of a generic key, health, metrics and purge.
  *
  * <p>Repositories: {@code up} (defaults) and {@code small} (inline limit 1 KiB, so its 4 KiB
- * bodies take the large, streamed-from-store path), {@code tight} (waiter budget 300 ms).
+ * bodies take the large, streamed-from-store path), {@code tight} (waiter budget 300 ms of the
+ * node's manual time: it runs out only when the test advances the node's ticker).
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class HttpSurfaceTest {
@@ -47,16 +50,21 @@ class HttpSurfaceTest {
   private static final String LAST_MODIFIED = "Tue, 01 Dec 2026 10:00:00 GMT";
 
   /** Any path not set up by a test answers 200 with 4 KiB derived from the path. */
+  private static final Duration TIGHT_BUDGET = Duration.ofMillis(300);
+  /** The node's intervals and waiter timers: no budget runs out unless a test moves this. */
+  private final ManualScheduler timers = new ManualScheduler(new ManualTicker());
+
   @RegisterExtension
   final TestNodeExtension node = TestNodeExtension.routed()
+      .manualTime(timers)
       .otherwise((exchange, n) -> ok(exchange, bodyOf(exchange.getRequestURI().getPath()),
           etagOf(exchange.getRequestURI().getPath())))
       .config(n -> """
           corral.repos {
             small { type = generic, url = "%s", inline-limit = 1KiB }
-            tight { type = generic, url = "%s", waiter-budget = 300ms }
+            tight { type = generic, url = "%s", waiter-budget = %s }
           }
-          """.formatted(n.url("/"), n.url("/")))
+          """.formatted(n.url("/"), n.url("/"), TIGHT_BUDGET.toMillis() + "ms"))
       .args(n -> {
         Path token = n.dir().resolve("admin-token");
         Files.writeString(token, TOKEN + "\n");
@@ -332,7 +340,10 @@ class HttpSurfaceTest {
       await(slow);
       ok(exchange, bodyOf("/metrics/slow"), etagOf("/metrics/slow"));
     });
-    assertEquals(504, get("/tight/metrics/slow").statusCode());
+    CompletableFuture<HttpResponse<byte[]>> outOfBudget = node.getAsync("/tight/metrics/slow");
+    TestNode.await("the tight waiter's budget running", Duration.ofSeconds(20), () -> timers.dueWithin(TIGHT_BUDGET) >= 1);
+    timers.ticker().advance(TIGHT_BUDGET);
+    assertEquals(504, outOfBudget.get(20, TimeUnit.SECONDS).statusCode());
     slow.countDown();
 
     HttpResponse<byte[]> r = get("/-/metrics");

@@ -1,6 +1,8 @@
 package dev.corral.testkit;
 
+import com.github.benmanes.caffeine.cache.Scheduler;
 import com.github.benmanes.caffeine.cache.Ticker;
+import dev.corral.core.fetch.Timers;
 import dev.corral.server.CorralServer;
 import dev.corral.server.CorralSettings;
 import dev.corral.testkit.upstream.FakeUpstream;
@@ -40,6 +42,15 @@ public final class TestNode {
   /** As above, the node measuring intervals (the negative TTL, ...) with {@code ticker}, e.g. a {@link ManualTicker}. */
   public static CorralServer start(Path dir, String upstreamBase, Ticker ticker, String hocon, String... extraArgs)
       throws Exception {
+    return start(dir, upstreamBase, ticker, Timers.system(), hocon, extraArgs);
+  }
+
+  /**
+   * As above, the node's waiter timers (budgets, re-asks, retry pauses) on {@code scheduler}, e.g.
+   * a {@link ManualScheduler} of the same {@link ManualTicker}.
+   */
+  public static CorralServer start(Path dir, String upstreamBase, Ticker ticker, Scheduler scheduler, String hocon,
+      String... extraArgs) throws Exception {
     Path config = dir.resolve("corral-test.conf");
     Files.createDirectories(dir);
     Files.writeString(config, hocon);
@@ -49,7 +60,7 @@ public final class TestNode {
         "--repo", "up=generic:" + upstreamBase,
         "--config", config.toString()));
     args.addAll(List.of(extraArgs));
-    return CorralServer.start(CorralSettings.load(args.toArray(new String[0]), Map.of()), ticker);
+    return CorralServer.start(CorralSettings.load(args.toArray(new String[0]), Map.of()), ticker, scheduler);
   }
 
   public static HttpClient client() {

@@ -1,6 +1,8 @@
 package dev.corral.testkit;
 
+import com.github.benmanes.caffeine.cache.Scheduler;
 import com.github.benmanes.caffeine.cache.Ticker;
+import dev.corral.core.fetch.Timers;
 import dev.corral.server.CorralServer;
 import dev.corral.testkit.upstream.FakeUpstream;
 import dev.corral.testkit.upstream.RawUpstream;
@@ -61,6 +63,7 @@ public final class TestNodeExtension implements BeforeAllCallback, AfterAllCallb
   private Setup<String> config = n -> "";
   private Setup<String[]> args = n -> new String[0];
   private Ticker ticker = Ticker.systemTicker();
+  private Scheduler scheduler = Timers.system();
   private boolean withRaw;
   private final Map<String, FakeUpstream> extra = new LinkedHashMap<>();
 
@@ -101,6 +104,20 @@ public final class TestNodeExtension implements BeforeAllCallback, AfterAllCallb
     return this;
   }
 
+  /**
+   * The scheduler of the node's waiter timers (budgets, re-asks, retry pauses), e.g. a {@link
+   * ManualScheduler}: give it with its own ticker ({@link #ticker}), so both keep one time.
+   */
+  public TestNodeExtension scheduler(Scheduler scheduler) {
+    this.scheduler = Objects.requireNonNull(scheduler);
+    return this;
+  }
+
+  /** Both at once: the node's intervals and timers in {@code scheduler}'s manual time. */
+  public TestNodeExtension manualTime(ManualScheduler scheduler) {
+    return ticker(scheduler.ticker()).scheduler(scheduler);
+  }
+
   /** Also starts a {@link RawUpstream} answering each request target from {@link #rawTargets}. */
   public TestNodeExtension withRawUpstream() {
     this.withRaw = true;
@@ -133,7 +150,7 @@ public final class TestNodeExtension implements BeforeAllCallback, AfterAllCallb
         script.answer(target, socket, out);
       });
     }
-    server = TestNode.start(dir.resolve("node"), upstream.url("/"), ticker, config.of(this), args.of(this));
+    server = TestNode.start(dir.resolve("node"), upstream.url("/"), ticker, scheduler, config.of(this), args.of(this));
     client = TestNode.client();
   }
 
