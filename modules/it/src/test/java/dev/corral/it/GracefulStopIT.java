@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
 import dev.corral.testkit.Await;
+import dev.corral.testkit.RawHttp;
 import dev.corral.testkit.upstream.FakeUpstream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -87,15 +88,15 @@ class GracefulStopIT {
     assertTrue(largeArrived.await(30, TimeUnit.SECONDS));
     // A kept-alive connection, idle when the stop begins.
     int port = URI.create(base).getPort();
-    Socket idle = new Socket("127.0.0.1", port);
-    assertEquals("HTTP/1.1 200 OK", exchange(idle, "/-/health/live"));
+    RawHttp idle = RawHttp.keepAlive(new InetSocketAddress("127.0.0.1", port), Duration.ofSeconds(30));
+    assertEquals(200, idle.get("/-/health/live").status());
 
     long stopAt = System.nanoTime();
     node.terminate();
     Await.until(DRAIN, () -> "the stopping node still accepts connections", () -> refuses(port));
     assertTrue(node.isAlive(), "the node waits for its in-flight fetches\n" + node.output());
     try (idle) {
-      assertEquals("HTTP/1.1 503 Service Unavailable", exchange(idle, "/up/other.bin"),
+      assertEquals(503, idle.get("/up/other.bin").status(),
           "a new request on an open connection is refused while the node drains");
     }
     release.countDown();
@@ -130,19 +131,12 @@ class GracefulStopIT {
     int port = URI.create(base).getPort();
 
     // A client asks for both, reads the large one's status line and leaves: the fetches go on (C3).
-    try (Socket client = new Socket()) {
-      client.connect(new InetSocketAddress("127.0.0.1", port), 5_000);
-      client.getOutputStream().write(("GET /up/large.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-          .getBytes(StandardCharsets.US_ASCII));
-      client.getOutputStream().flush();
-      String status = new String(client.getInputStream().readNBytes(12), StandardCharsets.US_ASCII);
+    InetSocketAddress address = new InetSocketAddress("127.0.0.1", port);
+    try (RawHttp client = RawHttp.send(address, "GET", "/up/large.bin")) {
+      String status = new String(client.input().readNBytes(12), StandardCharsets.US_ASCII);
       assertEquals("HTTP/1.1 200", status);
     }
-    try (Socket client = new Socket()) {
-      client.connect(new InetSocketAddress("127.0.0.1", port), 5_000);
-      client.getOutputStream().write(("GET /up/small.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-          .getBytes(StandardCharsets.US_ASCII));
-      client.getOutputStream().flush();
+    try (RawHttp client = RawHttp.send(address, "GET", "/up/small.bin")) {
       assertTrue(smallArrived.await(30, TimeUnit.SECONDS), "the small fetch reached the upstream");
     }
     assertTrue(largeArrived.await(30, TimeUnit.SECONDS));
@@ -190,29 +184,6 @@ class GracefulStopIT {
     }
     out.write(body, first, body.length - first);
     out.flush();
-  }
-
-  /** One GET on a kept-alive raw connection; returns the status line after reading the whole response. */
-  private static String exchange(Socket socket, String path) throws IOException {
-    socket.setSoTimeout(30_000);
-    socket.getOutputStream().write(("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        .getBytes(StandardCharsets.US_ASCII));
-    socket.getOutputStream().flush();
-    InputStream in = socket.getInputStream();
-    StringBuilder head = new StringBuilder();
-    while (!head.toString().endsWith("\r\n\r\n")) {
-      int b = in.read();
-      if (b < 0) {
-        throw new IOException("connection closed inside the response head: " + head);
-      }
-      head.append((char) b);
-    }
-    long length = head.toString().lines()
-        .filter(l -> l.toLowerCase(java.util.Locale.ROOT).startsWith("content-length:"))
-        .mapToLong(l -> Long.parseLong(l.substring(l.indexOf(':') + 1).trim()))
-        .findFirst().orElse(0);
-    in.readNBytes((int) length);
-    return head.substring(0, head.indexOf("\r\n"));
   }
 
   /** True when a new TCP connection to the port is refused. */

@@ -6,10 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
 import dev.corral.testkit.Await;
+import dev.corral.testkit.RawHttp;
 import dev.corral.testkit.upstream.FakeUpstream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -129,7 +131,7 @@ class KillNodeIT {
   }
 
   /** A client waiting for the whole body on its own connection (which never resends a request). */
-  private record Waiter(int node, long sentAt, CompletableFuture<KeptConnection.Response> response) {}
+  private record Waiter(int node, long sentAt, CompletableFuture<RawHttp.Response> response) {}
 
   @Test
   void killingTheEntitysNodeMidFetchLeavesNoWaiterOnTheSurvivorsWithoutTheExactBytes() throws Exception {
@@ -161,7 +163,7 @@ class KillNodeIT {
     for (Waiter w : waiters) {
       String who = "waiter on node-" + (w.node() + 1);
       long waitMs = BUDGET.plus(SLACK).toMillis() - (System.nanoTime() - w.sentAt()) / 1_000_000;
-      KeptConnection.Response r;
+      RawHttp.Response r;
       try {
         r = w.response().get(Math.max(waitMs, 1), TimeUnit.MILLISECONDS);
       } catch (TimeoutException e) {
@@ -263,7 +265,7 @@ class KillNodeIT {
     }
     long lastAnswer = killedAt;
     for (Waiter w : after) {
-      KeptConnection.Response r = w.response().get(BUDGET.plus(SLACK).toSeconds(), TimeUnit.SECONDS);
+      RawHttp.Response r = w.response().get(BUDGET.plus(SLACK).toSeconds(), TimeUnit.SECONDS);
       lastAnswer = Math.max(lastAnswer, System.nanoTime());
       assertEquals(200, r.status(), "node-" + (w.node() + 1));
       assertArrayEquals(large, r.body(), "node-" + (w.node() + 1) + ": a 200 carries exactly the artifact");
@@ -286,8 +288,8 @@ class KillNodeIT {
 
   private static Waiter send(CorralCluster cluster, int node, String path) {
     URI base = URI.create(cluster.base(node));
-    CompletableFuture<KeptConnection.Response> response = CompletableFuture.supplyAsync(() -> {
-      try (KeptConnection c = new KeptConnection(base, 0, BUDGET.plus(SLACK))) {
+    CompletableFuture<RawHttp.Response> response = CompletableFuture.supplyAsync(() -> {
+      try (RawHttp c = RawHttp.keepAlive(new InetSocketAddress(base.getHost(), base.getPort()), BUDGET.plus(SLACK))) {
         return c.get(path);
       } catch (IOException e) {
         throw new java.io.UncheckedIOException(e);

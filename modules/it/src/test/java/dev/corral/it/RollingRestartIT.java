@@ -5,7 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
 import dev.corral.testkit.Await;
+import dev.corral.testkit.RawHttp;
 import dev.corral.testkit.upstream.FakeUpstream;
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -35,8 +37,8 @@ import org.junit.jupiter.api.io.TempDir;
  *
  * <p>The test plays the load balancer: a node leaves the rotation before its SIGTERM (as a
  * readiness-gated balancer with connection draining does) and rejoins it only when its
- * {@code /-/health/ready} says 200. The clients retry nothing: each thread keeps one HTTP/1.1
- * connection per node, written by hand ({@link KeptConnection}), because the JDK client silently
+ * {@code /-/health/ready} says 200. The clients retry nothing: each thread keeps one kept-alive
+ * HTTP/1.1 connection per node ({@link RawHttp#keepAlive}), because the JDK client silently
  * sends a GET again when its connection closes before the response. A connection to a node's
  * earlier incarnation is never reused.
  */
@@ -140,7 +142,8 @@ class RollingRestartIT {
     long loadDeadline = System.nanoTime() + LOAD_LIMIT.toNanos();
     for (int t = 0; t < THREADS; t++) {
       Thread thread = new Thread(() -> {
-        KeptConnection[] connections = new KeptConnection[3];
+        RawHttp[] connections = new RawHttp[3];
+        int[] reached = new int[3];
         while (!stopLoad.get() && System.nanoTime() < loadDeadline) {
           int node = rotation.acquire();
           if (node < 0) {
@@ -151,14 +154,17 @@ class RollingRestartIT {
           String path = "/up/k-" + key + ".bin";
           String url = rotation.base.get(node) + path;
           try {
-            KeptConnection c = connections[node];
-            if (c == null || c.incarnation != rotation.incarnation.get(node) || !c.open()) {
+            RawHttp c = connections[node];
+            // A connection made to an earlier incarnation of the node is never reused.
+            if (c == null || reached[node] != rotation.incarnation.get(node) || !c.reusable()) {
               if (c != null) {
                 c.close();
               }
-              c = connections[node] = new KeptConnection(URI.create(rotation.base.get(node)), rotation.incarnation.get(node), REQUEST_TIMEOUT);
+              reached[node] = rotation.incarnation.get(node);
+              URI base = URI.create(rotation.base.get(node));
+              c = connections[node] = RawHttp.keepAlive(new InetSocketAddress(base.getHost(), base.getPort()), REQUEST_TIMEOUT);
             }
-            KeptConnection.Response r = c.get(path);
+            RawHttp.Response r = c.get(path);
             String via = r.xCache();
             if (r.status() != 200 || !Arrays.equals(body(key), r.body())) {
               failures.add(url + " on node-" + (node + 1) + ": " + r.status() + " " + via + " " + r.body().length + " bytes");
@@ -181,7 +187,7 @@ class RollingRestartIT {
             rotation.inFlight.decrementAndGet(node);
           }
         }
-        for (KeptConnection c : connections) {
+        for (RawHttp c : connections) {
           if (c != null) {
             c.close();
           }

@@ -1,5 +1,6 @@
 package dev.corral.testkit;
 
+import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -7,6 +8,7 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -14,7 +16,11 @@ import java.util.Map;
 /**
  * HTTP/1.1 on a raw socket: the request target goes out byte for byte (no client-side
  * normalisation), and the response is read as it comes, so a body that ends short of its
- * Content-Length or a connection that is reset is seen as such.
+ * Content-Length or a connection that is reset is seen as such. Either one request with
+ * {@code Connection: close} ({@link #send}, {@link #exchange}) or a kept-alive connection that
+ * carries GETs one at a time ({@link #keepAlive}, {@link #get}). Nothing is ever sent twice: the
+ * JDK client sends a GET again when its connection closes before the response begins, which
+ * would hide a request that a node dropped.
  */
 public final class RawHttp implements AutoCloseable {
 
@@ -24,25 +30,73 @@ public final class RawHttp implements AutoCloseable {
       return headers.get(name.toLowerCase(Locale.ROOT));
     }
 
+    /** The X-Cache header, or {@code (none)}. */
+    public String xCache() {
+      String value = header("x-cache");
+      return value == null ? "(none)" : value;
+    }
+
     public String text() {
       return new String(body, StandardCharsets.UTF_8);
     }
   }
 
   private final Socket socket;
-  private final String method;
+  private final InputStream in;
+  private String method;
+  private boolean closeAfter;
 
-  private RawHttp(Socket socket, String method) {
+  private RawHttp(Socket socket, String method) throws IOException {
     this.socket = socket;
+    this.in = new BufferedInputStream(socket.getInputStream(), 64 * 1024);
     this.method = method;
+  }
+
+  private static Socket connect(InetSocketAddress address, Duration readTimeout) throws IOException {
+    Socket socket = new Socket();
+    socket.connect(new InetSocketAddress("127.0.0.1", address.getPort()), 10_000);
+    socket.setSoTimeout((int) readTimeout.toMillis());
+    return socket;
+  }
+
+  /** Opens a kept-alive connection and sends nothing yet; each read waits at most {@code readTimeout}. */
+  public static RawHttp keepAlive(InetSocketAddress address, Duration readTimeout) throws IOException {
+    return new RawHttp(connect(address, readTimeout), "GET");
+  }
+
+  /**
+   * Sends one GET on this kept-alive connection and reads its whole response. A response that
+   * does not arrive whole (the connection ended or was reset first) is an {@link IOException}.
+   */
+  public Response get(String target, String... headerLines) throws IOException {
+    method = "GET";
+    StringBuilder head = new StringBuilder()
+        .append("GET ").append(target).append(" HTTP/1.1\r\n")
+        .append("Host: 127.0.0.1:").append(socket.getPort()).append("\r\n");
+    for (String h : headerLines) {
+      head.append(h).append("\r\n");
+    }
+    socket.getOutputStream().write(head.append("\r\n").toString().getBytes(StandardCharsets.ISO_8859_1));
+    socket.getOutputStream().flush();
+    Response r = read();
+    if (!r.complete()) {
+      throw new IOException(r.status() == 0
+          ? "connection ended before a response to GET " + target
+          : "response to GET " + target + " ended after " + r.body().length + " bytes");
+    }
+    closeAfter |= "close".equalsIgnoreCase(r.header("connection"));
+    return r;
+  }
+
+  /** Whether another {@link #get} may go on this connection (no {@code Connection: close} seen, not closed). */
+  public boolean reusable() {
+    return !closeAfter && !socket.isClosed();
   }
 
   /** Connects and sends one request with {@code Connection: close}; read its answer with {@link #read}. */
   public static RawHttp send(InetSocketAddress address, String method, String target, String... headerLines)
       throws IOException {
-    Socket socket = new Socket();
-    socket.connect(new InetSocketAddress("127.0.0.1", address.getPort()), 10_000);
-    socket.setSoTimeout(30_000);
+    Socket socket = connect(address, Duration.ofSeconds(30));
     StringBuilder head = new StringBuilder()
         .append(method).append(' ').append(target).append(" HTTP/1.1\r\n")
         .append("Host: 127.0.0.1:").append(address.getPort()).append("\r\n")
@@ -69,7 +123,6 @@ public final class RawHttp implements AutoCloseable {
    * response head is status 0, not complete.
    */
   public Response read() throws IOException {
-    InputStream in = socket.getInputStream();
     String head;
     try {
       head = readHead(in);
@@ -173,11 +226,7 @@ public final class RawHttp implements AutoCloseable {
 
   /** The raw response bytes, for a test that reads part of a response and hangs up. */
   public InputStream input() {
-    try {
-      return socket.getInputStream();
-    } catch (IOException e) {
-      throw new java.io.UncheckedIOException(e);
-    }
+    return in;
   }
 
   /** Aborts the connection with a TCP reset (RST) instead of an orderly close (FIN). */
@@ -187,7 +236,11 @@ public final class RawHttp implements AutoCloseable {
   }
 
   @Override
-  public void close() throws IOException {
-    socket.close();
+  public void close() {
+    try {
+      socket.close();
+    } catch (IOException ignored) {
+      // closing anyway
+    }
   }
 }
