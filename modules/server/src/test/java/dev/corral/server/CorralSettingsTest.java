@@ -670,7 +670,7 @@ class CorralSettingsTest {
     assertEquals("corral.repos.g.query: \"a=b\" is not a query parameter name (expected keep, drop, or a list of"
         + " parameter names) (qb.conf line 1)", fails("--config", bad.toString()).getMessage().replace(dir + "/", ""));
     Path defaults = file("qd.conf", "corral.repo-defaults.query = drop");
-    assertTrue(fails("--config", defaults.toString()).getMessage().startsWith("corral.repo-defaults.query: unknown setting"),
-        "query is set per generic repository, not in repo-defaults");
+    assertEquals("corral.repo-defaults.query: can only be set per repository, under corral.repos.NAME (qd.conf line 1)",
+        fails("--config", defaults.toString()).getMessage().replace(dir + "/", ""));
   }
 }
