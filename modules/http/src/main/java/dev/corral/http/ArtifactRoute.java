@@ -6,12 +6,14 @@ import static dev.corral.http.Answers.text;
 import dev.corral.core.fetch.Node;
 import dev.corral.core.download.Failure;
 import dev.corral.core.fetch.Via;
+import dev.corral.core.wait.ByteBudget;
 import dev.corral.core.wait.Waiters;
 import dev.corral.core.wait.WholeBodies;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.key.Sha256;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
+import dev.corral.registry.BodyRewrite;
 import dev.corral.registry.Lookup;
 import dev.corral.registry.RepoRequest;
 import dev.corral.registry.Repository;
@@ -29,13 +31,16 @@ import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpEntity;
 import org.apache.pekko.http.javadsl.model.HttpHeader;
 import org.apache.pekko.http.javadsl.model.HttpMethods;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.ResponseEntity;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.model.headers.RawHeader;
 import org.apache.pekko.stream.Materializer;
+import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.util.ByteString;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -51,6 +56,8 @@ final class ArtifactRoute {
   /** Most a metadata body may be when it is read whole (rewritten, or looked up by a repository). */
   static final int WHOLE_BODY_LIMIT = 128 * 1024 * 1024;
   private static final Duration WHOLE_BODY_WAIT = Duration.ofMinutes(5);
+  /** What a client told to come back (503, the metadata budget full) is told to wait, seconds. */
+  static final int RETRY_AFTER_SECONDS = 2;
 
   private final ActorSystem<?> system;
   private final Node node;
@@ -62,13 +69,17 @@ final class ArtifactRoute {
   private final Waiters waiters;
   private final WholeBodies bodies;
   private final Bypass bypass;
+  private final ByteBudget budget;
+  private final RewrittenMetadata metadata;
 
   ArtifactRoute(ActorSystem<?> system, Node node, Map<String, Repository> repos, KeyServe keys, RequestCounts counts,
-      PublicBase publicBase, Waiters waiters, Bypass bypass) {
+      PublicBase publicBase, Waiters waiters, Bypass bypass, ByteBudget budget) {
     this.system = system;
     this.waiters = waiters;
     this.bypass = bypass;
-    this.bodies = new WholeBodies(node, waiters, system, WHOLE_BODY_LIMIT);
+    this.budget = budget;
+    this.metadata = new RewrittenMetadata(budget, node.store(), node.hot(), node.io());
+    this.bodies = new WholeBodies(node, waiters, system, WHOLE_BODY_LIMIT, budget);
     this.node = node;
     this.repos = Map.copyOf(repos);
     this.keys = keys;
@@ -106,7 +117,9 @@ final class ArtifactRoute {
         .exceptionally(e -> {
           Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
           if (t instanceof Lookup.LookupFailed f) {
-            return counts.count(repo.name(), "error", text(f.status(), f.getMessage()));
+            HttpResponse r = text(f.status(), f.getMessage());
+            return counts.count(repo.name(), "error", f.status() == 503
+                ? r.addHeader(RawHeader.create("Retry-After", String.valueOf(RETRY_AFTER_SECONDS))) : r);
           }
           log.error("resolving {} in {} failed", ok.upstreamPath(), repo.name(), t);
           return counts.count(repo.name(), "error", text(500, "internal error"));
@@ -157,39 +170,118 @@ final class ArtifactRoute {
 
   /**
    * A metadata body served rewritten: rewriting happens when a body is served, never in what is
-   * stored. The stored body is read whole and rewritten; conditional requests and ranges are
-   * answered against the rewritten bytes, whose ETag is their own hash.
+   * stored. The stored body is rewritten once per stored version and rewrite inputs, shared by
+   * every request ({@link RewrittenMetadata}, bounded by the node's {@link ByteBudget}); a miss
+   * waits for its fetch to be stored first, in bounded memory. Conditional requests and ranges are
+   * answered against the rewritten bytes, whose ETag is their own hash. When the budget has no
+   * room within its wait: 503 with {@code Retry-After}.
    */
   private CompletionStage<HttpResponse> rewritten(HttpRequest request, Target.Artifact a) {
+    String repo = a.key().repo();
+    Optional<StoredArtifact> fresh = node.store().lookup(a.key())
+        .filter(s -> !a.mutable() || node.policy(repo).isFresh(s, node.clock().millis()));
+    if (fresh.isPresent()) {
+      return fromStored(request, a, fresh.get(), Via.HIT, List.of())
+          .thenApply(r -> counts.count(repo, Via.HIT, r))
+          .exceptionally(e -> unavailable(repo, e, true));
+    }
     HttpRequest whole = withoutHeaders(request, "Range", "If-Range", "If-None-Match", "If-Modified-Since");
+    Materializer mat = Materializer.matFromSystem(system);
     return keys.serve(whole, a.key(), a.mutable()).thenCompose(served -> {
       HttpResponse r = served.response();
       if (r.status().intValue() != 200) {
         return done(r);
       }
-      Via via = served.via() == null ? Via.HIT : served.via();
-      return r.entity().toStrict(WHOLE_BODY_WAIT.toMillis(), WHOLE_BODY_LIMIT, Materializer.matFromSystem(system))
-          .thenApply(strict -> {
-            ByteString body = a.rewrite().get().rewrite(strict.getData());
-            List<Header> headers = new ArrayList<>();
-            headers.add(new Header("Content-Type", strict.getContentType().toString()));
-            headers.add(new Header("ETag", "\"" + Sha256.hex(body).substring(0, 32) + "\""));
-            for (HttpHeader h : r.getHeaders()) {
-              String n = h.lowercaseName();
-              if (n.equals("last-modified") || n.equals("cache-control") || n.equals("expires")) {
-                headers.add(new Header(h.name(), h.value()));
-              }
-            }
-            HttpResponse out = responses.bytes(request, via, 200, headers, body);
-            for (HttpHeader h : r.getHeaders()) { // what the serve path said of staleness
-              if (h.lowercaseName().startsWith("x-corral-") || h.lowercaseName().equals("warning")) {
-                out = out.addHeader(h);
-              }
-            }
-            return out;
-          });
+      List<HttpHeader> said = new ArrayList<>(); // what the serve path said of staleness
+      for (HttpHeader h : r.getHeaders()) {
+        if (h.lowercaseName().startsWith("x-corral-") || h.lowercaseName().equals("warning")) {
+          said.add(h);
+        }
+      }
+      Via via = served.via();
+      ResponseEntity entity = r.entity();
+      if (via == null) { // a bypassed fetch: the body is not stored, read it here under the budget
+        long length = entity.getContentLengthOption().orElse(WHOLE_BODY_LIMIT);
+        return budget.acquire(length).thenCompose(permit ->
+            entity.toStrict(WHOLE_BODY_WAIT.toMillis(), WHOLE_BODY_LIMIT, mat)
+                .whenComplete((x, e) -> permit.close())
+                .thenCompose(strict -> metadata.rewritten(strict.getData(), a.rewrite().get()))
+                .thenApply(rw -> respond(request, a, Via.BYPASS, headersOf(r), entity.getContentType().toString(),
+                    rw, said)))
+            .exceptionally(e -> unavailable(repo, e, false));
+      }
+      // Wait until the fetch is stored (a streaming body drained from its file, in bounded
+      // memory); a copy already stored needs no reading here.
+      CompletionStage<?> settled;
+      if (entity.isStrict()) {
+        settled = CompletableFuture.completedFuture(null);
+      } else if (via == Via.HIT || via == Via.STALE) {
+        entity.getDataBytes().runWith(Sink.cancelled(), mat);
+        settled = CompletableFuture.completedFuture(null);
+      } else {
+        settled = r.discardEntityBytes(mat).completionStage();
+      }
+      return settled.thenCompose(x -> {
+        Optional<StoredArtifact> stored = node.store().lookup(a.key());
+        if (stored.isPresent()) {
+          return fromStored(request, a, stored.get(), via, said);
+        }
+        if (entity instanceof HttpEntity.Strict strict) { // held in memory already
+          return metadata.rewritten(strict.getData(), a.rewrite().get())
+              .thenApply(rw -> respond(request, a, via, List.of(), entity.getContentType().toString(), rw, said));
+        }
+        return CompletableFuture.completedFuture(text(502, "the fetched body was not kept"));
+      }).exceptionally(e -> unavailable(repo, e, false));
     });
   }
+
+  private static List<Header> headersOf(HttpResponse r) {
+    List<Header> out = new ArrayList<>();
+    for (HttpHeader h : r.getHeaders()) {
+      out.add(new Header(h.name(), h.value()));
+    }
+    return out;
+  }
+
+  private CompletionStage<HttpResponse> fromStored(HttpRequest request, Target.Artifact a, StoredArtifact stored,
+      Via via, List<HttpHeader> said) {
+    BodyRewrite rewrite = a.rewrite().get();
+    return metadata.rewritten(stored, rewrite.inputs(), rewrite).thenApply(rw -> respond(request, a, via,
+        stored.headers(), ArtifactResponses.contentType(stored.headers()).toString(), rw, said));
+  }
+
+  private HttpResponse respond(HttpRequest request, Target.Artifact a, Via via, List<Header> upstream,
+      String contentType, RewrittenMetadata.Rewritten rw, List<HttpHeader> said) {
+    List<Header> headers = new ArrayList<>();
+    headers.add(new Header("Content-Type", contentType));
+    headers.add(new Header("ETag", rw.etag()));
+    for (Header h : upstream) {
+      String n = h.name().toLowerCase(java.util.Locale.ROOT);
+      if (n.equals("last-modified") || n.equals("cache-control") || n.equals("expires")) {
+        headers.add(h);
+      }
+    }
+    return responses.bytes(request, via, 200, headers, rw.body()).addHeaders(said);
+  }
+
+  /**
+   * A rewrite that failed: 503 with {@code Retry-After} when the budget had no room, else 502.
+   * Counted as a request only when the serve path has not counted it already.
+   */
+  private HttpResponse unavailable(String repo, Throwable e, boolean count) {
+    Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+    HttpResponse r;
+    if (t instanceof ByteBudget.Exhausted) {
+      counts.shed(repo);
+      r = text(503, "too much metadata in memory right now, try again shortly")
+          .addHeader(RawHeader.create("Retry-After", String.valueOf(RETRY_AFTER_SECONDS)));
+    } else {
+      log.warn("rewriting metadata of {} failed: {}", repo, t.toString());
+      r = text(502, "stored bytes of this artifact are missing or corrupt");
+    }
+    return count ? counts.count(repo, "error", r) : r;
+  }
+
   /** Reads other keys for a repository's {@link Repository#resolve}, on behalf of the same client. */
   private class CacheLookup implements Lookup {
     private final HttpRequest client;
@@ -211,6 +303,11 @@ final class ArtifactRoute {
             }
             if (read instanceof WholeBodies.Read.Missing) {
               return CompletableFuture.completedFuture(Optional.<ByteString>empty());
+            }
+            if (read instanceof WholeBodies.Read.Shed shed) {
+              counts.shed(key.repo());
+              return CompletableFuture.failedFuture(new Lookup.LookupFailed(503,
+                  "could not read " + key.url() + " now (" + shed.reason() + ")"));
             }
             if (read instanceof WholeBodies.Read.TimedOut && node.policy(key.repo()).bypassOnBudget()) {
               return bypassed(key);
@@ -250,11 +347,25 @@ final class ArtifactRoute {
       if (hot.isPresent()) {
         return hot;
       }
-      try {
-        return stored.get().size() <= WHOLE_BODY_LIMIT ? Optional.of(node.store().readAll(stored.get())) : Optional.empty();
+      if (stored.get().size() > WHOLE_BODY_LIMIT) {
+        return Optional.empty();
+      }
+      // Called while resolving, so it cannot wait for room: no room now is a 503.
+      Optional<ByteBudget.Permit> permit = budget.tryAcquire(stored.get().size());
+      if (permit.isEmpty()) {
+        counts.shed(key.repo());
+        throw new Lookup.LookupFailed(503, "too much metadata in memory right now to read " + key.url());
+      }
+      try (ByteBudget.Permit held = permit.get()) {
+        return Optional.of(node.store().readAll(stored.get()));
       } catch (IOException e) {
         return Optional.empty();
       }
+    }
+
+    @Override
+    public Optional<String> cachedDigest(ArtifactKey key) {
+      return node.store().lookup(key).map(StoredArtifact::sha256);
     }
   }
 

@@ -5,6 +5,7 @@ import static dev.corral.http.Answers.text;
 
 import dev.corral.core.fetch.Node;
 import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.wait.ByteBudget;
 import dev.corral.core.wait.Waiters;
 import dev.corral.http.metrics.Metrics;
 import dev.corral.registry.Repository;
@@ -56,12 +57,21 @@ public final class FrontDoor {
 
   public FrontDoor(ActorSystem<?> system, Node node, Metrics metrics, Waiters waiters, Map<String, Repository> repos,
       Optional<String> adminToken, PublicBase publicBase) {
+    this(system, node, metrics, waiters, repos, adminToken, publicBase, ServeLimits.defaults());
+  }
+
+  /** @param limits the node's metadata memory and per-client miss rate ({@link ServeLimits}) */
+  public FrontDoor(ActorSystem<?> system, Node node, Metrics metrics, Waiters waiters, Map<String, Repository> repos,
+      Optional<String> adminToken, PublicBase publicBase, ServeLimits limits) {
     this.system = system;
     this.waiters = waiters;
     this.counts = new RequestCounts(metrics);
     Bypass bypass = new Bypass(system, node.upstream(), counts);
-    this.keys = new KeyServe(node, waiters, counts, bypass);
-    this.artifacts = new ArtifactRoute(system, node, repos, keys, counts, publicBase, waiters, bypass);
+    MissRates missRates = limits.missRate().map(r -> new MissRates(r, node.ticker())).orElse(null);
+    this.keys = new KeyServe(node, waiters, counts, bypass, missRates, r -> r.getAttribute(ADDRESSES)
+        .flatMap(a -> publicBase.client(a.remote(), r.getHeader("X-Forwarded-For").map(h -> h.value()))));
+    ByteBudget budget = new ByteBudget(limits.metadataMemoryBytes(), limits.metadataWait(), node.scheduler(), node.io());
+    this.artifacts = new ArtifactRoute(system, node, repos, keys, counts, publicBase, waiters, bypass, budget);
     this.admin = new AdminRoutes(system, node, metrics, repos, adminToken, artifacts, ready::get);
   }
 

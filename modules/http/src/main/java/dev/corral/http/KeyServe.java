@@ -40,8 +40,22 @@ final class KeyServe {
   private final ArtifactResponses responses;
   private final RequestCounts counts;
   private final Bypass bypass;
+  /** The per-client miss rate limit; null when off. */
+  private final MissRates missRates;
+  private final ClientOf clientOf;
+
+  /** The client address of a request, for the miss rate limit. */
+  interface ClientOf {
+    java.util.Optional<String> of(HttpRequest request);
+  }
 
   KeyServe(Node node, Waiters waiters, RequestCounts counts, Bypass bypass) {
+    this(node, waiters, counts, bypass, null, r -> Optional.empty());
+  }
+
+  KeyServe(Node node, Waiters waiters, RequestCounts counts, Bypass bypass, MissRates missRates, ClientOf clientOf) {
+    this.missRates = missRates;
+    this.clientOf = clientOf;
     this.node = node;
     this.waiters = waiters;
     this.counts = counts;
@@ -66,6 +80,16 @@ final class KeyServe {
   }
 
   private CompletionStage<Served> miss(HttpRequest request, ArtifactKey key, boolean mutable) {
+    if (missRates != null) {
+      Optional<String> client = clientOf.of(request);
+      java.util.OptionalLong wait = client.isPresent() ? missRates.take(client.get()) : java.util.OptionalLong.empty();
+      if (wait.isPresent()) {
+        counts.limited(key.repo());
+        return done(new Served(null, counts.count(key.repo(), "limited",
+            text(429, "too many requests for artifacts not in the cache from this address")
+                .addHeader(RawHeader.create("Retry-After", String.valueOf(wait.getAsLong()))))));
+      }
+    }
     ConnectionScope scope = request.getAttribute(ConnectionScope.KEY).orElse(null);
     long token = scope != null ? scope.reserve() : waiters.cancels().reserve();
     return waiters.await(key, token, mutable)

@@ -61,6 +61,25 @@ public final class PublicBase {
     return "http://" + hostPort(local);
   }
 
+  /**
+   * The client's address for per-client limits: the connection's peer, or, when the peer is a
+   * trusted proxy, the last address of its {@code X-Forwarded-For} (the one that proxy saw:
+   * earlier entries are the client's own word).
+   */
+  public Optional<String> client(InetSocketAddress remote, Optional<String> forwardedFor) {
+    if (remote == null || remote.getAddress() == null) {
+      return Optional.empty();
+    }
+    if (trusted.contains(remote.getAddress()) && forwardedFor.isPresent()) {
+      String v = forwardedFor.get();
+      String last = v.substring(v.lastIndexOf(',') + 1).trim();
+      if (!last.isEmpty() && last.length() <= 64) {
+        return Optional.of(last);
+      }
+    }
+    return Optional.of(remote.getAddress().getHostAddress());
+  }
+
   private static String hostPort(InetSocketAddress a) {
     if (a == null) {
       return "localhost";

@@ -26,4 +26,14 @@ final class RequestCounts {
     metrics.requests.labelValues(repo, result).inc();
     return response;
   }
+
+  /** A request refused because the node's metadata memory had no room ({@code corral_metadata_shed_total}). */
+  void shed(String repo) {
+    metrics.metadataShed.labelValues(repo).inc();
+  }
+
+  /** A miss refused by the per-client miss rate limit ({@code corral_miss_rate_limited_total}). */
+  void limited(String repo) {
+    metrics.missRateLimited.labelValues(repo).inc();
+  }
 }

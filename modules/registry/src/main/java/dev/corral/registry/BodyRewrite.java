@@ -1,5 +1,6 @@
 package dev.corral.registry;
 
+import java.util.Optional;
 import org.apache.pekko.util.ByteString;
 
 /**
@@ -11,4 +12,29 @@ import org.apache.pekko.util.ByteString;
 @FunctionalInterface
 public interface BodyRewrite {
   ByteString rewrite(ByteString stored);
+
+  /**
+   * Everything besides the body that the output depends on (the base URL, the package name):
+   * the serving side remembers outputs by the stored body's digest and these inputs, so that one
+   * stored version is read and rewritten once for all the requests that share them. Empty: the
+   * output is not remembered.
+   */
+  default Optional<String> inputs() {
+    return Optional.empty();
+  }
+
+  /** A rewrite whose output is determined by the body and {@code inputs}. */
+  static BodyRewrite keyed(String inputs, BodyRewrite rewrite) {
+    return new BodyRewrite() {
+      @Override
+      public ByteString rewrite(ByteString stored) {
+        return rewrite.rewrite(stored);
+      }
+
+      @Override
+      public Optional<String> inputs() {
+        return Optional.of(inputs);
+      }
+    };
+  }
 }

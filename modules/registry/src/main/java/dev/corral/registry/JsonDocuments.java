@@ -6,7 +6,6 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonStreamContext;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.function.BiFunction;
@@ -28,7 +27,11 @@ public final class JsonDocuments {
       .build();
 
   public static JsonParser parser(ByteString body) throws IOException {
-    InputStream in = new java.io.ByteArrayInputStream(body.toArrayUnsafe());
+    if (body.isCompact()) {
+      return FACTORY.createParser(body.toArrayUnsafe());
+    }
+    // Chunks joined without copying (a body read from a stream): read them as they are.
+    InputStream in = body.iterator().asInputStream();
     return FACTORY.createParser(in);
   }
 
@@ -56,7 +59,7 @@ public final class JsonDocuments {
    */
   public static ByteString rewriteStrings(ByteString body, BiFunction<JsonStreamContext, String, String> replace)
       throws IOException {
-    ByteArrayOutputStream out = new ByteArrayOutputStream(body.length() + 1024);
+    ByteStringOutput out = new ByteStringOutput(body.length() + 1024L);
     try (JsonParser p = parser(body); JsonGenerator g = FACTORY.createGenerator(out)) {
       JsonToken t;
       while ((t = p.nextToken()) != null) {
@@ -67,7 +70,7 @@ public final class JsonDocuments {
         }
       }
     }
-    return ByteString.fromArrayUnsafe(out.toByteArray());
+    return out.result();
   }
 
   /** The field name {@code up} levels above a value's own context (0 = the value's own field). */

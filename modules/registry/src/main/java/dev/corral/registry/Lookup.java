@@ -26,6 +26,15 @@ public interface Lookup {
   /** The key's body when this node's store already holds it; never fetches. */
   Optional<ByteString> cached(ArtifactKey key);
 
+  /**
+   * The SHA-256 of the key's body when this node's store already holds it, without reading the
+   * body: what a repository remembers its parse of a document by, and how it asks whether a
+   * document is held. Never fetches.
+   */
+  default Optional<String> cachedDigest(ArtifactKey key) {
+    return cached(key).map(dev.corral.core.key.Sha256::hex);
+  }
+
   /** A lookup that could not get an answer; {@code status} is what the client should get. */
   final class LookupFailed extends RuntimeException {
     private final int status;

@@ -27,6 +27,26 @@ public final class ParsedBodies<V> {
         .build();
   }
 
+  /**
+   * What {@code parse} returned for the stored body with this digest, read and parsed only when
+   * it was not remembered: a tarball request for a package with a 60 MiB packument then costs a
+   * map lookup, not a read of the packument. Empty when the body is no longer held (not
+   * remembered).
+   */
+  public Map<String, V> get(ArtifactKey key, String sha256, java.util.function.Supplier<java.util.Optional<ByteString>> body,
+      Function<ByteString, Map<String, V>> parse) {
+    String k = key.id() + ":sha256:" + sha256;
+    Map<String, V> known = memo.getIfPresent(k);
+    if (known != null) {
+      return known;
+    }
+    java.util.Optional<ByteString> read = body.get();
+    if (read.isEmpty()) {
+      return Map.of();
+    }
+    return memo.get(k, x -> Map.copyOf(parse.apply(read.get())));
+  }
+
   /** {@code parse(body)}, or what it returned before for the same key and content. */
   public Map<String, V> get(ArtifactKey key, ByteString body, Function<ByteString, Map<String, V>> parse) {
     return memo.get(key.id() + ':' + fingerprint(body), k -> Map.copyOf(parse.apply(body)));

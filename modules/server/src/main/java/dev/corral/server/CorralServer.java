@@ -152,7 +152,7 @@ public final class CorralServer implements AutoCloseable {
       CancelRegistry cancels = new CancelRegistry(ticker, settings.tombstoneTtl(), 100_000);
       Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node, system);
       FrontDoor frontDoor = new FrontDoor(system, node, metrics, waiters, repos, settings.adminToken(),
-          new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()));
+          new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()), settings.serveLimits());
       ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort())
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
       connectPeers(system, settings, peers, store, binding.localAddress());
@@ -354,7 +354,7 @@ public final class CorralServer implements AutoCloseable {
   /** The adapter of a repository's type. */
   static Repository repository(RepoSettings r) {
     return switch (r.type()) {
-      case "generic" -> new GenericRepository(r.name(), r.url());
+      case "generic" -> new GenericRepository(r.name(), r.url(), r.query());
       case "maven" -> new MavenRepository(r.name(), r.url());
       case "go" -> new GoRepository(r.name(), r.url(), r.sumdbUrl());
       case "npm" -> new NpmRepository(r.name(), r.url());

@@ -1,6 +1,7 @@
 package dev.corral.server;
 
 import dev.corral.cluster.ClusterSettings;
+import dev.corral.http.ServeLimits;
 import dev.corral.http.TrustedProxies;
 import com.typesafe.config.Config;
 import java.net.URI;
@@ -29,6 +30,7 @@ import java.util.Optional;
  *     {@code pekko}), with substitutions resolved where they could be. Put it in front of the
  *     Pekko reference configuration: {@code raw.withFallback(ConfigFactory.load())}.
  * @param warnings problems that do not stop the start, for the caller to log
+ * @param serveLimits the metadata memory and the per-client miss rate limit
  */
 public record CorralSettings(
     String httpHost,
@@ -45,7 +47,8 @@ public record CorralSettings(
     ClusterSettings cluster,
     Optional<JournalSettings> journal,
     Config raw,
-    List<String> warnings) {
+    List<String> warnings,
+    ServeLimits serveLimits) {
 
   public CorralSettings {
     Objects.requireNonNull(httpHost, "httpHost");
@@ -58,6 +61,7 @@ public record CorralSettings(
     Objects.requireNonNull(cluster, "cluster");
     Objects.requireNonNull(journal, "journal");
     Objects.requireNonNull(raw, "raw");
+    Objects.requireNonNull(serveLimits, "serveLimits");
     repos = List.copyOf(repos);
     warnings = List.copyOf(warnings);
   }
@@ -94,6 +98,7 @@ public record CorralSettings(
         + ", repos=" + repos
         + ", cluster=" + cluster
         + ", journal=" + journal.map(JournalSettings::toString).orElse("embedded H2")
+        + ", serveLimits=" + serveLimits
         + "]";
   }
 }

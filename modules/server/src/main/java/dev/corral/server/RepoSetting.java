@@ -39,6 +39,9 @@ public enum RepoSetting {
   CREDENTIALS("credentials", false, null,
       "{ type = basic, username, password-env | password-file } or"
           + " { type = bearer, token-env | token-file }"),
+  QUERY("query", false, null,
+      "generic only: what of a request's query string goes upstream and into the key: keep (the"
+          + " default), drop, or a list of the parameter names to keep"),
   SUMDB_URL("sumdb-url", false, null,
       "go only: a Go checksum database to proxy under /NAME/sumdb/HOST[:PORT]/ (else 404 there)");
 

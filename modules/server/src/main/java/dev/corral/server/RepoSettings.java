@@ -1,6 +1,7 @@
 package dev.corral.server;
 
 import dev.corral.http.upstream.Credential;
+import dev.corral.registry.generic.QueryPolicy;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
@@ -19,6 +20,7 @@ import java.util.Optional;
  * @param metadataTtl how long a stored copy of mutable metadata is fresh
  * @param maxStale how long past its TTL a stale copy may still be served at once
  * @param sumdbUrl go repositories: the checksum database proxied under {@code sumdb/}, if any
+ * @param query generic repositories: what of a request's query goes upstream and into the key
  */
 public record RepoSettings(
     String name,
@@ -40,7 +42,20 @@ public record RepoSettings(
     Optional<Credential> credential,
     Duration metadataTtl,
     Duration maxStale,
-    Optional<String> sumdbUrl) {
+    Optional<String> sumdbUrl,
+    QueryPolicy query) {
+
+  /** With the query kept as sent (the default for every type). */
+  public RepoSettings(String name, String type, String url, Duration connectTimeout,
+      Duration firstByteTimeout, Duration idleTimeout, int retries, Duration retryBackoff,
+      int maxRedirects, int maxConnections, Duration negativeTtl, Duration waiterBudget,
+      OnBudgetExhausted onBudgetExhausted, int maxWaiters, int maxOrphanFetches,
+      long inlineLimitBytes, Optional<Credential> credential, Duration metadataTtl, Duration maxStale,
+      Optional<String> sumdbUrl) {
+    this(name, type, url, connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff,
+        maxRedirects, maxConnections, negativeTtl, waiterBudget, onBudgetExhausted, maxWaiters,
+        maxOrphanFetches, inlineLimitBytes, credential, metadataTtl, maxStale, sumdbUrl, QueryPolicy.keep());
+  }
 
   /** With the core's default metadata TTL and max-stale. */
   public RepoSettings(String name, String type, String url, Duration connectTimeout,
@@ -107,5 +122,6 @@ public record RepoSettings(
     Objects.requireNonNull(metadataTtl, "metadataTtl");
     Objects.requireNonNull(maxStale, "maxStale");
     Objects.requireNonNull(sumdbUrl, "sumdbUrl");
+    Objects.requireNonNull(query, "query");
   }
 }

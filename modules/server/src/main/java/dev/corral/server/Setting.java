@@ -30,6 +30,15 @@ public enum Setting {
       "A repository to cache; repeat the flag for more. TYPE: npm, maven, pypi, go or"
           + " generic. In the environment a comma- or space-separated list. In HOCON"
           + " corral.repos.NAME { type, url, ... }"),
+  METADATA_MEMORY("--metadata-memory", "corral.metadata-memory", "CORRAL_METADATA_MEMORY", "SIZE",
+      "Heap for metadata read whole at once to be rewritten or looked up (as much again keeps rewritten"
+          + " documents); auto: a quarter of the heap. A request finding no room waits briefly, then gets 503"
+          + " with Retry-After"),
+  MISS_RATE_LIMIT("--miss-rate-limit", "corral.miss-rate-limit", "CORRAL_MISS_RATE_LIMIT", "RATE",
+      "Requests that would go upstream (misses) per client address: N/s, N/m or N/h, or off; more get 429"
+          + " with Retry-After"),
+  MISS_RATE_BURST("--miss-rate-burst", "corral.miss-rate-burst", "CORRAL_MISS_RATE_BURST", "N",
+      "Misses one client address may send at once before --miss-rate-limit slows it (default: the rate's N)"),
   ADMIN_TOKEN_FILE("--admin-token-file", "corral.admin-token-file", "CORRAL_ADMIN_TOKEN_FILE",
       "FILE", "File holding the admin API token (read at start-up, trimmed)"),
   PUBLIC_BASE_URL("--public-base-url", "corral.public-base-url", "CORRAL_PUBLIC_BASE_URL", "URL",

@@ -1,7 +1,9 @@
 package dev.corral.server;
 
 import dev.corral.cluster.ClusterSettings;
+import dev.corral.http.ServeLimits;
 import dev.corral.http.TrustedProxies;
+import dev.corral.registry.generic.QueryPolicy;
 import static dev.corral.server.SettingValues.quoted;
 
 import com.typesafe.config.Config;
@@ -142,9 +144,10 @@ final class SettingsReader {
       if (repos.isEmpty()) {
         warnings.add("no repositories configured (--repo NAME=TYPE:URL): every request will get 404");
       }
+      ServeLimits serveLimits = serveLimits();
       return new CorralSettings(
           host, port, dataDir, maxSize, memoryCacheSize, adminToken, publicBaseUrl, trustedProxies, drainTimeout,
-          tombstoneTtl, repos, cluster, journal, config, warnings);
+          tombstoneTtl, repos, cluster, journal, config, warnings, serveLimits);
     });
   }
 
@@ -343,7 +346,84 @@ final class SettingsReader {
         credential(name),
         duration(field(name, RepoSetting.METADATA_TTL), false),
         duration(field(name, RepoSetting.MAX_STALE), false),
-        sumdbUrl(name, type));
+        sumdbUrl(name, type),
+        query(name, type));
+  }
+
+  private QueryPolicy query(String name, String type) {
+    String path = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.QUERY.key());
+    if (!has(path)) {
+      return QueryPolicy.keep();
+    }
+    if (!type.equals("generic")) {
+      throw error(path, "only generic repositories take a query policy (the other types know their queries)");
+    }
+    ConfigValue value = hocon(path, () -> config.getValue(path));
+    List<String> values = new ArrayList<>();
+    if (value.valueType() == ConfigValueType.LIST) {
+      for (ConfigValue v : config.getList(path)) {
+        if (v.valueType() == ConfigValueType.OBJECT || v.valueType() == ConfigValueType.LIST) {
+          throw error(path, "expected keep, drop, or a list of parameter names");
+        }
+        values.add(String.valueOf(v.unwrapped()));
+      }
+    } else {
+      values.add(text(path));
+    }
+    try {
+      return QueryPolicy.parse(values);
+    } catch (IllegalArgumentException e) {
+      throw error(path, e.getMessage());
+    }
+  }
+
+  private ServeLimits serveLimits() {
+    String memoryPath = path(Setting.METADATA_MEMORY);
+    String memory = text(memoryPath).trim();
+    long metadataMemory = memory.equalsIgnoreCase("auto") ? ServeLimits.defaultMetadataMemory()
+        : sizeOrAuto(memoryPath, 1024 * 1024);
+    String ratePath = path(Setting.MISS_RATE_LIMIT);
+    String burstPath = path(Setting.MISS_RATE_BURST);
+    String rate = text(ratePath).trim();
+    Optional<ServeLimits.MissRate> missRate = Optional.empty();
+    if (rate.equalsIgnoreCase("off")) {
+      if (has(burstPath)) {
+        throw error(burstPath, "has no effect without " + Setting.MISS_RATE_LIMIT.flag() + " (it is off)");
+      }
+    } else {
+      java.util.regex.Matcher m = MISS_RATE.matcher(rate);
+      if (!m.matches()) {
+        throw error(ratePath, quoted(rate) + " is not a rate (N/s, N/m or N/h, e.g. 50/s) or off");
+      }
+      long n;
+      try {
+        n = Long.parseLong(m.group(1));
+      } catch (NumberFormatException e) {
+        throw error(ratePath, quoted(rate) + " is too large");
+      }
+      if (n < 1 || n > 1_000_000_000L) {
+        throw error(ratePath, "must be between 1 and 1000000000 per unit");
+      }
+      double seconds = switch (m.group(2).toLowerCase(Locale.ROOT)) {
+        case "s" -> 1;
+        case "m" -> 60;
+        default -> 3600;
+      };
+      long burst = has(burstPath) ? whole(burstPath, 1) : n;
+      missRate = Optional.of(new ServeLimits.MissRate(n / seconds, burst));
+    }
+    return new ServeLimits(metadataMemory, ServeLimits.DEFAULT_METADATA_WAIT, missRate);
+  }
+
+  private static final java.util.regex.Pattern MISS_RATE =
+      java.util.regex.Pattern.compile("([0-9]{1,12})\\s*/\\s*([smhSMH])");
+
+  private long sizeOrAuto(String path, long min) {
+    String text = text(path);
+    if (SettingValues.size(text).isEmpty()) {
+      throw error(path, quoted(text) + " is not a size (use KiB, MiB, GiB) or auto");
+    }
+    return size(path, min);
   }
 
   private Optional<String> sumdbUrl(String name, String type) {

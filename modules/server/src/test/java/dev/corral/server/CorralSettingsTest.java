@@ -605,4 +605,72 @@ class CorralSettingsTest {
     Path inDefaults = file("defaults.conf", "corral.repo-defaults.sumdb-url = \"http://127.0.0.1:8/db\"");
     fails("--config", inDefaults.toString());
   }
+
+  // ---- issue 12: metadata memory, miss rate limit, generic query policy
+
+  @Test
+  void serveLimitsDefaultToAQuarterOfTheHeapAndNoMissRateLimit() {
+    dev.corral.http.ServeLimits limits = load().serveLimits();
+    assertEquals(dev.corral.http.ServeLimits.defaultMetadataMemory(), limits.metadataMemoryBytes());
+    assertEquals(Optional.empty(), limits.missRate());
+  }
+
+  @Test
+  void serveLimitsAreParsed() {
+    dev.corral.http.ServeLimits limits = load("--metadata-memory", "96MiB", "--miss-rate-limit", "50/s",
+        "--miss-rate-burst", "200").serveLimits();
+    assertEquals(96L << 20, limits.metadataMemoryBytes());
+    assertEquals(new dev.corral.http.ServeLimits.MissRate(50, 200), limits.missRate().orElseThrow());
+    assertEquals(new dev.corral.http.ServeLimits.MissRate(10, 600),
+        load(Map.of("CORRAL_MISS_RATE_LIMIT", "600/m")).serveLimits().missRate().orElseThrow(),
+        "without a burst, the rate's N");
+    assertEquals(new dev.corral.http.ServeLimits.MissRate(2, 7200),
+        load("--miss-rate-limit", "7200 / h").serveLimits().missRate().orElseThrow());
+  }
+
+  @Test
+  void badServeLimitsAreOneLineErrors() {
+    assertEquals("--metadata-memory: \"lots\" is not a size (use KiB, MiB, GiB) or auto",
+        fails("--metadata-memory", "lots").getMessage());
+    assertEquals("--metadata-memory: must be at least 1048576 bytes", fails("--metadata-memory", "1KiB").getMessage());
+    assertEquals("--miss-rate-limit: \"50\" is not a rate (N/s, N/m or N/h, e.g. 50/s) or off",
+        fails("--miss-rate-limit", "50").getMessage());
+    assertEquals("--miss-rate-limit: \"5/d\" is not a rate (N/s, N/m or N/h, e.g. 50/s) or off",
+        fails("--miss-rate-limit", "5/d").getMessage());
+    assertEquals("--miss-rate-limit: must be between 1 and 1000000000 per unit",
+        fails("--miss-rate-limit", "0/s").getMessage());
+    assertEquals("--miss-rate-burst: must be at least 1", fails("--miss-rate-limit", "5/s", "--miss-rate-burst", "0").getMessage());
+    assertEquals("--miss-rate-burst: has no effect without --miss-rate-limit (it is off)",
+        fails("--miss-rate-burst", "10").getMessage());
+  }
+
+  @Test
+  void queryPolicyOfGenericRepositories() throws IOException {
+    Path conf = file("q.conf", """
+        corral.repos {
+          a { type = generic, url = "http://127.0.0.1:1/" }
+          b { type = generic, url = "http://127.0.0.1:1/", query = drop }
+          c { type = generic, url = "http://127.0.0.1:1/", query = [v, arch] }
+          d { type = generic, url = "http://127.0.0.1:1/", query = "v,arch" }
+        }
+        """);
+    CorralSettings s = load("--config", conf.toString());
+    assertEquals("keep", s.repo("a").orElseThrow().query().describe());
+    assertEquals("drop", s.repo("b").orElseThrow().query().describe());
+    assertEquals("arch,v", s.repo("c").orElseThrow().query().describe());
+    assertEquals("arch,v", s.repo("d").orElseThrow().query().describe());
+  }
+
+  @Test
+  void badQueryPolicies() throws IOException {
+    Path npm = file("qn.conf", "corral.repos.n { type = npm, url = \"http://127.0.0.1:1/\", query = drop }");
+    assertEquals("corral.repos.n.query: only generic repositories take a query policy (the other types know their"
+        + " queries) (qn.conf line 1)", fails("--config", npm.toString()).getMessage().replace(dir + "/", ""));
+    Path bad = file("qb.conf", "corral.repos.g { type = generic, url = \"http://127.0.0.1:1/\", query = [\"a=b\"] }");
+    assertEquals("corral.repos.g.query: \"a=b\" is not a query parameter name (expected keep, drop, or a list of"
+        + " parameter names) (qb.conf line 1)", fails("--config", bad.toString()).getMessage().replace(dir + "/", ""));
+    Path defaults = file("qd.conf", "corral.repo-defaults.query = drop");
+    assertEquals("corral.repo-defaults.query: can only be set per repository, under corral.repos.NAME (qd.conf line 1)",
+        fails("--config", defaults.toString()).getMessage().replace(dir + "/", ""));
+  }
 }

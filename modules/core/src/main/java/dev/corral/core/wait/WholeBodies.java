@@ -35,19 +35,28 @@ public final class WholeBodies {
 
     /** The waiter's budget ran out (the caller may bypass the cache, as the repository says). */
     record TimedOut() implements Read {}
+
+    /** The node's {@link ByteBudget} had no room for the body within its wait (answer 503). */
+    record Shed(String reason) implements Read {}
   }
 
   private final Node node;
   private final Waiters waiters;
   private final ActorSystem<?> system;
   private final long limit;
+  private final ByteBudget budget;
 
-  /** @param limit the largest body read whole; a larger one is {@link Read.Failed} */
-  public WholeBodies(Node node, Waiters waiters, ActorSystem<?> system, long limit) {
+  /**
+   * @param limit the largest body read whole; a larger one is {@link Read.Failed}
+   * @param budget the node's bytes for bodies held whole: a read from disk or from a download
+   *     holds its size while it runs ({@link Read.Shed} when there is no room)
+   */
+  public WholeBodies(Node node, Waiters waiters, ActorSystem<?> system, long limit, ByteBudget budget) {
     this.node = node;
     this.waiters = waiters;
     this.system = system;
     this.limit = limit;
+    this.budget = budget;
   }
 
   /**
@@ -91,10 +100,11 @@ public final class WholeBodies {
         }
         var growing = node.downloads().find(s.downloadId());
         if (growing.isPresent()) {
-          return growing.get().reader()
+          var reader = growing.get().reader();
+          return held(s.length(), () -> reader
               .runWith(Sink.fold(ByteString.emptyByteString(), ByteString::concat), system)
               .<Read>thenApply(Read.Bytes::new)
-              .exceptionally(e -> new Read.Failed(Failure.UPSTREAM_ERROR, "upstream transfer failed"));
+              .exceptionally(e -> new Read.Failed(Failure.UPSTREAM_ERROR, "upstream transfer failed")));
         }
         // The download ended between the reply and now: read what it committed, if anything.
         return node.store().lookup(key).map(this::stored)
@@ -119,13 +129,24 @@ public final class WholeBodies {
     if (hot.isPresent()) {
       return done(new Read.Bytes(hot.get()));
     }
-    return CompletableFuture.supplyAsync(() -> {
+    return held(artifact.size(), () -> CompletableFuture.supplyAsync(() -> {
       try {
         return new Read.Bytes(node.store().readAll(artifact));
       } catch (IOException e) {
         return new Read.Failed(Failure.INTERNAL, "stored bytes of this artifact are missing or corrupt");
       }
-    }, node.io());
+    }, node.io()));
+  }
+
+  /** A read that holds {@code size} bytes of the budget while it runs. */
+  private CompletionStage<Read> held(long size, java.util.function.Supplier<CompletionStage<Read>> read) {
+    return budget.acquire(size).handle((permit, e) -> {
+      if (e != null) {
+        Throwable t = e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
+        return done(new Read.Shed(t.getMessage()));
+      }
+      return read.get().whenComplete((r, x) -> permit.close());
+    }).thenCompose(r -> r);
   }
 
   private Read tooLarge(long size) {

@@ -63,6 +63,28 @@ public final class Metrics implements FetchEvents {
           .labelNames("repo")
           .register(registry);
 
+  /**
+   * {@code corral_metadata_shed_total{repo}}: requests answered 503 because the node's metadata
+   * memory ({@code --metadata-memory}) had no room for their body within the wait.
+   */
+  public final Counter metadataShed =
+      Counter.builder()
+          .name("corral_metadata_shed_total")
+          .help("Requests refused with 503 because the metadata memory budget was full")
+          .labelNames("repo")
+          .register(registry);
+
+  /**
+   * {@code corral_miss_rate_limited_total{repo}}: misses refused with 429 by the per-client
+   * miss rate limit ({@code --miss-rate-limit}).
+   */
+  public final Counter missRateLimited =
+      Counter.builder()
+          .name("corral_miss_rate_limited_total")
+          .help("Requests that would have gone upstream, refused with 429 by the per-client miss rate limit")
+          .labelNames("repo")
+          .register(registry);
+
   public PrometheusRegistry registry() {
     return registry;
   }

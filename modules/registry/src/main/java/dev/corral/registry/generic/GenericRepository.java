@@ -10,16 +10,23 @@ import java.util.concurrent.CompletionStage;
 
 /**
  * A plain HTTP upstream: {@code /{name}/{path}?{query}} is {@code URL/{path}?{query}}, joined
- * with exactly one {@code /}. The query is part of the upstream URL and so of the key. Everything
- * is immutable and served as stored.
+ * with exactly one {@code /}. The query, as far as the repository's {@link QueryPolicy} keeps
+ * it, is part of the upstream URL and so of the key. Everything is immutable and served as
+ * stored.
  */
 public final class GenericRepository implements Repository {
   private final String name;
   private final String base;
+  private final QueryPolicy query;
 
   public GenericRepository(String name, String url) {
+    this(name, url, QueryPolicy.keep());
+  }
+
+  public GenericRepository(String name, String url, QueryPolicy query) {
     this.name = name;
     this.base = url.endsWith("/") ? url.substring(0, url.length() - 1) : url;
+    this.query = query;
   }
 
   @Override
@@ -33,8 +40,7 @@ public final class GenericRepository implements Repository {
 
   @Override
   public CompletionStage<Target> resolve(RepoRequest request, Lookup lookup) {
-    String url = base + request.upstreamPath()
-        + request.rawQuery().filter(q -> !q.isEmpty()).map(q -> "?" + q).orElse("");
+    String url = base + request.upstreamPath() + query.apply(request.rawQuery()).map(q -> "?" + q).orElse("");
     return CompletableFuture.completedFuture(Target.Artifact.immutable(ArtifactKey.of(name, url)));
   }
 }

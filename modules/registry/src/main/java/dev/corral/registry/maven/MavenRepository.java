@@ -164,7 +164,7 @@ public final class MavenRepository implements Repository {
         .exceptionally(e -> {
           // The checksum cannot be read now (upstream down): a copy stored without a digest,
           // because the upstream had no .sha1 when it was fetched, is still good to serve.
-          if (lookup.cached(plain).isPresent()) {
+          if (lookup.cachedDigest(plain).isPresent()) {
             return Target.Artifact.immutable(plain);
           }
           throw e instanceof CompletionException ce ? ce : new CompletionException(e);

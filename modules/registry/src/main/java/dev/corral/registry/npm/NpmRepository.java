@@ -9,7 +9,6 @@ import dev.corral.registry.ParsedBodies;
 import dev.corral.registry.PathSegment;
 import dev.corral.registry.RepoRequest;
 import dev.corral.registry.Repository;
-import dev.corral.registry.RewrittenBodies;
 import dev.corral.registry.Target;
 import java.util.ArrayList;
 import java.util.List;
@@ -50,7 +49,6 @@ public final class NpmRepository implements Repository {
   private final String root;
   /** Every tarball request reads its packument's tarballs; parsed once per packument body. */
   private final ParsedBodies<NpmPackument.Tarball> parsed = new ParsedBodies<>(200_000);
-  private final RewrittenBodies rewritten = new RewrittenBodies(64L * 1024 * 1024);
 
   public NpmRepository(String name, String url) {
     this.name = name;
@@ -151,16 +149,17 @@ public final class NpmRepository implements Repository {
   private Target packument(String pkg, RepoRequest request) {
     ArtifactKey key = packumentKey(pkg, variant(request.accept()));
     String base = request.baseUrl();
-    BodyRewrite rewrite = rewritten.memoized(pkg + '\n' + base, body -> NpmPackument.rewrite(body, pkg, base));
+    BodyRewrite rewrite = BodyRewrite.keyed(pkg + '\n' + base, body -> NpmPackument.rewrite(body, pkg, base));
     return new Target.Artifact(key, true, Optional.of(rewrite), VARY);
   }
 
   private Target tarball(String pkg, String file, Lookup lookup) {
     for (String variant : List.of(FULL, ABBREVIATED)) {
       ArtifactKey packument = packumentKey(pkg, variant);
-      Optional<NpmPackument.Tarball> named = lookup.cached(packument)
-          .flatMap(body -> Optional.ofNullable(
-              parsed.get(packument, body, b -> NpmPackument.tarballs(b, pkg)).get(file)));
+      // By the stored packument's digest: its body is read and parsed once per stored version.
+      Optional<NpmPackument.Tarball> named = lookup.cachedDigest(packument)
+          .flatMap(digest -> Optional.ofNullable(parsed.get(packument, digest, () -> lookup.cached(packument),
+              b -> NpmPackument.tarballs(b, pkg)).get(file)));
       if (named.isPresent()) {
         return Target.Artifact.immutable(
             new ArtifactKey(name, named.get().url(), "", named.get().expected().orElse(null)));

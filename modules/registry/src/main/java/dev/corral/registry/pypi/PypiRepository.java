@@ -9,7 +9,6 @@ import dev.corral.registry.ParsedBodies;
 import dev.corral.registry.PathSegment;
 import dev.corral.registry.RepoRequest;
 import dev.corral.registry.Repository;
-import dev.corral.registry.RewrittenBodies;
 import dev.corral.registry.Target;
 import java.util.List;
 import java.util.Locale;
@@ -54,7 +53,6 @@ public final class PypiRepository implements Repository {
   private final String root;
   /** Every file request reads its project's page; parsed once per page body. */
   private final ParsedBodies<SimpleIndex.File> parsed = new ParsedBodies<>(200_000);
-  private final RewrittenBodies rewritten = new RewrittenBodies(64L * 1024 * 1024);
 
   public PypiRepository(String name, String url) {
     this.name = name;
@@ -123,7 +121,7 @@ public final class PypiRepository implements Repository {
     }
     ArtifactKey key = pageKey(normalized.get(), variant(request.accept(), request.rawQuery()));
     String filesBase = request.baseUrl() + "/-/files/" + normalized.get();
-    BodyRewrite rewrite = rewritten.memoized(filesBase, body -> SimpleIndex.rewrite(body, filesBase));
+    BodyRewrite rewrite = BodyRewrite.keyed(filesBase, body -> SimpleIndex.rewrite(body, filesBase));
     return new Target.Artifact(key, true, Optional.of(rewrite), VARY);
   }
 
@@ -138,7 +136,8 @@ public final class PypiRepository implements Repository {
     // Read the form this node already holds, so that a file request never fetches a second form.
     ArtifactKey json = pageKey(normalized.get(), JSON);
     ArtifactKey html = pageKey(normalized.get(), HTML);
-    ArtifactKey page = lookup.cached(json).isPresent() ? json : lookup.cached(html).isPresent() ? html : json;
+    ArtifactKey page = lookup.cachedDigest(json).isPresent() ? json
+        : lookup.cachedDigest(html).isPresent() ? html : json;
     return lookup.body(page, true).thenApply(body -> {
       if (body.isEmpty()) {
         return new Target.NotFound("no such project upstream: " + normalized.get());
