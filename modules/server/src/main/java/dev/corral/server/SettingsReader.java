@@ -1,6 +1,7 @@
 package dev.corral.server;
 
 import dev.corral.cluster.ClusterSettings;
+import dev.corral.http.ConnectionLimits;
 import dev.corral.http.TrustedProxies;
 import static dev.corral.server.SettingValues.quoted;
 
@@ -115,6 +116,7 @@ final class SettingsReader {
 
       String host = host(path(Setting.HTTP_HOST));
       int port = port(path(Setting.HTTP_PORT));
+      ConnectionLimits connections = connectionLimits();
       String dataDirPath = path(Setting.DATA_DIR);
       Path dataDir = SettingSources.path(text(dataDirPath), label(dataDirPath));
       long maxSize = size(path(Setting.MAX_SIZE), 1);
@@ -143,10 +145,23 @@ final class SettingsReader {
         warnings.add("no repositories configured (--repo NAME=TYPE:URL): every request will get 404");
       }
       return new CorralSettings(
-          host, port, dataDir, maxSize, memoryCacheSize, adminToken, publicBaseUrl, trustedProxies, drainTimeout,
+          host, port, connections, dataDir, maxSize, memoryCacheSize, adminToken, publicBaseUrl, trustedProxies, drainTimeout,
           tombstoneTtl, repos, cluster, journal, config, warnings);
     });
   }
+
+  /** The front door's limits; more than a million connections is a typo, not a plan. */
+  private ConnectionLimits connectionLimits() {
+    String maxPath = path(Setting.MAX_CONNECTIONS);
+    int max = whole(maxPath, 1);
+    if (max > MAX_CONNECTIONS) {
+      throw error(maxPath, "must be at most " + MAX_CONNECTIONS);
+    }
+    return new ConnectionLimits(max, duration(path(Setting.HEADER_READ_TIMEOUT), true),
+        duration(path(Setting.IDLE_TIMEOUT), true));
+  }
+
+  private static final int MAX_CONNECTIONS = 1_000_000;
 
   // ---- unknown keys
 
