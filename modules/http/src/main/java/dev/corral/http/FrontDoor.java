@@ -3,6 +3,7 @@ package dev.corral.http;
 import static dev.corral.http.Answers.done;
 import static dev.corral.http.Answers.text;
 
+import com.github.benmanes.caffeine.cache.Scheduler;
 import dev.corral.core.fetch.Node;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.wait.ByteBudget;
@@ -16,18 +17,23 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.IncomingConnection;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.AttributeKey;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpMethods;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.ResponseEntity;
 import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+import org.apache.pekko.stream.KillSwitches;
 import org.apache.pekko.stream.Materializer;
+import org.apache.pekko.stream.UniqueKillSwitch;
 import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -43,7 +49,10 @@ public final class FrontDoor {
   private static final Logger log = LoggerFactory.getLogger(FrontDoor.class);
 
   private final ActorSystem<?> system;
+  private final Metrics metrics;
   private final Waiters waiters;
+  /** Connection deadlines run in real time, as Pekko's own idle timeout does. */
+  private final Scheduler connectionTimers = Scheduler.systemScheduler();
   private final RequestCounts counts;
   private final KeyServe keys;
   private final ArtifactRoute artifacts;
@@ -64,6 +73,7 @@ public final class FrontDoor {
   public FrontDoor(ActorSystem<?> system, Node node, Metrics metrics, Waiters waiters, Map<String, Repository> repos,
       Optional<String> adminToken, PublicBase publicBase, ServeLimits limits) {
     this.system = system;
+    this.metrics = metrics;
     this.waiters = waiters;
     this.counts = new RequestCounts(metrics);
     Bypass bypass = new Bypass(system, node.upstream(), counts);
@@ -75,31 +85,71 @@ public final class FrontDoor {
     this.admin = new AdminRoutes(system, node, metrics, repos, adminToken, artifacts, ready::get);
   }
 
-  /** Binds and serves; each connection gets its own flow so its closing cancels its waiters. */
-  public CompletionStage<ServerBinding> bind(String host, int port) {
+  /**
+   * Binds and serves within {@code limits}; each connection gets its own flow, so its closing
+   * cancels its waiters.
+   *
+   * <p>The cap is applied here: Pekko applies {@code max-connections} only inside
+   * {@code bindFlow}/{@code bind}, never to a {@code connectionSource()}, which delivers every
+   * connection it is pulled for. {@code mapAsyncUnordered(max)} pulls (and so accepts) the next
+   * connection only while fewer than {@code max} are open, as Pekko's own bindings do: the rest
+   * wait in the kernel's accept backlog and take no descriptor of this process.
+   */
+  public CompletionStage<ServerBinding> bind(String host, int port, ConnectionLimits limits) {
     Materializer mat = Materializer.matFromSystem(system);
+    OpenFileLimit.warnIfBelow(limits.maxConnections());
     return Http.get(system)
         .newServerAt(host, port)
         .connectionSource()
-        .to(Sink.foreach((IncomingConnection c) -> c.handleWith(connectionFlow(c.localAddress(), c.remoteAddress()), mat)))
+        .mapAsyncUnordered(limits.maxConnections(), (IncomingConnection c) -> serve(c, limits, mat))
+        .to(Sink.ignore())
         .run(mat);
   }
 
-  Flow<HttpRequest, HttpResponse, ?> connectionFlow() {
-    return connectionFlow(null, null);
+  /** Runs one connection; completes (never fails) when it has ended. */
+  private CompletionStage<Done> serve(IncomingConnection c, ConnectionLimits limits, Materializer mat) {
+    metrics.httpConnections.inc();
+    CompletionStage<Done> ended;
+    try {
+      ended = c.handleWith(connectionFlow(c.localAddress(), c.remoteAddress(), limits), mat);
+    } catch (RuntimeException e) {
+      log.error("could not serve a connection from {}", c.remoteAddress(), e);
+      ended = CompletableFuture.completedFuture(Done.getInstance());
+    }
+    return ended.handle((d, e) -> {
+      metrics.httpConnections.dec();
+      return Done.getInstance();
+    });
   }
 
-  Flow<HttpRequest, HttpResponse, ?> connectionFlow(InetSocketAddress local, InetSocketAddress remote) {
+  /**
+   * The flow of one connection (materialised once); its value completes when the connection's
+   * requests end. Its {@link HeadDeadline} closes it (through a kill switch, quietly) when a
+   * request head is not complete in time.
+   */
+  Flow<HttpRequest, HttpResponse, CompletionStage<Done>> connectionFlow(InetSocketAddress local,
+      InetSocketAddress remote, ConnectionLimits limits) {
     ConnectionScope scope = new ConnectionScope(waiters.cancels());
     PublicBase.Addresses addresses = new PublicBase.Addresses(local, remote);
+    HeadDeadline deadline = new HeadDeadline(connectionTimers, limits.headerReadTimeout(), limits.idleTimeout());
     return Flow.of(HttpRequest.class)
-        .watchTermination((mat, done) -> {
-          done.whenComplete((d, e) -> scope.closed());
-          return mat;
+        .viaMat(KillSwitches.single(), Keep.right())
+        .watchTermination((UniqueKillSwitch kill, CompletionStage<Done> done) -> {
+          done.whenComplete((d, e) -> {
+            deadline.closed();
+            scope.closed();
+          });
+          deadline.start(first -> {
+            metrics.httpHeadTimeouts.labelValues(first ? "first-request" : "next-request").inc();
+            kill.shutdown();
+          });
+          return done;
         })
-        .map(r -> r.addAttribute(ConnectionScope.KEY, scope).addAttribute(ADDRESSES, addresses))
-        .mapAsync(1, this::handle)
-        .map(this::counted);
+        .map(r -> {
+          deadline.requestArrived();
+          return r.addAttribute(ConnectionScope.KEY, scope).addAttribute(ADDRESSES, addresses);
+        })
+        .mapAsync(1, r -> handle(r).thenApply(response -> sent(response, r.method() == HttpMethods.HEAD, deadline)));
   }
 
   /** Ready once the node can serve; false again while it drains. */
@@ -126,15 +176,23 @@ public final class FrontDoor {
     return streamingResponses.get();
   }
 
-  /** Counts a streamed body from the moment it is materialised until it ends, however it ends. */
-  private HttpResponse counted(HttpResponse response) {
+  /**
+   * Counts a streamed body from the moment it is materialised until it ends, however it ends, and
+   * tells the connection's deadline when the response is out: at once for a strict body or an
+   * answer to HEAD (whose body Pekko may never materialise), else when the body has ended.
+   */
+  private HttpResponse sent(HttpResponse response, boolean head, HeadDeadline deadline) {
     ResponseEntity entity = response.entity();
-    if (entity.isStrict() || !(entity.isDefault() || entity.isChunked())) {
+    if (head || entity.isStrict() || !(entity.isDefault() || entity.isChunked())) {
+      deadline.responseSent();
       return response;
     }
     var body = entity.getDataBytes().watchTermination((mat, done) -> {
       streamingResponses.incrementAndGet();
-      done.whenComplete((d, e) -> streamingResponses.decrementAndGet());
+      done.whenComplete((d, e) -> {
+        streamingResponses.decrementAndGet();
+        deadline.responseSent();
+      });
       return mat;
     });
     return response.withEntity(entity.isDefault()

@@ -213,6 +213,15 @@ final class CorralProcess implements AutoCloseable {
     return read(stdoutFile);
   }
 
+  /** The size of everything the process has written to stdout and stderr so far. */
+  long logBytes() {
+    try {
+      return (Files.exists(stdoutFile) ? Files.size(stdoutFile) : 0) + (Files.exists(stderrFile) ? Files.size(stderrFile) : 0);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
   String stderr() {
     return read(stderrFile);
   }

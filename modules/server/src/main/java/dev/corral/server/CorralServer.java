@@ -153,7 +153,7 @@ public final class CorralServer implements AutoCloseable {
       Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node, system);
       FrontDoor frontDoor = new FrontDoor(system, node, metrics, waiters, repos, settings.adminToken(),
           new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()), settings.serveLimits());
-      ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort())
+      ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort(), settings.connections())
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
       connectPeers(system, settings, peers, store, binding.localAddress());
       CorralServer server = new CorralServer(system, frontDoor, binding, node, metrics, cancels, waiters, nodeName);
@@ -341,8 +341,14 @@ public final class CorralServer implements AutoCloseable {
     // The drain task runs in service-requests-done, whose default timeout (5 s) would cut it short.
     Config drain = ConfigFactory.parseString("pekko.coordinated-shutdown.phases.service-requests-done.timeout = "
         + (settings.drainTimeout().toMillis() + 5_000) + "ms");
+    // Pekko's own idle timeout ends idle connections; max-connections only for truth's sake (the
+    // front door applies the cap itself).
+    Config connections = ConfigFactory.parseString("pekko.http.server.idle-timeout = "
+        + settings.connections().idleTimeout().toMillis() + "ms\npekko.http.server.max-connections = "
+        + settings.connections().maxConnections());
     return settings.raw()
         .withFallback(drain)
+        .withFallback(connections)
         .withFallback(ClusterJoin.pekkoConfig(settings.cluster()))
         .withFallback(db)
         .withFallback(ConfigFactory.parseResources("corral-cluster.conf"))

@@ -2,6 +2,7 @@ package dev.corral.server;
 
 import dev.corral.cluster.ClusterSettings;
 import dev.corral.http.ServeLimits;
+import dev.corral.http.ConnectionLimits;
 import dev.corral.http.TrustedProxies;
 import com.typesafe.config.Config;
 import java.net.URI;
@@ -18,6 +19,7 @@ import java.util.Optional;
  * {@code corral-defaults.conf}. The flags, paths and variables are listed in {@link Setting}
  * and {@link RepoSetting}.
  *
+ * @param connections the front door's connection cap and request-head timeouts
  * @param maxSizeBytes the most the store may hold
  * @param memoryCacheBytes heap for the most used small artifacts (0: none)
  * @param adminToken the admin token file's contents, trimmed; never shown by {@link #toString()}
@@ -35,6 +37,7 @@ import java.util.Optional;
 public record CorralSettings(
     String httpHost,
     int httpPort,
+    ConnectionLimits connections,
     Path dataDir,
     long maxSizeBytes,
     long memoryCacheBytes,
@@ -52,6 +55,7 @@ public record CorralSettings(
 
   public CorralSettings {
     Objects.requireNonNull(httpHost, "httpHost");
+    Objects.requireNonNull(connections, "connections");
     Objects.requireNonNull(dataDir, "dataDir");
     Objects.requireNonNull(adminToken, "adminToken");
     Objects.requireNonNull(publicBaseUrl, "publicBaseUrl");
@@ -88,6 +92,7 @@ public record CorralSettings(
   public String toString() {
     return "CorralSettings[httpHost=" + httpHost
         + ", httpPort=" + httpPort
+        + ", connections=" + connections
         + ", dataDir=" + dataDir
         + ", maxSizeBytes=" + maxSizeBytes
         + ", adminToken=" + (adminToken.isPresent() ? "***" : "none")

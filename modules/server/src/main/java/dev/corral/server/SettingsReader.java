@@ -2,6 +2,7 @@ package dev.corral.server;
 
 import dev.corral.cluster.ClusterSettings;
 import dev.corral.http.ServeLimits;
+import dev.corral.http.ConnectionLimits;
 import dev.corral.http.TrustedProxies;
 import dev.corral.registry.generic.QueryPolicy;
 import static dev.corral.server.SettingValues.quoted;
@@ -117,6 +118,7 @@ final class SettingsReader {
 
       String host = host(path(Setting.HTTP_HOST));
       int port = port(path(Setting.HTTP_PORT));
+      ConnectionLimits connections = connectionLimits();
       String dataDirPath = path(Setting.DATA_DIR);
       Path dataDir = SettingSources.path(text(dataDirPath), label(dataDirPath));
       long maxSize = size(path(Setting.MAX_SIZE), 1);
@@ -146,10 +148,23 @@ final class SettingsReader {
       }
       ServeLimits serveLimits = serveLimits();
       return new CorralSettings(
-          host, port, dataDir, maxSize, memoryCacheSize, adminToken, publicBaseUrl, trustedProxies, drainTimeout,
+          host, port, connections, dataDir, maxSize, memoryCacheSize, adminToken, publicBaseUrl, trustedProxies, drainTimeout,
           tombstoneTtl, repos, cluster, journal, config, warnings, serveLimits);
     });
   }
+
+  /** The front door's limits; more than a million connections is a typo, not a plan. */
+  private ConnectionLimits connectionLimits() {
+    String maxPath = path(Setting.MAX_CONNECTIONS);
+    int max = whole(maxPath, 1);
+    if (max > MAX_CONNECTIONS) {
+      throw error(maxPath, "must be at most " + MAX_CONNECTIONS);
+    }
+    return new ConnectionLimits(max, duration(path(Setting.HEADER_READ_TIMEOUT), true),
+        duration(path(Setting.IDLE_TIMEOUT), true));
+  }
+
+  private static final int MAX_CONNECTIONS = 1_000_000;
 
   // ---- unknown keys
 

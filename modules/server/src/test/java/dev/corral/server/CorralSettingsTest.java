@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.corral.http.ConnectionLimits;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Files;
@@ -672,5 +673,42 @@ class CorralSettingsTest {
     Path defaults = file("qd.conf", "corral.repo-defaults.query = drop");
     assertEquals("corral.repo-defaults.query: can only be set per repository, under corral.repos.NAME (qd.conf line 1)",
         fails("--config", defaults.toString()).getMessage().replace(dir + "/", ""));
+  }
+
+  // ---- connection limits (issue 12: bounded connections)
+
+  @Test
+  void connectionLimitsDefaultToTheCapTheOldSettingPromised() {
+    CorralSettings s = load();
+    assertEquals(new ConnectionLimits(4096, Duration.ofSeconds(10), Duration.ofSeconds(300)), s.connections());
+    CorralSettings p = load();
+    assertEquals(300_000, CorralServer.pekkoConfig(p, dir).getDuration("pekko.http.server.idle-timeout").toMillis(),
+        "Pekko's idle timeout follows corral.http.idle-timeout");
+  }
+
+  @Test
+  void connectionLimitsFromFlagsEnvironmentAndFile() throws IOException {
+    CorralSettings flags = load("--max-connections", "100", "--header-read-timeout", "2s", "--idle-timeout", "1m");
+    assertEquals(new ConnectionLimits(100, Duration.ofSeconds(2), Duration.ofMinutes(1)), flags.connections());
+    CorralSettings env = load(Map.of("CORRAL_MAX_CONNECTIONS", "7", "CORRAL_HEADER_READ_TIMEOUT", "500ms",
+        "CORRAL_IDLE_TIMEOUT", "20s"));
+    assertEquals(new ConnectionLimits(7, Duration.ofMillis(500), Duration.ofSeconds(20)), env.connections());
+    Path conf = file("conns.conf", "corral.http { max-connections = 9, header-read-timeout = 3s, idle-timeout = 4s }");
+    assertEquals(new ConnectionLimits(9, Duration.ofSeconds(3), Duration.ofSeconds(4)),
+        load("--config", conf.toString()).connections());
+  }
+
+  @Test
+  void badConnectionLimitsNameTheSetting() throws IOException {
+    assertEquals("--max-connections: must be at least 1", fails("--max-connections", "0").getMessage());
+    assertEquals("--max-connections: \"lots\" is not a whole number", fails("--max-connections", "lots").getMessage());
+    assertEquals("--max-connections: must be at most 1000000", fails("--max-connections", "2000000").getMessage());
+    assertEquals("--header-read-timeout: must be more than 0", fails("--header-read-timeout", "0s").getMessage());
+    assertEquals("--header-read-timeout: \"10\" is not a duration (add a unit, e.g. 500ms, 5s, 2m)",
+        fails("--header-read-timeout", "10").getMessage());
+    assertEquals("CORRAL_IDLE_TIMEOUT: must not be negative", fails(Map.of("CORRAL_IDLE_TIMEOUT", "-1s")).getMessage());
+    Path conf = file("bad.conf", "corral.http.max-connections = -5");
+    assertEquals("corral.http.max-connections: must be at least 1 (bad.conf line 1)",
+        fails("--config", conf.toString()).getMessage().replace(dir + "/", ""));
   }
 }

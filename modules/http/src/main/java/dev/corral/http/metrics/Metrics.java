@@ -85,6 +85,22 @@ public final class Metrics implements FetchEvents {
           .labelNames("repo")
           .register(registry);
 
+  /** {@code corral_http_connections}: client connections held open, at most max-connections. */
+  public final Gauge httpConnections =
+      Gauge.builder()
+          .name("corral_http_connections")
+          .help("Client connections this node holds open (at most max-connections; more wait in the accept backlog)")
+          .register(registry);
+
+  /** {@code corral_http_head_timeouts_total{phase}}: connections closed for a request head not complete in time. */
+  public final Counter httpHeadTimeouts =
+      Counter.builder()
+          .name("corral_http_head_timeouts_total")
+          .help("Client connections closed because a request head was not complete in time:"
+              + " first-request (header-read-timeout) or next-request (idle-timeout)")
+          .labelNames("phase")
+          .register(registry);
+
   public PrometheusRegistry registry() {
     return registry;
   }
