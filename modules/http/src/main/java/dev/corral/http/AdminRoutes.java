@@ -6,13 +6,12 @@ import dev.corral.cluster.PeerEndpoint;
 import dev.corral.core.fetch.FetchEntity;
 import dev.corral.core.fetch.Node;
 import dev.corral.core.key.ArtifactKey;
+import dev.corral.http.auth.PresentedSecret;
 import dev.corral.http.metrics.Metrics;
 import dev.corral.registry.Repository;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
@@ -30,11 +29,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The {@code /-/} endpoints: health (live, ready), metrics, purge (with the admin token), and
- * the internal peer endpoint other nodes copy bytes from.
+ * The {@code /-/} endpoints: health (live, ready; always open), metrics (open, or with the admin
+ * token once client authentication is on), purge (with the admin token; each one written to the
+ * {@value #AUDIT} logger), and the internal peer endpoint other nodes copy bytes from.
  */
 final class AdminRoutes {
   private static final Logger log = LoggerFactory.getLogger(AdminRoutes.class);
+  static final String AUDIT = "corral.audit";
+  private static final Logger audit = LoggerFactory.getLogger(AUDIT);
 
   private final ActorSystem<?> system;
   private final Node node;
@@ -44,9 +46,11 @@ final class AdminRoutes {
   private final ArtifactRoute artifacts;
   private final PeerEndpoint peer;
   private final BooleanSupplier ready;
+  private final boolean metricsNeedAdminToken;
 
   AdminRoutes(ActorSystem<?> system, Node node, Metrics metrics, Map<String, Repository> repos,
-      Optional<String> adminToken, ArtifactRoute artifacts, BooleanSupplier ready) {
+      Optional<String> adminToken, ArtifactRoute artifacts, BooleanSupplier ready, boolean metricsNeedAdminToken) {
+    this.metricsNeedAdminToken = metricsNeedAdminToken;
     this.system = system;
     this.node = node;
     this.metrics = metrics;
@@ -67,6 +71,12 @@ final class AdminRoutes {
       return ready.getAsBoolean() ? text(200, "ready") : text(503, "not ready");
     }
     if (get && path.equals("/-/metrics")) {
+      if (metricsNeedAdminToken && adminToken.isEmpty()) {
+        return text(403, "metrics need the admin token (--admin-token-file) once --tokens-file is set");
+      }
+      if (metricsNeedAdminToken && !adminTokenPresented(request)) {
+        return adminTokenRequired();
+      }
       return metrics();
     }
     if (path.startsWith(PeerEndpoint.PREFIX)) {
@@ -85,10 +95,11 @@ final class AdminRoutes {
     if (adminToken.isEmpty()) {
       return text(403, "purge is disabled: no admin token is configured");
     }
-    String auth = request.getHeader("Authorization").map(h -> h.value()).orElse("");
-    byte[] given = auth.startsWith("Bearer ") ? auth.substring(7).trim().getBytes(StandardCharsets.UTF_8) : new byte[0];
-    if (!MessageDigest.isEqual(given, adminToken.get().getBytes(StandardCharsets.UTF_8))) {
-      return text(401, "a valid admin bearer token is required").addHeader(RawHeader.create("WWW-Authenticate", "Bearer"));
+    String client = addresses == null || addresses.remote() == null ? "-"
+        : addresses.remote().getHostString() + ":" + addresses.remote().getPort();
+    if (!adminTokenPresented(request)) {
+      audit.info("purge refused: no valid admin token, client={} path={}", client, repoPath);
+      return adminTokenRequired();
     }
     RequestPath parsed = RequestPath.parse(repoPath, true);
     if (parsed instanceof RequestPath.Rejected r) {
@@ -113,8 +124,11 @@ final class AdminRoutes {
     try {
       held = node.store().remove(key.get());
     } catch (IOException e) {
+      audit.info("purge failed: by=admin-token client={} key={} error={}", client, key.get(), e.toString());
       return text(500, "purge failed: " + e.getMessage());
     }
+    // This node's copy is gone now; the key's record (which lists the holders) is cleared next.
+    audit.info("purge by=admin-token client={} key={} copies={}", client, key.get(), held ? 1 : 0);
     ClusterSharding.get(system)
         .entityRefFor(FetchEntity.TYPE_KEY, key.get().id())
         .ask(FetchEntity.Purge::new, Duration.ofSeconds(10))
@@ -124,6 +138,15 @@ final class AdminRoutes {
           }
         });
     return held ? text(200, "purged") : text(404, "not cached");
+  }
+
+  private boolean adminTokenPresented(HttpRequest request) {
+    return adminToken.isPresent() && PresentedSecret.bearer(request.getHeader("Authorization").map(h -> h.value()))
+        .map(given -> PresentedSecret.matches(given, adminToken.get())).orElse(false);
+  }
+
+  private static HttpResponse adminTokenRequired() {
+    return text(401, "a valid admin bearer token is required").addHeader(RawHeader.create("WWW-Authenticate", "Bearer"));
   }
 
   private HttpResponse metrics() {

@@ -8,6 +8,7 @@ import dev.corral.core.fetch.Node;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.wait.ByteBudget;
 import dev.corral.core.wait.Waiters;
+import dev.corral.http.auth.ClientAuth;
 import dev.corral.http.metrics.Metrics;
 import dev.corral.registry.Repository;
 import java.net.InetSocketAddress;
@@ -57,6 +58,7 @@ public final class FrontDoor {
   private final KeyServe keys;
   private final ArtifactRoute artifacts;
   private final AdminRoutes admin;
+  private final ClientGate gate;
   private final AtomicBoolean ready = new AtomicBoolean(false);
   private final AtomicBoolean draining = new AtomicBoolean(false);
   /** Response bodies being sent right now (streamed ones; strict bodies go out at once). */
@@ -66,12 +68,16 @@ public final class FrontDoor {
 
   public FrontDoor(ActorSystem<?> system, Node node, Metrics metrics, Waiters waiters, Map<String, Repository> repos,
       Optional<String> adminToken, PublicBase publicBase) {
-    this(system, node, metrics, waiters, repos, adminToken, publicBase, ServeLimits.defaults());
+    this(system, node, metrics, waiters, repos, adminToken, publicBase, ServeLimits.defaults(), ClientAuth.open());
   }
 
-  /** @param limits the node's metadata memory and per-client miss rate ({@link ServeLimits}) */
+  /**
+   * @param limits the node's metadata memory and per-client miss rate ({@link ServeLimits})
+   * @param clientAuth who reads which repository ({@link ClientAuth#open()}: everyone)
+   */
   public FrontDoor(ActorSystem<?> system, Node node, Metrics metrics, Waiters waiters, Map<String, Repository> repos,
-      Optional<String> adminToken, PublicBase publicBase, ServeLimits limits) {
+      Optional<String> adminToken, PublicBase publicBase, ServeLimits limits, ClientAuth clientAuth) {
+    this.gate = new ClientGate(clientAuth);
     this.system = system;
     this.metrics = metrics;
     this.waiters = waiters;
@@ -82,7 +88,8 @@ public final class FrontDoor {
         .flatMap(a -> publicBase.client(a.remote(), r.getHeader("X-Forwarded-For").map(h -> h.value()))));
     ByteBudget budget = new ByteBudget(limits.metadataMemoryBytes(), limits.metadataWait(), node.scheduler(), node.io());
     this.artifacts = new ArtifactRoute(system, node, repos, keys, counts, publicBase, waiters, bypass, budget);
-    this.admin = new AdminRoutes(system, node, metrics, repos, adminToken, artifacts, ready::get);
+    this.admin = new AdminRoutes(system, node, metrics, repos, adminToken, artifacts, ready::get,
+        clientAuth.required());
   }
 
   /**
@@ -200,10 +207,28 @@ public final class FrontDoor {
         : HttpEntities.createChunked(entity.getContentType(), body));
   }
 
+  /** Answers one request and writes its {@link AccessLog} line. */
   public CompletionStage<HttpResponse> handle(HttpRequest request) {
+    long started = System.nanoTime();
+    String raw = RequestPath.raw(request);
+    String path = RequestPath.withoutQuery(raw);
+    PublicBase.Addresses addresses = request.getAttribute(ADDRESSES).orElse(null);
+    InetSocketAddress client = addresses == null ? null : addresses.remote();
+    if (raw.startsWith("/-/")) {
+      return route(request, raw, addresses)
+          .thenApply(r -> AccessLog.log(request, path, "", r, started, client, Optional.empty()));
+    }
+    String repo = ClientGate.repoOf(raw);
+    ClientAuth.Verdict verdict = gate.check(request, repo);
+    CompletionStage<HttpResponse> answer = verdict instanceof ClientAuth.Verdict.Allowed
+        ? route(request, raw, addresses)
+        : done(counts.count("", "rejected", ClientGate.refusal(verdict)));
+    return answer.thenApply(ServingHeaders::artifact)
+        .thenApply(r -> AccessLog.log(request, path, repo, r, started, client, ClientGate.who(verdict)));
+  }
+
+  private CompletionStage<HttpResponse> route(HttpRequest request, String raw, PublicBase.Addresses addresses) {
     try {
-      String raw = RequestPath.raw(request);
-      PublicBase.Addresses addresses = request.getAttribute(ADDRESSES).orElse(null);
       if (raw.startsWith("/-/")) {
         return CompletableFuture.completedFuture(admin.handle(request, raw, addresses));
       }

@@ -152,7 +152,8 @@ public final class CorralServer implements AutoCloseable {
       CancelRegistry cancels = new CancelRegistry(ticker, settings.tombstoneTtl(), 100_000);
       Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node, system);
       FrontDoor frontDoor = new FrontDoor(system, node, metrics, waiters, repos, settings.adminToken(),
-          new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()), settings.serveLimits());
+          new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()), settings.serveLimits(),
+          settings.clientAuth());
       ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort(), settings.connections())
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
       connectPeers(system, settings, peers, store, binding.localAddress());

@@ -4,6 +4,7 @@ import dev.corral.cluster.ClusterSettings;
 import dev.corral.http.ServeLimits;
 import dev.corral.http.ConnectionLimits;
 import dev.corral.http.TrustedProxies;
+import dev.corral.http.auth.ClientAuth;
 import com.typesafe.config.Config;
 import java.net.URI;
 import java.nio.file.Path;
@@ -23,6 +24,7 @@ import java.util.Optional;
  * @param maxSizeBytes the most the store may hold
  * @param memoryCacheBytes heap for the most used small artifacts (0: none)
  * @param adminToken the admin token file's contents, trimmed; never shown by {@link #toString()}
+ * @param clientAuth who may read which repository (open to all without a tokens file)
  * @param publicBaseUrl how clients reach this node, when set
  * @param trustedProxies proxies whose forwarded headers are believed (none by default)
  * @param repos sorted by name; may be empty (then {@link #warnings()} says so)
@@ -42,6 +44,7 @@ public record CorralSettings(
     long maxSizeBytes,
     long memoryCacheBytes,
     Optional<String> adminToken,
+    ClientAuth clientAuth,
     Optional<URI> publicBaseUrl,
     TrustedProxies trustedProxies,
     Duration drainTimeout,
@@ -58,6 +61,7 @@ public record CorralSettings(
     Objects.requireNonNull(connections, "connections");
     Objects.requireNonNull(dataDir, "dataDir");
     Objects.requireNonNull(adminToken, "adminToken");
+    Objects.requireNonNull(clientAuth, "clientAuth");
     Objects.requireNonNull(publicBaseUrl, "publicBaseUrl");
     Objects.requireNonNull(trustedProxies, "trustedProxies");
     Objects.requireNonNull(drainTimeout, "drainTimeout");
@@ -96,6 +100,7 @@ public record CorralSettings(
         + ", dataDir=" + dataDir
         + ", maxSizeBytes=" + maxSizeBytes
         + ", adminToken=" + (adminToken.isPresent() ? "***" : "none")
+        + ", clientAuth=" + clientAuth
         + ", publicBaseUrl=" + publicBaseUrl.map(URI::toString).orElse("none")
         + ", trustedProxies=" + trustedProxies
         + ", drainTimeout=" + drainTimeout

@@ -47,6 +47,12 @@ public enum Setting {
       "Misses one client address may send at once before --miss-rate-limit slows it (default: the rate's N)"),
   ADMIN_TOKEN_FILE("--admin-token-file", "corral.admin-token-file", "CORRAL_ADMIN_TOKEN_FILE",
       "FILE", "File holding the admin API token (read at start-up, trimmed)"),
+  TOKENS_FILE("--tokens-file", "corral.tokens-file", "CORRAL_TOKENS_FILE", "FILE",
+      "Client credentials, one a line: NAME SHA256HEX-OF-TOKEN [REPO,REPO...]. Once set, every"
+          + " repository needs a token (Bearer, or the Basic password) except --anonymous-repos;"
+          + " re-read when it changes"),
+  ANONYMOUS_REPOS("--anonymous-repos", "corral.anonymous-repos", "CORRAL_ANONYMOUS_REPOS", "REPO[,REPO...]",
+      "Repositories anyone may read without a token when --tokens-file is set"),
   PUBLIC_BASE_URL("--public-base-url", "corral.public-base-url", "CORRAL_PUBLIC_BASE_URL", "URL",
       "URL clients use to reach this node, when it differs from the bind address"),
   TRUSTED_PROXIES("--trusted-proxies", "corral.trusted-proxies", "CORRAL_TRUSTED_PROXIES", "CIDR[,CIDR...]",

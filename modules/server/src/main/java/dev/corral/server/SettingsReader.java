@@ -19,6 +19,9 @@ import com.typesafe.config.ConfigUtil;
 import com.typesafe.config.ConfigValue;
 import com.typesafe.config.ConfigValueFactory;
 import com.typesafe.config.ConfigValueType;
+import dev.corral.http.auth.ClientAuth;
+import dev.corral.http.auth.TokenLines;
+import dev.corral.http.auth.TokensFile;
 import dev.corral.http.upstream.Credential;
 import java.io.IOException;
 import java.net.URI;
@@ -143,13 +146,14 @@ final class SettingsReader {
       Optional<JournalSettings> journal = journal();
 
       List<String> warnings = new ArrayList<>(sourceWarnings);
+      ClientAuth clientAuth = clientAuth(repos, warnings);
       if (repos.isEmpty()) {
         warnings.add("no repositories configured (--repo NAME=TYPE:URL): every request will get 404");
       }
       ServeLimits serveLimits = serveLimits();
       return new CorralSettings(
-          host, port, connections, dataDir, maxSize, memoryCacheSize, adminToken, publicBaseUrl, trustedProxies, drainTimeout,
-          tombstoneTtl, repos, cluster, journal, config, warnings, serveLimits);
+          host, port, connections, dataDir, maxSize, memoryCacheSize, adminToken, clientAuth, publicBaseUrl,
+          trustedProxies, drainTimeout, tombstoneTtl, repos, cluster, journal, config, warnings, serveLimits);
     });
   }
 
@@ -165,6 +169,51 @@ final class SettingsReader {
   }
 
   private static final int MAX_CONNECTIONS = 1_000_000;
+
+  // ---- client authentication
+
+  /**
+   * The tokens file, read and checked now (a bad line stops the start, named by its number and
+   * never shown), and the anonymous repositories, each of which must be configured.
+   */
+  private ClientAuth clientAuth(List<RepoSettings> repos, List<String> warnings) {
+    Set<String> names = repos.stream().map(RepoSettings::name).collect(Collectors.toUnmodifiableSet());
+    String anonymousPath = path(Setting.ANONYMOUS_REPOS);
+    Set<String> anonymous = new java.util.LinkedHashSet<>();
+    if (has(anonymousPath)) {
+      List<String> items = config.getValue(anonymousPath).valueType() == ConfigValueType.LIST
+          ? config.getStringList(anonymousPath) : Arrays.asList(text(anonymousPath).split(","));
+      for (String item : items) {
+        String repo = item.trim();
+        if (!names.contains(repo)) {
+          throw error(anonymousPath, repo.isEmpty() ? "empty repository name in the list"
+              : "no repository called " + quoted(repo) + " is configured");
+        }
+        anonymous.add(repo);
+      }
+    }
+    String tokensPath = path(Setting.TOKENS_FILE);
+    Optional<String> file = optionalText(tokensPath);
+    if (file.isEmpty()) {
+      if (!anonymous.isEmpty()) {
+        warnings.add(label(anonymousPath) + " has no effect without " + Setting.TOKENS_FILE.flag() + ": every repository is open");
+      }
+      return ClientAuth.open();
+    }
+    String label = label(tokensPath);
+    Path tokensFile = SettingSources.path(file.get(), label);
+    try {
+      return new ClientAuth(Optional.of(TokensFile.open(tokensFile, names)), anonymous);
+    } catch (TokenLines.Malformed e) {
+      throw new SettingsException(label, tokensFile + " " + e.getMessage());
+    } catch (NoSuchFileException e) {
+      throw new SettingsException(label, "cannot read " + tokensFile + ": no such file");
+    } catch (AccessDeniedException e) {
+      throw new SettingsException(label, "cannot read " + tokensFile + ": permission denied");
+    } catch (IOException e) {
+      throw new SettingsException(label, "cannot read " + tokensFile + ": " + e.getClass().getSimpleName());
+    }
+  }
 
   // ---- unknown keys
 
@@ -277,7 +326,7 @@ final class SettingsReader {
     }
     String url = text(urlPath).trim();
     if (!JDBC_POSTGRES.matcher(url).matches()) {
-      throw error(urlPath, quoted(url) + " is not jdbc:postgresql://HOST:PORT/DB");
+      throw error(urlPath, quoted(withoutSecrets(url)) + " is not jdbc:postgresql://HOST:PORT/DB");
     }
     Optional<String> user = optionalText(userPath);
     if (has(passwordPath) && has(filePath)) {
@@ -287,6 +336,24 @@ final class SettingsReader {
         ? Optional.of(readSecretFile(SettingSources.path(text(filePath), label(filePath)), label(filePath)))
         : optionalText(passwordPath);
     return Optional.of(new JournalSettings(url, user, password, label(urlPath)));
+  }
+
+  /**
+   * A rejected URL as it may be shown: its user information and its query (where a JDBC URL may
+   * carry {@code password=}) replaced by {@code ***}.
+   */
+  static String withoutSecrets(String url) {
+    String out = url;
+    int query = out.indexOf('?');
+    if (query >= 0) {
+      out = out.substring(0, query) + "?***";
+    }
+    int scheme = out.indexOf("//");
+    int at = out.lastIndexOf('@', query >= 0 ? query : out.length() - 1);
+    if (scheme >= 0 && at > scheme) {
+      out = out.substring(0, scheme + 2) + "***" + out.substring(at);
+    }
+    return out;
   }
 
   private static final java.util.regex.Pattern JDBC_POSTGRES =

@@ -42,8 +42,8 @@ final class DiskBlobWriter implements BlobWriter {
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalArgumentException("unknown digest algorithm: " + extraAlgorithm, e);
     }
-    this.channel =
-        FileChannel.open(tempFile, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+    this.channel = FileChannel.open(tempFile,
+        java.util.Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE), OwnerOnly.file(tempFile));
   }
 
   @Override

@@ -28,6 +28,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.regex.Pattern;
@@ -113,9 +114,11 @@ public final class DiskStore implements ArtifactStore {
     this.tmpDir = dataDir.resolve("tmp");
     this.maxSizeBytes = maxSizeBytes;
     this.clock = Objects.requireNonNull(clock, "clock");
-    Files.createDirectories(blobsDir);
-    Files.createDirectories(keysDir);
-    Files.createDirectories(tmpDir);
+    for (Path dir : List.of(blobsDir, keysDir, tmpDir)) {
+      OwnerOnly.createDirectories(dir);
+      OwnerOnly.tighten(dir);
+    }
+    OwnerOnly.tighten(dataDir);
     rebuild();
   }
 
@@ -201,9 +204,9 @@ public final class DiskStore implements ArtifactStore {
         new StoredArtifact(
             keyId, key.canonical(), writer.sha256(), writer.written(), headers, clock.millis());
     Path blobPath = blobPath(artifact.sha256());
-    Files.createDirectories(blobPath.getParent());
+    OwnerOnly.createDirectories(blobPath.getParent());
     Path recordPath = recordPath(keyId);
-    Files.createDirectories(recordPath.getParent());
+    OwnerOnly.createDirectories(recordPath.getParent());
     Path recordTemp = writeRecordTemp(artifact);
     List<String> evicted = List.of();
     lock.lock();
@@ -621,8 +624,8 @@ public final class DiskStore implements ArtifactStore {
   private Path writeRecordTemp(StoredArtifact artifact) throws IOException {
     Path temp = tmpDir.resolve(UUID.randomUUID() + ".json");
     byte[] bytes = json.writeValueAsBytes(artifact);
-    try (FileChannel ch =
-        FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+    try (FileChannel ch = FileChannel.open(temp,
+        Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE), OwnerOnly.file(temp))) {
       ByteBuffer buf = ByteBuffer.wrap(bytes);
       while (buf.hasRemaining()) {
         ch.write(buf);

@@ -1,0 +1,51 @@
+package dev.corral.http;
+
+import dev.corral.http.auth.ClientAuth;
+import java.util.Optional;
+import org.apache.pekko.http.javadsl.model.HttpHeader;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+
+/**
+ * The credential check in front of the artifact route (see {@link ClientAuth}). It runs before the
+ * path is resolved, so a refused client learns nothing about the key: no {@code X-Cache}, no
+ * upstream status, a body with no detail, and the same answer whether the repository exists.
+ */
+final class ClientGate {
+  /** Both schemes clients use: Basic makes pip, Maven and go send their configured password. */
+  static final RawHeader BASIC_CHALLENGE = RawHeader.create("WWW-Authenticate", "Basic realm=\"corral\", charset=\"UTF-8\"");
+  static final RawHeader BEARER_CHALLENGE = RawHeader.create("WWW-Authenticate", "Bearer realm=\"corral\"");
+
+  private final ClientAuth auth;
+
+  ClientGate(ClientAuth auth) {
+    this.auth = auth;
+  }
+
+  ClientAuth.Verdict check(HttpRequest request, String repo) {
+    return auth.check(repo, request.getHeader("Authorization").map(HttpHeader::value));
+  }
+
+  /** The refusal for a verdict other than {@link ClientAuth.Verdict.Allowed}. */
+  static HttpResponse refusal(ClientAuth.Verdict verdict) {
+    if (verdict instanceof ClientAuth.Verdict.Forbidden) {
+      return Answers.text(403, "forbidden");
+    }
+    return Answers.text(401, "unauthorized").addHeader(BASIC_CHALLENGE).addHeader(BEARER_CHALLENGE);
+  }
+
+  static Optional<String> who(ClientAuth.Verdict verdict) {
+    if (verdict instanceof ClientAuth.Verdict.Allowed a) {
+      return a.who();
+    }
+    return verdict instanceof ClientAuth.Verdict.Forbidden f ? Optional.of(f.who()) : Optional.empty();
+  }
+
+  /** The repository a raw request path names: its first segment, as sent. */
+  static String repoOf(String rawPath) {
+    String path = RequestPath.withoutQuery(rawPath);
+    int end = path.indexOf('/', 1);
+    return end < 0 ? path.substring(Math.min(1, path.length())) : path.substring(1, end);
+  }
+}
