@@ -85,7 +85,7 @@ final class SettingSources {
     for (int i = 0; i < args.length; i++) {
       String arg = args[i];
       if (!arg.startsWith("--")) {
-        throw new SettingsException(quoted(arg), "unexpected argument (options start with --; see corral help)");
+        throw new SettingsException(quoted(SettingValues.withoutSecrets(arg)), "unexpected argument (options start with --; see corral help)");
       }
       int eq = arg.indexOf('=');
       String flag = eq > 0 ? arg.substring(0, eq) : arg;
@@ -103,7 +103,7 @@ final class SettingSources {
         throw new SettingsException(flag, "empty value (" + setting.valueName() + ")");
       }
       if (setting.repeatable()) {
-        flagRepos.add(RepoSpec.parse(value, flag + " " + quoted(value)));
+        flagRepos.add(RepoSpec.parse(value, flag + " " + quoted(SettingValues.withoutSecrets(value))));
       } else {
         flags.put(setting, value); // given twice: the last one wins, as usual for flags
       }
@@ -124,7 +124,7 @@ final class SettingSources {
       } else if (setting.repeatable()) {
         List<RepoSpec> specs = new ArrayList<>();
         for (String spec : value.trim().split("[,\\s]+")) {
-          specs.add(RepoSpec.parse(spec, setting.env() + " " + quoted(spec)));
+          specs.add(RepoSpec.parse(spec, setting.env() + " " + quoted(SettingValues.withoutSecrets(spec))));
         }
         fromEnv.putRepos(specs);
       } else {

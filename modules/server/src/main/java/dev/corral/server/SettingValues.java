@@ -24,6 +24,24 @@ final class SettingValues {
     return '"' + raw + '"';
   }
 
+  /**
+   * A rejected URL as it may be shown: its user information and its query (where a JDBC URL may
+   * carry {@code password=}) replaced by {@code ***}.
+   */
+  static String withoutSecrets(String url) {
+    String out = url;
+    int query = out.indexOf('?');
+    if (query >= 0) {
+      out = out.substring(0, query) + "?***";
+    }
+    int scheme = out.indexOf("//");
+    int at = out.lastIndexOf('@', query >= 0 ? query : out.length() - 1);
+    if (scheme >= 0 && at > scheme) {
+      out = out.substring(0, scheme + 2) + "***" + out.substring(at);
+    }
+    return out;
+  }
+
   /** Bytes, or a number with KiB, MiB, GiB or TiB (binary multiples); empty if not a size. */
   static OptionalLong size(String text) {
     Matcher m = SIZE.matcher(text);
@@ -68,7 +86,7 @@ final class SettingValues {
 
   /** Why {@code url} cannot be an upstream or public URL, or null if it can. */
   static String urlProblem(String url) {
-    String problem = quoted(url) + " is not an absolute http or https URL with a host";
+    String problem = quoted(withoutSecrets(url)) + " is not an absolute http or https URL with a host";
     URI uri;
     try {
       uri = new URI(url);

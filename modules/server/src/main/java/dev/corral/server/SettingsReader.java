@@ -326,7 +326,7 @@ final class SettingsReader {
     }
     String url = text(urlPath).trim();
     if (!JDBC_POSTGRES.matcher(url).matches()) {
-      throw error(urlPath, quoted(withoutSecrets(url)) + " is not jdbc:postgresql://HOST:PORT/DB");
+      throw error(urlPath, quoted(SettingValues.withoutSecrets(url)) + " is not jdbc:postgresql://HOST:PORT/DB");
     }
     Optional<String> user = optionalText(userPath);
     if (has(passwordPath) && has(filePath)) {
@@ -336,24 +336,6 @@ final class SettingsReader {
         ? Optional.of(readSecretFile(SettingSources.path(text(filePath), label(filePath)), label(filePath)))
         : optionalText(passwordPath);
     return Optional.of(new JournalSettings(url, user, password, label(urlPath)));
-  }
-
-  /**
-   * A rejected URL as it may be shown: its user information and its query (where a JDBC URL may
-   * carry {@code password=}) replaced by {@code ***}.
-   */
-  static String withoutSecrets(String url) {
-    String out = url;
-    int query = out.indexOf('?');
-    if (query >= 0) {
-      out = out.substring(0, query) + "?***";
-    }
-    int scheme = out.indexOf("//");
-    int at = out.lastIndexOf('@', query >= 0 ? query : out.length() - 1);
-    if (scheme >= 0 && at > scheme) {
-      out = out.substring(0, scheme + 2) + "***" + out.substring(at);
-    }
-    return out;
   }
 
   private static final java.util.regex.Pattern JDBC_POSTGRES =

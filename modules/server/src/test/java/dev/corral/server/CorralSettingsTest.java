@@ -437,6 +437,24 @@ class CorralSettingsTest {
     assertEquals("corral.repos.x.type", fails("--config", conf.toString()).setting());
   }
 
+  /** Issue 12: a rejected repository URL's password was echoed on stderr. */
+  @Test
+  void aRejectedRepoUrlNeverShowsItsSecrets() throws IOException {
+    for (SettingsException e : List.of(
+        fails("--repo", "x=generic:http://:s3cr3t-pw@127.0.0.1/"),
+        fails("--repo", "x=generic:ftp://u:s3cr3t-pw@127.0.0.1/?sig=s3cr3t-sig"),
+        fails("--repo", "x=nope:http://u:s3cr3t-pw@127.0.0.1/"),
+        fails(Map.of("CORRAL_REPOS", "x=generic:http://u:s3cr3t-pw@127.0.0.1/")),
+        fails("http://u:s3cr3t-pw@127.0.0.1/"))) {
+      String shown = e.setting() + " " + e.getMessage();
+      assertFalse(shown.contains("s3cr3t"), shown);
+      assertTrue(shown.contains("***"), shown);
+    }
+    Path conf = file("pw.conf", "corral.repos.x { type = generic, url = \"ftp://u:s3cr3t-pw@127.0.0.1/\" }");
+    SettingsException e = fails("--config", conf.toString());
+    assertFalse(e.getMessage().contains("s3cr3t"), e.getMessage());
+  }
+
   @Test
   void badRepoUrl() throws IOException {
     assertEquals("--repo \"x=generic:ftp://127.0.0.1/\": \"ftp://127.0.0.1/\" is not an absolute http or https URL with a host",
