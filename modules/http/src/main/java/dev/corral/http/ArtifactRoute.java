@@ -1,5 +1,6 @@
 package dev.corral.http;
 
+import dev.corral.http.upstream.QuerylessUrl;
 import static dev.corral.http.Answers.done;
 import static dev.corral.http.Answers.text;
 
@@ -307,7 +308,7 @@ final class ArtifactRoute {
             if (read instanceof WholeBodies.Read.Shed shed) {
               counts.shed(key.repo());
               return CompletableFuture.failedFuture(new Lookup.LookupFailed(503,
-                  "could not read " + key.url() + " now (" + shed.reason() + ")"));
+                  "could not read " + QuerylessUrl.of(key.url()) + " now (" + shed.reason() + ")"));
             }
             if (read instanceof WholeBodies.Read.TimedOut && node.policy(key.repo()).bypassOnBudget()) {
               return bypassed(key);
@@ -316,7 +317,7 @@ final class ArtifactRoute {
                 || (read instanceof WholeBodies.Read.Failed f && f.cause() == Failure.UPSTREAM_TIMEOUT);
             String why = read instanceof WholeBodies.Read.Failed f ? f.reason() : "timed out waiting for the upstream";
             return CompletableFuture.failedFuture(new Lookup.LookupFailed(timeout ? 504 : 502,
-                "could not read " + key.url() + " (" + why + ")"));
+                "could not read " + QuerylessUrl.of(key.url()) + " (" + why + ")"));
           });
     }
 
@@ -333,7 +334,7 @@ final class ArtifactRoute {
           return CompletableFuture.completedFuture(Optional.<ByteString>empty());
         }
         return CompletableFuture.failedFuture(new Lookup.LookupFailed(status == 504 ? 504 : 502,
-            "could not read " + key.url() + " (" + status + ")"));
+            "could not read " + QuerylessUrl.of(key.url()) + " (" + status + ")"));
       });
     }
 
@@ -354,7 +355,7 @@ final class ArtifactRoute {
       Optional<ByteBudget.Permit> permit = budget.tryAcquire(stored.get().size());
       if (permit.isEmpty()) {
         counts.shed(key.repo());
-        throw new Lookup.LookupFailed(503, "too much metadata in memory right now to read " + key.url());
+        throw new Lookup.LookupFailed(503, "too much metadata in memory right now to read " + QuerylessUrl.of(key.url()));
       }
       try (ByteBudget.Permit held = permit.get()) {
         return Optional.of(node.store().readAll(stored.get()));
