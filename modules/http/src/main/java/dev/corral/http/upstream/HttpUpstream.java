@@ -346,7 +346,7 @@ public final class HttpUpstream implements Upstream {
     if (e instanceof TimeoutException) {
       return new UpstreamException("timeout", "upstream body stalled for " + idle + ": " + QuerylessUrl.of(url), true, e);
     }
-    return new UpstreamException("reset", "upstream body broke off (" + e.getClass().getSimpleName() + "): " + QuerylessUrl.of(url), false, e);
+    return new UpstreamException("reset", "upstream body broke off (" + e.getMessage() + "): " + QuerylessUrl.of(url), false, e);
   }
 
   /** Response headers worth keeping with the artifact; Content-Type comes back from the entity. */
