@@ -68,11 +68,17 @@ final class PeerCopy implements Upstream {
           if (response != null) {
             response.body().runWith(Sink.cancelled(), system);
           }
-          log.info("holder {} could not give {} for {}: {}", holder, path, request.url(),
+          log.info("holder {} could not give {} for {}: {}", holder, path, withoutQuery(request.url()),
               error != null ? unwrap(error).toString() : "status " + response.status());
           return from(i + 1, request);
         })
         .thenCompose(next -> next);
+  }
+
+  /** An upstream URL as logged: its query may carry a pre-signed URL's signature. */
+  private static String withoutQuery(String url) {
+    int q = url.indexOf('?');
+    return q < 0 ? url : url.substring(0, q) + "?...";
   }
 
   private Source<ByteString, NotUsed> resumable(Source<ByteString, NotUsed> body, int from, long total) {

@@ -307,7 +307,7 @@ final class ArtifactRoute {
             if (read instanceof WholeBodies.Read.Shed shed) {
               counts.shed(key.repo());
               return CompletableFuture.failedFuture(new Lookup.LookupFailed(503,
-                  "could not read " + key.url() + " now (" + shed.reason() + ")"));
+                  "could not read " + withoutQuery(key.url()) + " now (" + shed.reason() + ")"));
             }
             if (read instanceof WholeBodies.Read.TimedOut && node.policy(key.repo()).bypassOnBudget()) {
               return bypassed(key);
@@ -316,7 +316,7 @@ final class ArtifactRoute {
                 || (read instanceof WholeBodies.Read.Failed f && f.cause() == Failure.UPSTREAM_TIMEOUT);
             String why = read instanceof WholeBodies.Read.Failed f ? f.reason() : "timed out waiting for the upstream";
             return CompletableFuture.failedFuture(new Lookup.LookupFailed(timeout ? 504 : 502,
-                "could not read " + key.url() + " (" + why + ")"));
+                "could not read " + withoutQuery(key.url()) + " (" + why + ")"));
           });
     }
 
@@ -333,7 +333,7 @@ final class ArtifactRoute {
           return CompletableFuture.completedFuture(Optional.<ByteString>empty());
         }
         return CompletableFuture.failedFuture(new Lookup.LookupFailed(status == 504 ? 504 : 502,
-            "could not read " + key.url() + " (" + status + ")"));
+            "could not read " + withoutQuery(key.url()) + " (" + status + ")"));
       });
     }
 
@@ -354,7 +354,7 @@ final class ArtifactRoute {
       Optional<ByteBudget.Permit> permit = budget.tryAcquire(stored.get().size());
       if (permit.isEmpty()) {
         counts.shed(key.repo());
-        throw new Lookup.LookupFailed(503, "too much metadata in memory right now to read " + key.url());
+        throw new Lookup.LookupFailed(503, "too much metadata in memory right now to read " + withoutQuery(key.url()));
       }
       try (ByteBudget.Permit held = permit.get()) {
         return Optional.of(node.store().readAll(stored.get()));
@@ -387,5 +387,11 @@ final class ArtifactRoute {
 
   private static List<HttpHeader> raw(List<Header> headers) {
     return headers.stream().map(h -> (HttpHeader) RawHeader.create(h.name(), h.value())).toList();
+  }
+
+  /** An upstream URL as shown to a client: its query may carry a pre-signed URL's signature. */
+  private static String withoutQuery(String url) {
+    int q = url.indexOf('?');
+    return q < 0 ? url : url.substring(0, q) + "?...";
   }
 }

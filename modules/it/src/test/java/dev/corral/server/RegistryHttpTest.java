@@ -47,10 +47,12 @@ class RegistryHttpTest {
   @RegisterExtension
   final TestNodeExtension node = TestNodeExtension.routed().otherwise(this::answer).config(n -> """
       corral.repos {
-        npm { type = npm, url = "%s", retries = 0 }
+        npm { type = npm, url = "%s", retries = 0, allowed-hosts = ["%s"] }
         py { type = pypi, url = "%s", retries = 0 }
       }
-      """.formatted(n.url("/registry/"), n.url("/simple/")));
+      """.formatted(n.url("/registry/"), java.net.URI.create(n.url("/")).getRawAuthority(), n.url("/simple/")));
+  // The npm tarballs some packuments name under /cdn/, outside the registry's path, stand for a
+  // listed file host (allowed-hosts); UpstreamConfinementIT covers the unlisted case.
   private final ListAppender<ILoggingEvent> fetchLog = new ListAppender<>();
 
   private void answer(HttpExchange exchange, int nth) throws Exception {

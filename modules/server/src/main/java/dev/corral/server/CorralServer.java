@@ -27,6 +27,7 @@ import dev.corral.registry.pypi.PypiRepository;
 import dev.corral.registry.Repository;
 import dev.corral.http.upstream.HttpUpstream;
 import dev.corral.http.upstream.RepoUpstream;
+import dev.corral.http.upstream.UpstreamScope;
 import dev.corral.http.upstream.UpstreamSettings;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
@@ -138,7 +139,7 @@ public final class CorralServer implements AutoCloseable {
       Map<String, FetchPolicy> policies = new HashMap<>();
       Map<String, Repository> repos = new LinkedHashMap<>();
       for (RepoSettings r : settings.repos()) {
-        upstreams.put(r.name(), new RepoUpstream(r.url(), upstreamSettings(r)));
+        upstreams.put(r.name(), new RepoUpstream(r.url(), upstreamSettings(r), upstreamScope(r)));
         policies.put(r.name(), policy(r));
         repos.put(r.name(), repository(r));
       }
@@ -375,6 +376,25 @@ public final class CorralServer implements AutoCloseable {
     return new UpstreamSettings(r.connectTimeout(), r.firstByteTimeout(), r.idleTimeout(), r.retries(),
         r.retryBackoff(), r.maxRedirects(), r.maxConnections(),
         UpstreamSettings.openRequestsFor(r.maxConnections()), r.credential());
+  }
+
+  /**
+   * Where the repository's upstream requests may go: the configured URL's origin under its path
+   * (for PyPI the index's parent, where an index's files usually live: {@code .../simple/} ->
+   * {@code .../}), the checksum database of a go repository, and its {@code allowed-hosts}.
+   */
+  static UpstreamScope upstreamScope(RepoSettings r) {
+    UpstreamScope scope = UpstreamScope.of(r.url());
+    if (r.type().equals("pypi")) {
+      String path = java.net.URI.create(r.url()).getRawPath();
+      String dir = path == null || path.isEmpty() ? "/" : path.endsWith("/") ? path : path + "/";
+      String parent = dir.substring(0, dir.lastIndexOf('/', dir.length() - 2) + 1);
+      scope = scope.under(parent.isEmpty() ? "/" : parent);
+    }
+    if (r.sumdbUrl().isPresent()) {
+      scope = scope.alsoUnder(r.sumdbUrl().get());
+    }
+    return scope.allowing(r.allowedHosts());
   }
 
   static FetchPolicy policy(RepoSettings r) {

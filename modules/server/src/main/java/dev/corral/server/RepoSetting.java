@@ -43,7 +43,11 @@ public enum RepoSetting {
       "generic only: what of a request's query string goes upstream and into the key: keep (the"
           + " default), drop, or a list of the parameter names to keep"),
   SUMDB_URL("sumdb-url", false, null,
-      "go only: a Go checksum database to proxy under /NAME/sumdb/HOST[:PORT]/ (else 404 there)");
+      "go only: a Go checksum database to proxy under /NAME/sumdb/HOST[:PORT]/ (else 404 there)"),
+  ALLOWED_HOSTS("allowed-hosts", false, null,
+      "Hosts besides the upstream's own that its requests may reach (redirect targets, npm tarball"
+          + " and PyPI file hosts): HOST or HOST:PORT (no port: 80/443 only), never sent the"
+          + " credential; everything else is refused (502)");
 
   private final String key;
   private final boolean inRepoDefaults;

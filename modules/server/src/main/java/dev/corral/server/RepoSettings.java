@@ -1,8 +1,10 @@
 package dev.corral.server;
 
+import dev.corral.http.upstream.AllowedHost;
 import dev.corral.http.upstream.Credential;
 import dev.corral.registry.generic.QueryPolicy;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -21,6 +23,8 @@ import java.util.Optional;
  * @param maxStale how long past its TTL a stale copy may still be served at once
  * @param sumdbUrl go repositories: the checksum database proxied under {@code sumdb/}, if any
  * @param query generic repositories: what of a request's query goes upstream and into the key
+ * @param allowedHosts hosts besides the upstream's own origin that its requests may reach
+ *     (redirect targets, tarball and file hosts); never with the credential
  */
 public record RepoSettings(
     String name,
@@ -43,7 +47,20 @@ public record RepoSettings(
     Duration metadataTtl,
     Duration maxStale,
     Optional<String> sumdbUrl,
-    QueryPolicy query) {
+    QueryPolicy query,
+    List<AllowedHost> allowedHosts) {
+
+  /** With no allowed hosts: only the upstream's own origin is reached. */
+  public RepoSettings(String name, String type, String url, Duration connectTimeout,
+      Duration firstByteTimeout, Duration idleTimeout, int retries, Duration retryBackoff,
+      int maxRedirects, int maxConnections, Duration negativeTtl, Duration waiterBudget,
+      OnBudgetExhausted onBudgetExhausted, int maxWaiters, int maxOrphanFetches,
+      long inlineLimitBytes, Optional<Credential> credential, Duration metadataTtl, Duration maxStale,
+      Optional<String> sumdbUrl, QueryPolicy query) {
+    this(name, type, url, connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff,
+        maxRedirects, maxConnections, negativeTtl, waiterBudget, onBudgetExhausted, maxWaiters,
+        maxOrphanFetches, inlineLimitBytes, credential, metadataTtl, maxStale, sumdbUrl, query, List.of());
+  }
 
   /** With the query kept as sent (the default for every type). */
   public RepoSettings(String name, String type, String url, Duration connectTimeout,
@@ -123,5 +140,6 @@ public record RepoSettings(
     Objects.requireNonNull(maxStale, "maxStale");
     Objects.requireNonNull(sumdbUrl, "sumdbUrl");
     Objects.requireNonNull(query, "query");
+    allowedHosts = List.copyOf(allowedHosts);
   }
 }

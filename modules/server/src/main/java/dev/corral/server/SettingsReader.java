@@ -22,6 +22,7 @@ import com.typesafe.config.ConfigValueType;
 import dev.corral.http.auth.ClientAuth;
 import dev.corral.http.auth.TokenLines;
 import dev.corral.http.auth.TokensFile;
+import dev.corral.http.upstream.AllowedHost;
 import dev.corral.http.upstream.Credential;
 import java.io.IOException;
 import java.net.URI;
@@ -411,7 +412,37 @@ final class SettingsReader {
         duration(field(name, RepoSetting.METADATA_TTL), false),
         duration(field(name, RepoSetting.MAX_STALE), false),
         sumdbUrl(name, type),
-        query(name, type));
+        query(name, type),
+        allowedHosts(name));
+  }
+
+  /** A list (or a comma-separated string) of HOST or HOST:PORT entries; empty when unset. */
+  private List<AllowedHost> allowedHosts(String name) {
+    String path = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.ALLOWED_HOSTS.key());
+    if (!has(path)) {
+      return List.of();
+    }
+    ConfigValue value = hocon(path, () -> config.getValue(path));
+    List<String> items = new ArrayList<>();
+    if (value.valueType() == ConfigValueType.LIST) {
+      for (ConfigValue v : config.getList(path)) {
+        if (v.valueType() == ConfigValueType.OBJECT || v.valueType() == ConfigValueType.LIST) {
+          throw error(path, "expected a list of HOST or HOST:PORT");
+        }
+        items.add(String.valueOf(v.unwrapped()));
+      }
+    } else {
+      items.addAll(Arrays.asList(text(path).split(",")));
+    }
+    List<AllowedHost> out = new ArrayList<>();
+    for (String item : items) {
+      try {
+        out.add(AllowedHost.parse(item));
+      } catch (IllegalArgumentException e) {
+        throw error(path, e.getMessage());
+      }
+    }
+    return out;
   }
 
   private QueryPolicy query(String name, String type) {

@@ -1,6 +1,8 @@
 package dev.corral.server;
 
+import dev.corral.http.upstream.AllowedHost;
 import dev.corral.http.upstream.Credential;
+import dev.corral.http.upstream.UpstreamScope;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -691,6 +693,49 @@ class CorralSettingsTest {
     Path defaults = file("qd.conf", "corral.repo-defaults.query = drop");
     assertEquals("corral.repo-defaults.query: can only be set per repository, under corral.repos.NAME (qd.conf line 1)",
         fails("--config", defaults.toString()).getMessage().replace(dir + "/", ""));
+  }
+
+  // ---- allowed-hosts (issue 12: upstream requests confined)
+
+  @Test
+  void allowedHostsAreReadAndMakeTheUpstreamScope() throws IOException {
+    Path conf = file("ah.conf", """
+        corral.repos {
+          n { type = npm, url = "http://127.0.0.1:1/npm", allowed-hosts = ["files.upstream.example", "127.0.0.1:8443"] }
+          p { type = pypi, url = "http://127.0.0.1:2/pypi/simple/", allowed-hosts = "files.upstream.example, [::1]:9" }
+          g { type = go, url = "http://127.0.0.1:3/go", sumdb-url = "http://127.0.0.1:4/db" }
+        }
+        """);
+    CorralSettings s = load("--config", conf.toString());
+    assertEquals(List.of("files.upstream.example", "127.0.0.1:8443"),
+        s.repo("n").orElseThrow().allowedHosts().stream().map(AllowedHost::toString).toList());
+    assertEquals(List.of("files.upstream.example", "[::1]:9"),
+        s.repo("p").orElseThrow().allowedHosts().stream().map(AllowedHost::toString).toList());
+    assertEquals(List.of(), only(load("--repo", "x=generic:http://127.0.0.1:1/")).allowedHosts());
+
+    UpstreamScope npm = CorralServer.upstreamScope(s.repo("n").orElseThrow());
+    assertEquals(UpstreamScope.Admission.WITH_CREDENTIAL, npm.admit(URI.create("http://127.0.0.1:1/npm/a/-/a-1.tgz")));
+    assertEquals(UpstreamScope.Admission.WITHOUT_CREDENTIAL, npm.admit(URI.create("https://127.0.0.1:8443/a.tgz")));
+    assertThrows(UpstreamScope.Refused.class, () -> npm.admit(URI.create("http://127.0.0.1:1/other")));
+    UpstreamScope pypi = CorralServer.upstreamScope(s.repo("p").orElseThrow());
+    assertEquals(UpstreamScope.Admission.WITH_CREDENTIAL,
+        pypi.admit(URI.create("http://127.0.0.1:2/pypi/packages/a.whl")), "a PyPI index's files beside simple/");
+    assertThrows(UpstreamScope.Refused.class, () -> pypi.admit(URI.create("http://127.0.0.1:2/other/a.whl")));
+    UpstreamScope go = CorralServer.upstreamScope(s.repo("g").orElseThrow());
+    assertEquals(UpstreamScope.Admission.WITHOUT_CREDENTIAL, go.admit(URI.create("http://127.0.0.1:4/db/lookup/m@v1")));
+  }
+
+  @Test
+  void badAllowedHostsAreOneLineErrors() throws IOException {
+    Path url = file("ahu.conf", "corral.repos.n { type = npm, url = \"http://127.0.0.1:1/\", allowed-hosts = [\"https://files.upstream.example/\"] }");
+    assertEquals("corral.repos.n.allowed-hosts: \"https://files.upstream.example/\" is not HOST or HOST:PORT (no scheme,"
+        + " path or user) (ahu.conf line 1)", fails("--config", url.toString()).getMessage().replace(dir + "/", ""));
+    Path port = file("ahp.conf", "corral.repos.n { type = npm, url = \"http://127.0.0.1:1/\", allowed-hosts = [\"h.example:99999\"] }");
+    assertTrue(fails("--config", port.toString()).getMessage().contains("no port between 1 and 65535"));
+    Path nested = file("ahn.conf", "corral.repos.n { type = npm, url = \"http://127.0.0.1:1/\", allowed-hosts = [[a]] }");
+    assertTrue(fails("--config", nested.toString()).getMessage().contains("expected a list of HOST or HOST:PORT"));
+    Path defaults = file("ahd.conf", "corral.repo-defaults.allowed-hosts = [\"h.example\"]");
+    assertTrue(fails("--config", defaults.toString()).getMessage().contains("can only be set per repository"));
   }
 
   // ---- connection limits (issue 12: bounded connections)

@@ -45,7 +45,10 @@ public record ArtifactKey(String repo, String url, String variant, Digest expect
 
   @Override
   public String toString() {
-    return repo + " " + url + (variant.isEmpty() ? "" : " [" + variant + "]")
+    // Logged: without the URL's query, where pre-signed URLs carry their signature.
+    int query = url.indexOf('?');
+    String shown = query < 0 ? url : url.substring(0, query) + "?...";
+    return repo + " " + shown + (variant.isEmpty() ? "" : " [" + variant + "]")
         + (expected == null ? "" : " " + expected);
   }
 }

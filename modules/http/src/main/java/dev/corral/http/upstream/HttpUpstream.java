@@ -29,6 +29,7 @@ import java.util.stream.Collectors;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.Cancellable;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.event.LoggingAdapter;
 import org.apache.pekko.http.javadsl.Http;
@@ -56,7 +57,10 @@ import org.slf4j.LoggerFactory;
  * and 32 open requests would make distinct keys wait on each other (SEMANTICS K2), and the
  * pool's own 5 retries would multiply upstream requests behind the fetch's back (F1).
  *
- * <p>Only the URL given is requested; callers build it from the repository's configuration.
+ * <p>Only URLs inside the repository's {@link UpstreamScope} are requested: the URL given and
+ * every redirect hop are admitted by it first, and the pool's transport checks the address it
+ * connects to. A refusal fails the fetch with reason {@code refused}, before any connection.
+ * Messages and logs name upstream URLs without their query ({@link QuerylessUrl}).
  */
 public final class HttpUpstream implements Upstream {
   static final String USER_AGENT = "corral/0.1";
@@ -82,7 +86,7 @@ public final class HttpUpstream implements Upstream {
   private final LoggingAdapter poolLog;
   private final Map<String, Repo> repos;
 
-  private record Repo(String name, Origin origin, UpstreamSettings settings, ConnectionPoolSettings pool) {}
+  private record Repo(String name, UpstreamScope scope, UpstreamSettings settings, ConnectionPoolSettings pool) {}
 
   /** Scheme, host and port: where a repository's credential may be sent. */
   record Origin(String scheme, String host, int port) {
@@ -109,8 +113,12 @@ public final class HttpUpstream implements Upstream {
   }
 
   private Repo repo(String name, RepoUpstream upstream) {
-    URI base = absolute(upstream.baseUrl());
-    return new Repo(name, Origin.of(base), upstream.settings(), poolSettings(system, upstream.settings()));
+    absolute(upstream.baseUrl());
+    ConnectionPoolSettings pool = poolSettings(system, upstream.settings());
+    // Every connection of this repository's pool goes through its scope's address check.
+    pool = pool.withConnectionSettings(pool.getConnectionSettings().withTransport(
+        ScopedTransport.of(upstream.scope(), system.dispatchers().lookup(DispatcherSelector.blocking()))));
+    return new Repo(name, upstream.scope(), upstream.settings(), pool);
   }
 
   /** The pool settings for one repository, set from its settings rather than from configuration. */
@@ -181,7 +189,13 @@ public final class HttpUpstream implements Upstream {
      * @param redirects redirects followed so far (they are not failures)
      */
     CompletionStage<UpstreamResponse> attempt(URI url, int failures, int redirects) {
-      return firstByte(url)
+      UpstreamScope.Admission admission;
+      try {
+        admission = repo.scope.admit(url);
+      } catch (UpstreamScope.Refused e) {
+        return CompletableFuture.failedFuture(refused(url, e));
+      }
+      return firstByte(url, admission)
           .handle(
               (response, error) -> {
                 try {
@@ -196,14 +210,25 @@ public final class HttpUpstream implements Upstream {
     }
 
     private CompletionStage<UpstreamResponse> onFailure(URI url, int failures, int redirects, Throwable error) {
+      Optional<UpstreamScope.Refused> refusal = refusal(error);
+      if (refusal.isPresent()) {
+        return CompletableFuture.failedFuture(refused(url, refusal.get()));
+      }
       Failure failure = Failure.of(error);
       count(failure.label);
       if (failures < repo.settings.retries()) {
-        log.debug("upstream {} attempt failed ({}), retrying: {}", repo.name, failure.label, url);
+        log.debug("upstream {} attempt failed ({}), retrying: {}", repo.name, failure.label, QuerylessUrl.of(url));
         return retry(failures, () -> attempt(url, failures + 1, redirects));
       }
       return CompletableFuture.failedFuture(
           new UpstreamException(failure.label, failure.describe(url, error), failure.timeout, unwrap(error)));
+    }
+
+    /** Counted, logged (host and path, no query) and shown without the URL. */
+    private UpstreamException refused(URI url, UpstreamScope.Refused e) {
+      count("refused");
+      log.warn("upstream {} request to {} refused: {}", repo.name, QuerylessUrl.of(url), e.getMessage());
+      return new UpstreamException("refused", e.getMessage(), false, null);
     }
 
     private CompletionStage<UpstreamResponse> onResponse(URI url, int failures, int redirects, HttpResponse response) {
@@ -214,25 +239,25 @@ public final class HttpUpstream implements Upstream {
         response.discardEntityBytes(system);
         if (redirects >= repo.settings.maxRedirects()) {
           throw new UpstreamException(
-              "redirect", "more than " + repo.settings.maxRedirects() + " redirects from " + url, false, null);
+              "redirect", "more than " + repo.settings.maxRedirects() + " redirects from " + QuerylessUrl.of(url), false, null);
         }
         return attempt(redirectTarget(url, location.get()), failures, redirects + 1);
       }
       if (status >= 500) {
         response.discardEntityBytes(system);
         if (failures < repo.settings.retries()) {
-          log.debug("upstream {} answered {}, retrying: {}", repo.name, status, url);
+          log.debug("upstream {} answered {}, retrying: {}", repo.name, status, QuerylessUrl.of(url));
           return retry(failures, () -> attempt(url, failures + 1, redirects));
         }
-        throw new UpstreamException(Integer.toString(status), "upstream answered " + status + " for " + url, false, null);
+        throw new UpstreamException(Integer.toString(status), "upstream answered " + status + " for " + QuerylessUrl.of(url), false, null);
       }
       return CompletableFuture.completedFuture(toUpstreamResponse(url, response));
     }
 
     /** The status and headers of one request, or a failure once the first-byte timeout passed. */
-    private CompletionStage<HttpResponse> firstByte(URI url) {
+    private CompletionStage<HttpResponse> firstByte(URI url, UpstreamScope.Admission admission) {
       List<HttpHeader> requestHeaders = new ArrayList<>(headers);
-      if (Origin.of(url).equals(repo.origin)) {
+      if (admission == UpstreamScope.Admission.WITH_CREDENTIAL) {
         repo.settings.credential().ifPresent(c -> requestHeaders.add(HttpHeader.parse("Authorization", c.authorization())));
       }
       HttpRequest request = HttpRequest.GET(url.toASCIIString()).addHeaders(requestHeaders);
@@ -286,7 +311,7 @@ public final class HttpUpstream implements Upstream {
           break;
         default:
           response.discardEntityBytes(system);
-          throw new UpstreamException("encoding", "unsupported Content-Encoding " + encoding + " from " + url, false, null);
+          throw new UpstreamException("encoding", "unsupported Content-Encoding " + encoding + " from " + QuerylessUrl.of(url), false, null);
       }
 
       OptionalLong declared = entity.getContentLengthOption();
@@ -319,9 +344,9 @@ public final class HttpUpstream implements Upstream {
   private static Throwable bodyFailure(URI url, Duration idle, Throwable e) {
     if (e instanceof UpstreamException) return e;
     if (e instanceof TimeoutException) {
-      return new UpstreamException("timeout", "upstream body stalled for " + idle + ": " + url, true, e);
+      return new UpstreamException("timeout", "upstream body stalled for " + idle + ": " + QuerylessUrl.of(url), true, e);
     }
-    return new UpstreamException("reset", "upstream body broke off (" + e.getMessage() + "): " + url, false, e);
+    return new UpstreamException("reset", "upstream body broke off (" + e.getMessage() + "): " + QuerylessUrl.of(url), false, e);
   }
 
   /** Response headers worth keeping with the artifact; Content-Type comes back from the entity. */
@@ -353,14 +378,14 @@ public final class HttpUpstream implements Upstream {
     try {
       to = from.resolve(new URI(location.trim()));
     } catch (URISyntaxException | IllegalArgumentException e) {
-      throw new UpstreamException("redirect", "unusable redirect Location from " + from, false, e);
+      throw new UpstreamException("redirect", "unusable redirect Location from " + QuerylessUrl.of(from), false, e);
     }
     String scheme = to.getScheme() == null ? "" : to.getScheme().toLowerCase(Locale.ROOT);
     if (!(scheme.equals("http") || scheme.equals("https")) || to.getHost() == null) {
-      throw new UpstreamException("redirect", "redirect from " + from + " to a non-http URL", false, null);
+      throw new UpstreamException("redirect", "redirect from " + QuerylessUrl.of(from) + " to a non-http URL", false, null);
     }
     if (from.getScheme().equalsIgnoreCase("https") && scheme.equals("http")) {
-      throw new UpstreamException("redirect", "refused redirect from https to http: " + from + " -> " + to, false, null);
+      throw new UpstreamException("redirect", "refused redirect from https to http: " + QuerylessUrl.of(from) + " -> " + QuerylessUrl.of(to), false, null);
     }
     return to;
   }
@@ -370,17 +395,25 @@ public final class HttpUpstream implements Upstream {
     try {
       uri = new URI(url);
     } catch (URISyntaxException e) {
-      throw new IllegalArgumentException("not a valid upstream URL: " + url, e);
+      throw new IllegalArgumentException("not a valid upstream URL: " + QuerylessUrl.of(url), e);
     }
     String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
     if (!(scheme.equals("http") || scheme.equals("https")) || uri.getHost() == null) {
-      throw new IllegalArgumentException("not an absolute http(s) URL: " + url);
+      throw new IllegalArgumentException("not an absolute http(s) URL: " + QuerylessUrl.of(url));
     }
     return uri;
   }
 
   private static Duration max(Duration a, Duration b) {
     return a.compareTo(b) >= 0 ? a : b;
+  }
+
+  /** The scope's refusal behind a failed connection, if that is what failed it. */
+  private static Optional<UpstreamScope.Refused> refusal(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause()) {
+      if (t instanceof UpstreamScope.Refused r) return Optional.of(r);
+    }
+    return Optional.empty();
   }
 
   private static Throwable unwrap(Throwable e) {
@@ -425,8 +458,17 @@ public final class HttpUpstream implements Upstream {
       return connecting ? CONNECT_ERROR : RESET;
     }
 
+    /**
+     * Shown to clients: the URL without its query, and the innermost cause's type and, for a
+     * refused or failed connect, its message ("Connection refused"), never the address the pool
+     * connected to.
+     */
     String describe(URI url, Throwable error) {
-      return "upstream " + label + " for " + url + ": " + unwrap(error).getMessage();
+      Throwable root = unwrap(error);
+      while (root.getCause() != null && root.getCause() != root) root = root.getCause();
+      String detail = root instanceof TimeoutException || root instanceof ConnectException
+          ? String.valueOf(root.getMessage()) : root.getClass().getSimpleName();
+      return "upstream " + label + " for " + QuerylessUrl.of(url) + ": " + detail;
     }
   }
 }

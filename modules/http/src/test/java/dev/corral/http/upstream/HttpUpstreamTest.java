@@ -93,6 +93,12 @@ class HttpUpstreamTest {
     return new HttpUpstream(system, metrics, Map.of(REPO, new RepoUpstream(baseUrl, settings)));
   }
 
+  private HttpUpstream upstream(String baseUrl, UpstreamSettings settings, List<AllowedHost> allowed) {
+    metrics = new Metrics();
+    return new HttpUpstream(system, metrics,
+        Map.of(REPO, new RepoUpstream(baseUrl, settings, UpstreamScope.of(baseUrl).allowing(allowed))));
+  }
+
   private double attempts(String label) {
     return metrics.upstreamRequests.labelValues(REPO, label).get();
   }
@@ -384,7 +390,8 @@ class HttpUpstreamTest {
         FakeUpstream.send(ex, 302, new byte[0]);
       }
     });
-    HttpUpstream upstream = upstream(up.url("/"), FAST.withCredential(new Credential.Bearer("s3cret")));
+    HttpUpstream upstream = upstream(up.url("/"), FAST.withCredential(new Credential.Bearer("s3cret")),
+        List.of(AllowedHost.parse(URI.create(elsewhere.url("/")).getRawAuthority())));
 
     UpstreamResponse response = await(upstream, up.url("/first"));
 
@@ -397,6 +404,86 @@ class HttpUpstreamTest {
     assertNull(elsewhere.last().header("Authorization"));
     assertEquals(1.0, attempts("301"));
     assertEquals(1.0, attempts("302"));
+  }
+
+  @Test
+  void aRedirectToAnotherOriginIsRefusedInEverySpellingBeforeAnyConnection() throws Exception {
+    FakeUpstream elsewhere = fake((ex, n) -> FakeUpstream.send(ex, 200, "not for you".getBytes(UTF_8)));
+    int port = URI.create(elsewhere.url("/")).getPort();
+    for (String target : List.of(elsewhere.url("/blob?X-Amz-Signature=abc"), "http://2130706433:" + port + "/blob",
+        "http://[::ffff:127.0.0.1]:" + port + "/blob", "http://localhost:" + port + "/blob")) {
+      FakeUpstream up = fake((ex, n) -> {
+        ex.getResponseHeaders().add("Location", target);
+        FakeUpstream.send(ex, 302, new byte[0]);
+      });
+      HttpUpstream upstream = upstream(up.url("/"), FAST);
+
+      UpstreamException e = failure(upstream, up.url("/file?token=t0p"));
+
+      assertEquals("refused", e.reason(), target);
+      assertFalse(e.getMessage().contains("127.0.0.1") || e.getMessage().contains(Integer.toString(port))
+          || e.getMessage().contains("?") || e.getMessage().contains("Signature"), e.getMessage());
+      assertEquals(1, up.requests());
+      assertEquals(1.0, attempts("refused"));
+    }
+    assertEquals(0, elsewhere.requests());
+  }
+
+  @Test
+  void aUrlNamingAnotherOriginIsRefusedWhoeverAsksForIt() {
+    FakeUpstream up = fake((ex, n) -> FakeUpstream.send(ex, 200, "ok".getBytes(UTF_8)));
+    FakeUpstream elsewhere = fake((ex, n) -> FakeUpstream.send(ex, 200, "no".getBytes(UTF_8)));
+    HttpUpstream upstream = upstream(up.url("/repo/"), FAST);
+
+    assertEquals("refused", failure(upstream, elsewhere.url("/repo/x")).reason());
+    assertEquals("refused", failure(upstream, up.url("/other/x")).reason());
+    assertEquals("refused", failure(upstream, up.url("/repo/%2e%2e/other/x")).reason());
+    assertEquals(0, elsewhere.requests());
+    assertEquals(0, up.requests());
+  }
+
+  @Test
+  void theCredentialNeverLeavesTheBasePath() throws Exception {
+    FakeUpstream up = fake((ex, n) -> {
+      if (ex.getRequestURI().getPath().startsWith("/repo/")) {
+        ex.getResponseHeaders().add("Location", "/public/file");
+        FakeUpstream.send(ex, 302, new byte[0]);
+      } else {
+        FakeUpstream.send(ex, 200, "public".getBytes(UTF_8));
+      }
+    });
+    Credential credential = new Credential.Bearer("s3cret");
+
+    // Not listed: the hop outside the base path is refused.
+    HttpUpstream confined = upstream(up.url("/repo/"), FAST.withCredential(credential));
+    assertEquals("refused", failure(confined, up.url("/repo/file")).reason());
+    assertEquals(1, up.requests());
+
+    // The host listed: the hop is made, without the credential.
+    HttpUpstream listed = upstream(up.url("/repo/"), FAST.withCredential(credential),
+        List.of(AllowedHost.parse(URI.create(up.url("/")).getRawAuthority())));
+    assertEquals("public", new String(body(await(listed, up.url("/repo/file"))), UTF_8));
+    assertEquals("Bearer s3cret", up.seen.get(1).header("Authorization"));
+    assertEquals("/public/file", up.seen.get(2).path());
+    assertNull(up.seen.get(2).header("Authorization"));
+  }
+
+  @Test
+  void aListedNameThatResolvesToAnInternalAddressIsRefusedAtTheConnection() {
+    FakeUpstream elsewhere = fake((ex, n) -> FakeUpstream.send(ex, 200, "no".getBytes(UTF_8)));
+    int port = URI.create(elsewhere.url("/")).getPort();
+    // localhost is a listed name, so the URL is admitted; it resolves to loopback, which only a
+    // listed IP literal or the upstream's own address may use.
+    // The repository's own upstream is another loopback address (never contacted here), so
+    // 127.0.0.1 is not its own address.
+    HttpUpstream upstream = upstream("http://127.0.0.2:" + port + "/", FAST, List.of(AllowedHost.parse("localhost:" + port)));
+
+    UpstreamException e = failure(upstream, "http://localhost:" + port + "/file");
+
+    assertEquals("refused", e.reason());
+    assertTrue(e.getMessage().contains("internal address"), e.getMessage());
+    assertFalse(e.getMessage().contains("127.0.0.1"), e.getMessage());
+    assertEquals(0, elsewhere.requests());
   }
 
   @Test
