@@ -133,6 +133,11 @@ class GoClientIT {
 
   /** {@code go mod download -json modules...} with GOPROXY and a fresh module cache under {@code home}. */
   static ClientRun download(String goproxy, Path home, List<String> modules) {
+    return download(goproxy, home, modules, Map.of());
+  }
+
+  /** The same with {@code extraEnv} added (e.g. {@code NETRC}). */
+  static ClientRun download(String goproxy, Path home, List<String> modules, Map<String, String> extraEnv) {
     try {
       Path work = Files.createDirectories(home.resolve("work"));
       Map<String, String> env = new TreeMap<>(Map.of(
@@ -141,6 +146,7 @@ class GoClientIT {
           "GOPATH", home.resolve("gopath").toString(), "GOENV", "off", "GOWORK", "off", "GOTOOLCHAIN", "local"));
       env.put("GO111MODULE", "on");
       env.put("HOME", home.toString());
+      env.putAll(extraEnv);
       List<String> command = new ArrayList<>(List.of("go", "mod", "download", "-json"));
       command.addAll(modules);
       return ClientRun.run(work, env, CLIENT_TIMEOUT, command);

@@ -50,11 +50,11 @@ import org.junit.jupiter.api.io.TempDir;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class MavenClientIT {
-  private static final Duration CLIENT_TIMEOUT = Duration.ofMinutes(3);
+  static final Duration CLIENT_TIMEOUT = Duration.ofMinutes(3);
   private static final Path LOCAL_M2 = Path.of(System.getProperty("user.home"), ".m2", "repository");
   private static final String LIB = "/com/example/demo-lib";
   /** A client JVM that starts fast: these builds are short. */
-  private static final Map<String, String> MAVEN_ENV =
+  static final Map<String, String> MAVEN_ENV =
       Map.of("MAVEN_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss1m");
 
   private Path dir;
@@ -196,7 +196,7 @@ class MavenClientIT {
     }
   }
 
-  private static void consumer(Path dir, String name, String dependencies) throws IOException {
+  static void consumer(Path dir, String name, String dependencies) throws IOException {
     Path project = Files.createDirectories(dir.resolve(name));
     Files.writeString(project.resolve("pom.xml"), """
         <project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -264,7 +264,7 @@ class MavenClientIT {
         """.formatted(artifactId, dependencies);
   }
 
-  private static String dependency(String artifactId, String version) {
+  static String dependency(String artifactId, String version) {
     return "<dependency><groupId>com.example</groupId><artifactId>" + artifactId + "</artifactId><version>"
         + version + "</version></dependency>";
   }

@@ -124,7 +124,7 @@ class NpmClientIT {
   }
 
   /** The environment without the caller's npm settings. */
-  private static Map<String, String> npmEnv() {
+  static Map<String, String> npmEnv() {
     Map<String, String> env = new LinkedHashMap<>();
     System.getenv().keySet().stream().filter(k -> k.toLowerCase().startsWith("npm_config_"))
         .forEach(k -> env.put(k, "")); // ProcessBuilder cannot unset through putAll; empty = default

@@ -19,15 +19,29 @@ import org.slf4j.LoggerFactory;
  * place. So a change is in force for the very next request, with no timer. A changed file that
  * cannot be read or parsed is logged (one line, with the line number) and the credentials read
  * before stay in force: a half-written file never locks everyone out or lets everyone in.
+ *
+ * <p>The stat cannot see every change: a modified time has a granularity (a coarse kernel clock
+ * tick, a second or two on some file systems), and replacing one 64-hex hash by another keeps the
+ * size, so a token revoked within the tick of the last read would stay valid until the next
+ * change. So a read whose file was modified less than {@value #RACY_MILLIS} ms before it is
+ * "racy" (as git calls it): until a read finds the file older than that, every call reads the
+ * file again and compares its content hash, not trusting the stat.
  */
 public final class TokensFile {
   private static final Logger log = LoggerFactory.getLogger(TokensFile.class);
+  /** Longer than any modified-time granularity in use (FAT's is 2 s). */
+  static final long RACY_MILLIS = 3_000;
 
   private final Path file;
   private final Set<String> knownRepos;
   private volatile Snapshot current;
 
-  private record Snapshot(FileTime modified, long size, byte[] contentSha256, List<ClientToken> tokens) {}
+  /**
+   * What the last read saw: the file's stat taken before reading it, whether that stat is too
+   * recent to be trusted, the hash of the bytes read, and the credentials in force (those bytes'
+   * when they parsed, else the ones before).
+   */
+  private record Snapshot(FileTime modified, long size, boolean racy, byte[] contentSha256, List<ClientToken> tokens) {}
 
   private TokensFile(Path file, Set<String> knownRepos, Snapshot first) {
     this.file = file;
@@ -43,7 +57,8 @@ public final class TokensFile {
    */
   public static TokensFile open(Path file, Set<String> knownRepos) throws IOException {
     Objects.requireNonNull(file, "file");
-    return new TokensFile(file, knownRepos, read(file, knownRepos));
+    Read first = Read.of(file);
+    return new TokensFile(file, knownRepos, first.snapshot(TokenLines.parse(first.text(), knownRepos)));
   }
 
   public Path file() {
@@ -60,7 +75,7 @@ public final class TokensFile {
       warnOnce(s, "cannot read " + file + " (" + e.getClass().getSimpleName() + "): keeping the credentials read before");
       return s.tokens();
     }
-    if (a.lastModifiedTime().equals(s.modified()) && a.size() == s.size()) {
+    if (!s.racy() && a.lastModifiedTime().equals(s.modified()) && a.size() == s.size()) {
       return s.tokens();
     }
     return reload(s);
@@ -70,18 +85,25 @@ public final class TokensFile {
     if (current != seen) {
       return current.tokens(); // another request reloaded meanwhile
     }
+    Read read;
     try {
-      Snapshot next = read(file, knownRepos);
-      if (!MessageDigest.isEqual(next.contentSha256(), seen.contentSha256())) {
-        log.info("tokens file {} changed: {} credential(s) now", file, next.tokens().size());
-      }
-      current = next;
-    } catch (IOException | TokenLines.Malformed e) {
-      // Remember the stat so the error is logged once per change, not once per request.
-      current = new Snapshot(statOrNull(), sizeOrMinus(), seen.contentSha256(), seen.tokens());
-      log.error("tokens file {} {}: keeping the {} credential(s) read before", file,
-          e instanceof TokenLines.Malformed ? e.getMessage() : "cannot be read (" + e.getClass().getSimpleName() + ")",
-          seen.tokens().size());
+      read = Read.of(file);
+    } catch (IOException e) {
+      warnOnce(seen, "cannot read " + file + " (" + e.getClass().getSimpleName() + "): keeping the credentials read before");
+      return seen.tokens();
+    }
+    if (MessageDigest.isEqual(read.contentSha256(), seen.contentSha256())) {
+      current = read.snapshot(seen.tokens()); // the same bytes: only the stat (or its raciness) moved on
+      return seen.tokens();
+    }
+    try {
+      List<ClientToken> tokens = TokenLines.parse(read.text(), knownRepos);
+      log.info("tokens file {} changed: {} credential(s) now", file, tokens.size());
+      current = read.snapshot(tokens);
+    } catch (TokenLines.Malformed e) {
+      // The bad bytes' hash is kept, so the error is logged once per change, not once per request.
+      current = read.snapshot(seen.tokens());
+      log.error("tokens file {} {}: keeping the {} credential(s) read before", file, e.getMessage(), seen.tokens().size());
     }
     return current.tokens();
   }
@@ -89,31 +111,26 @@ public final class TokensFile {
   private void warnOnce(Snapshot s, String message) {
     if (s.modified() != null) {
       log.error(message);
-      current = new Snapshot(null, -1, s.contentSha256(), s.tokens());
+      current = new Snapshot(null, -1, false, s.contentSha256(), s.tokens());
     }
   }
 
-  private FileTime statOrNull() {
-    try {
-      return Files.getLastModifiedTime(file);
-    } catch (IOException e) {
-      return null;
+  /** One read of the file: the stat taken before reading (a write landing in between is seen next time), the bytes. */
+  private record Read(BasicFileAttributes stat, boolean racy, byte[] bytes, byte[] contentSha256) {
+    static Read of(Path file) throws IOException {
+      long now = System.currentTimeMillis();
+      BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class);
+      byte[] bytes = Files.readAllBytes(file);
+      boolean racy = a.lastModifiedTime().toMillis() > now - RACY_MILLIS;
+      return new Read(a, racy, bytes, PresentedSecret.sha256(bytes));
     }
-  }
 
-  private long sizeOrMinus() {
-    try {
-      return Files.size(file);
-    } catch (IOException e) {
-      return -1;
+    String text() {
+      return new String(bytes, java.nio.charset.StandardCharsets.UTF_8);
     }
-  }
 
-  private static Snapshot read(Path file, Set<String> knownRepos) throws IOException {
-    // The stat is taken before the read: a write landing in between is seen as a change next time.
-    BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class);
-    byte[] bytes = Files.readAllBytes(file);
-    List<ClientToken> tokens = TokenLines.parse(new String(bytes, java.nio.charset.StandardCharsets.UTF_8), knownRepos);
-    return new Snapshot(a.lastModifiedTime(), a.size(), PresentedSecret.sha256(bytes), tokens);
+    Snapshot snapshot(List<ClientToken> tokens) {
+      return new Snapshot(stat.lastModifiedTime(), stat.size(), racy, contentSha256, tokens);
+    }
   }
 }
