@@ -54,6 +54,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class ClusterTlsIT {
   private static final int KEYS = 20;
   private static final int LARGE = 3 * 1024 * 1024; // over the inline limit: copied over the peer port
+  private static final String UP = " is Up in a cluster";
   private static final Pattern PEER_URL = Pattern.compile("peer endpoint for other nodes: (\\S+)/-/peer/");
 
   @RegisterExtension static final Postgres postgres = new Postgres();
@@ -87,19 +88,19 @@ class ClusterTlsIT {
     Path password = temp.resolve("journal-password");
     List<String> common = List.of("--seed-nodes", seeds, "--journal", db.url(), "--journal-user", db.user(),
         "--journal-password-file", password.toString());
-    // A short Artery handshake timeout only makes the stock node's failed attempts show sooner.
-    List<String> quickHandshake = List.of("-Dpekko.remote.artery.advanced.handshake-timeout=3s");
-    plain = processes.serve("stranger-plain", quickHandshake, temp.resolve("data-plain"),
+    plain = processes.serve("stranger-plain", List.of(), temp.resolve("data-plain"),
         concat(common, List.of("--node-name", "stranger-plain")), repo);
-    otherCa = processes.serve("stranger-other-ca", quickHandshake, temp.resolve("data-other-ca"),
+    otherCa = processes.serve("stranger-other-ca", List.of(), temp.resolve("data-other-ca"),
         concat(common, List.of("--node-name", "stranger-other-ca", "--cluster-tls-dir", foreignTls.toString())), repo);
     plain.awaitListening(Duration.ofSeconds(90));
     otherCa.awaitListening(Duration.ofSeconds(90));
-    // Evidence that each stranger tried the seed nodes and was turned away at the transport.
-    Await.until(Duration.ofSeconds(60), plain::output,
-        () -> plain.stdout().contains("Handshake with [pekko://corral@127.0.0.1:"));
-    Await.until(Duration.ofSeconds(60), otherCa::output,
-        () -> otherCa.stdout().contains("SSLHandshakeException"));
+    // Each stranger has tried the seed nodes: turned away at the transport (Artery's handshake
+    // with the TLS port times out, 20 s; the other CA's certificate is refused at once), or let
+    // in (the bug: then the tests below fail).
+    Await.until(Duration.ofSeconds(90), plain::output, () -> plain.stdout().contains(UP)
+        || plain.stdout().contains("Handshake with [pekko://corral@127.0.0.1:"));
+    Await.until(Duration.ofSeconds(90), otherCa::output, () -> otherCa.stdout().contains(UP)
+        || otherCa.stdout().contains("SSLHandshakeException"));
   }
 
   @AfterAll
@@ -155,7 +156,7 @@ class ClusterTlsIT {
       assertTrue(stranger.isAlive(), stranger.output());
       assertEquals(503, Http.getBytes(stranger.baseUrl() + "/-/health/ready").statusCode(),
           "never an Up member: " + stranger.output());
-      assertFalse(stranger.stdout().contains(" is Up in a cluster"), stranger.output());
+      assertFalse(stranger.stdout().contains(UP), stranger.output());
     }
     assertEquals(0, storedFiles(temp.resolve("data-plain")), "the stock node fetched nothing for the cluster");
     assertEquals(0, storedFiles(temp.resolve("data-other-ca")), "the other CA's node fetched nothing either");
