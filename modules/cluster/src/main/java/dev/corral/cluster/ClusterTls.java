@@ -121,6 +121,12 @@ public final class ClusterTls {
     return ConnectionContext.httpsClient((host, port) -> engines.createClientSSLEngine(host, port));
   }
 
+  /** The directory only (never the files' contents). */
+  @Override
+  public String toString() {
+    return "ClusterTls[" + dir + "]";
+  }
+
   private Path file(String name) {
     return dir.resolve(name);
   }
