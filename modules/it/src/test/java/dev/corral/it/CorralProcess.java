@@ -76,7 +76,7 @@ final class CorralProcess implements AutoCloseable {
   /** {@code serve} on 127.0.0.1, a free port, the given data dir and repositories ({@code NAME=TYPE:URL}). */
   static CorralProcess serve(String name, List<String> javaOpts, Path dataDir, List<String> extraArgs, String... repos)
       throws IOException {
-    List<String> args = new ArrayList<>(List.of("serve", "--http-host", "127.0.0.1", "--http-port", "0", "--cluster-port", "0",
+    List<String> args = new ArrayList<>(List.of("serve", "--http-host", "127.0.0.1", "--http-port", "0", "--cluster-port", "0", "--peer-port", "0",
         "--data-dir", dataDir.toString()));
     for (String r : repos) {
       args.add("--repo");

@@ -1,6 +1,7 @@
 package dev.corral.server;
 
 import dev.corral.cluster.ClusterSettings;
+import dev.corral.cluster.ClusterTls;
 import dev.corral.http.ServeLimits;
 import dev.corral.http.ConnectionLimits;
 import dev.corral.http.TrustedProxies;
@@ -295,7 +296,38 @@ final class SettingsReader {
     String managementPortPath = path(Setting.MANAGEMENT_PORT);
     OptionalInt managementPort =
         has(managementPortPath) ? OptionalInt.of(port(managementPortPath)) : OptionalInt.empty();
-    return new ClusterSettings(host, port, seeds, discovery, nodeName, managementHost, managementPort);
+    String tlsPath = path(Setting.CLUSTER_TLS_DIR);
+    Optional<ClusterTls> tls = optionalText(tlsPath)
+        .map(d -> new ClusterTls(SettingSources.path(d.trim(), label(tlsPath))));
+    if (tls.isPresent()) {
+      Optional<String> problem = tls.get().problem();
+      if (problem.isPresent()) {
+        throw new SettingsException(label(tlsPath), problem.get());
+      }
+    }
+    boolean insecure = bool(path(Setting.CLUSTER_INSECURE));
+    int peerPort = port(path(Setting.PEER_PORT));
+    ClusterSettings cluster = new ClusterSettings(host, port, seeds, discovery, nodeName, managementHost, managementPort,
+        tls, insecure, peerPort);
+    Optional<String> exposed = cluster.exposureProblem();
+    if (exposed.isPresent()) {
+      // Refused here, before anything binds: one line naming both ways out.
+      throw new SettingsException(label(path(Setting.CLUSTER_HOST)), exposed.get());
+    }
+    return cluster;
+  }
+
+  /** A switch: true or false (also yes/no, on/off); unset is false. */
+  private boolean bool(String path) {
+    if (!has(path)) {
+      return false;
+    }
+    String t = text(path).trim().toLowerCase(java.util.Locale.ROOT);
+    return switch (t) {
+      case "true", "yes", "on" -> true;
+      case "false", "no", "off" -> false;
+      default -> throw error(path, quoted(t) + " is not true or false");
+    };
   }
 
   private static final java.util.regex.Pattern NODE_NAME =
