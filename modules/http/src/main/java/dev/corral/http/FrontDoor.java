@@ -21,9 +21,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
+import org.apache.pekko.http.javadsl.HttpsConnectionContext;
 import org.apache.pekko.http.javadsl.IncomingConnection;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.AttributeKey;
+import org.apache.pekko.http.javadsl.model.AttributeKeys;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpMethods;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
@@ -111,6 +113,39 @@ public final class FrontDoor {
         .mapAsyncUnordered(limits.maxConnections(), (IncomingConnection c) -> serve(c, limits, mat))
         .to(Sink.ignore())
         .run(mat);
+  }
+
+  /**
+   * Binds HTTPS with HTTP/2 negotiated by ALPN and HTTP/1.1 beside it (docs/security.md, "TLS").
+   *
+   * <p>Pekko HTTP serves HTTP/2 only through {@code bind(handler)}: its {@code connectionSource()}
+   * speaks HTTP/1.1 alone. So over TLS the cap is Pekko's own {@code max-connections}, which its
+   * binding applies the same way (a connection is accepted only while fewer are open), and each
+   * request gets its addresses from Pekko's remote-address attribute. What this path gives up, and
+   * the plaintext path keeps: the request-head deadline ({@link HeadDeadline}; Pekko's idle
+   * timeout still ends a silent connection) and the per-connection {@link ConnectionScope} (a
+   * waiter whose client hung up ends at its own budget rather than at once).
+   */
+  public CompletionStage<ServerBinding> bindTls(String host, int port, ConnectionLimits limits,
+      HttpsConnectionContext https) {
+    OpenFileLimit.warnIfBelow(limits.maxConnections());
+    java.util.concurrent.atomic.AtomicReference<InetSocketAddress> bound = new java.util.concurrent.atomic.AtomicReference<>();
+    return Http.get(system)
+        .newServerAt(host, port)
+        .enableHttps(https)
+        .adaptSettings(s -> s.withMaxConnections(limits.maxConnections())
+            .withEnableHttp2(true)
+            .withRemoteAddressAttribute(true))
+        .bind((org.apache.pekko.japi.function.Function<HttpRequest, CompletionStage<HttpResponse>>) r -> {
+          InetSocketAddress remote = r.getAttribute(AttributeKeys.remoteAddress)
+              .flatMap(a -> a.getAddress().map(ip -> new InetSocketAddress(ip, a.getPort())))
+              .orElse(null);
+          return handle(r.addAttribute(ADDRESSES, new PublicBase.Addresses(bound.get(), remote)));
+        })
+        .thenApply(b -> {
+          bound.set(b.localAddress());
+          return b;
+        });
   }
 
   /** Runs one connection; completes (never fails) when it has ended. */

@@ -138,11 +138,11 @@ public final class CorralServer implements AutoCloseable {
       Map<String, FetchPolicy> policies = new HashMap<>();
       Map<String, Repository> repos = new LinkedHashMap<>();
       for (RepoSettings r : settings.repos()) {
-        upstreams.put(r.name(), new RepoUpstream(r.url(), upstreamSettings(r)));
+        upstreams.put(r.name(), new RepoUpstream(r.url(), upstreamSettings(r), r.tls()));
         policies.put(r.name(), policy(r));
         repos.put(r.name(), repository(r));
       }
-      HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams);
+      HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams, settings.upstreamProxy());
       // Half of Artery's large frame: no reply carrying a body can ever exceed it.
       long frame = system.settings().config().getBytes("pekko.remote.artery.advanced.maximum-large-frame-size");
       ClusterPeers peers = new ClusterPeers(system, new HttpPeerBlobs(system), frame / 2);
@@ -152,9 +152,14 @@ public final class CorralServer implements AutoCloseable {
       CancelRegistry cancels = new CancelRegistry(ticker, settings.tombstoneTtl(), 100_000);
       Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node, system);
       FrontDoor frontDoor = new FrontDoor(system, node, metrics, waiters, repos, settings.adminToken(),
-          new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()), settings.serveLimits(),
-          settings.clientAuth());
-      ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort(), settings.connections())
+          settings.tls().isPresent()
+              ? new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()).overTls()
+              : new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()),
+          settings.serveLimits(), settings.clientAuth());
+      ServerBinding binding = (settings.tls().isPresent()
+          ? frontDoor.bindTls(settings.httpHost(), settings.httpPort(), settings.connections(),
+              settings.tls().get().connectionContext())
+          : frontDoor.bind(settings.httpHost(), settings.httpPort(), settings.connections()))
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
       connectPeers(system, settings, peers, store, binding.localAddress());
       CorralServer server = new CorralServer(system, frontDoor, binding, node, metrics, cancels, waiters, nodeName);
@@ -171,7 +176,8 @@ public final class CorralServer implements AutoCloseable {
         }
       });
       InetSocketAddress a = binding.localAddress();
-      log.info("listening on http://{}:{}", a.getHostString(), a.getPort());
+      log.info("listening on {}://{}:{}{}", settings.tls().isPresent() ? "https" : "http", a.getHostString(), a.getPort(),
+          settings.tls().isPresent() ? " (HTTP/2 and HTTP/1.1)" : "");
       return server;
     } catch (Exception | Error e) {
       system.terminate();

@@ -1,5 +1,6 @@
 package dev.corral.server;
 
+import dev.corral.http.tls.UpstreamTls;
 import dev.corral.http.upstream.Credential;
 import dev.corral.registry.generic.QueryPolicy;
 import java.time.Duration;
@@ -21,6 +22,7 @@ import java.util.Optional;
  * @param maxStale how long past its TTL a stale copy may still be served at once
  * @param sumdbUrl go repositories: the checksum database proxied under {@code sumdb/}, if any
  * @param query generic repositories: what of a request's query goes upstream and into the key
+ * @param tls the CAs its upstream must chain to and the client certificate it presents
  */
 public record RepoSettings(
     String name,
@@ -43,7 +45,20 @@ public record RepoSettings(
     Duration metadataTtl,
     Duration maxStale,
     Optional<String> sumdbUrl,
-    QueryPolicy query) {
+    QueryPolicy query,
+    UpstreamTls tls) {
+
+  /** With the JDK's trusted CAs and no client certificate. */
+  public RepoSettings(String name, String type, String url, Duration connectTimeout,
+      Duration firstByteTimeout, Duration idleTimeout, int retries, Duration retryBackoff,
+      int maxRedirects, int maxConnections, Duration negativeTtl, Duration waiterBudget,
+      OnBudgetExhausted onBudgetExhausted, int maxWaiters, int maxOrphanFetches,
+      long inlineLimitBytes, Optional<Credential> credential, Duration metadataTtl, Duration maxStale,
+      Optional<String> sumdbUrl, QueryPolicy query) {
+    this(name, type, url, connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff,
+        maxRedirects, maxConnections, negativeTtl, waiterBudget, onBudgetExhausted, maxWaiters,
+        maxOrphanFetches, inlineLimitBytes, credential, metadataTtl, maxStale, sumdbUrl, query, UpstreamTls.JDK_DEFAULTS);
+  }
 
   /** With the query kept as sent (the default for every type). */
   public RepoSettings(String name, String type, String url, Duration connectTimeout,
@@ -109,6 +124,7 @@ public record RepoSettings(
 
   public RepoSettings {
     Objects.requireNonNull(name, "name");
+    tls = tls == null ? UpstreamTls.JDK_DEFAULTS : tls;
     Objects.requireNonNull(type, "type");
     Objects.requireNonNull(url, "url");
     Objects.requireNonNull(connectTimeout, "connectTimeout");

@@ -82,7 +82,15 @@ public final class HttpUpstream implements Upstream {
   private final LoggingAdapter poolLog;
   private final Map<String, Repo> repos;
 
-  private record Repo(String name, Origin origin, UpstreamSettings settings, ConnectionPoolSettings pool) {}
+  private final Optional<EgressProxy> proxy;
+
+  private record Repo(String name, Origin origin, UpstreamSettings settings, ConnectionPoolSettings pool,
+      Optional<HttpsConnectionContext> https, Optional<EgressProxy> proxy, ConnectionPoolSettings proxied) {
+    /** The pool settings for a request to {@code url}: through the egress proxy unless its host is exempt. */
+    ConnectionPoolSettings poolFor(URI url) {
+      return url.getHost() != null && EgressProxy.forHost(proxy, url.getHost()).isPresent() ? proxied : pool;
+    }
+  }
 
   /** Scheme, host and port: where a repository's credential may be sent. */
   record Origin(String scheme, String host, int port) {
@@ -98,6 +106,15 @@ public final class HttpUpstream implements Upstream {
    * @param repos every repository's upstream by repository name; a request for another name fails
    */
   public HttpUpstream(ActorSystem<?> system, Metrics metrics, Map<String, RepoUpstream> repos) {
+    this(system, metrics, repos, Optional.empty());
+  }
+
+  /**
+   * @param proxy the egress proxy for every repository's upstream requests ({@link EgressProxy})
+   */
+  public HttpUpstream(ActorSystem<?> system, Metrics metrics, Map<String, RepoUpstream> repos,
+      Optional<EgressProxy> proxy) {
+    this.proxy = proxy;
     this.system = system;
     this.metrics = metrics;
     this.http = Http.get(system);
@@ -110,7 +127,9 @@ public final class HttpUpstream implements Upstream {
 
   private Repo repo(String name, RepoUpstream upstream) {
     URI base = absolute(upstream.baseUrl());
-    return new Repo(name, Origin.of(base), upstream.settings(), poolSettings(system, upstream.settings()));
+    ConnectionPoolSettings pool = poolSettings(system, upstream.settings());
+    return new Repo(name, Origin.of(base), upstream.settings(), pool, upstream.tls().connectionContext(), proxy,
+        proxy.map(p -> p.applyTo(pool)).orElse(pool));
   }
 
   /** The pool settings for one repository, set from its settings rather than from configuration. */
@@ -243,7 +262,7 @@ public final class HttpUpstream implements Upstream {
               timeout,
               () -> bounded.completeExceptionally(new FirstByteTimeout("no response headers within " + timeout)),
               system.executionContext());
-      http.singleRequest(request, https, repo.pool, poolLog)
+      http.singleRequest(request, repo.https.orElse(https), repo.poolFor(url), poolLog)
           .whenComplete(
               (response, error) -> {
                 timer.cancel();
