@@ -1,0 +1,132 @@
+package dev.corral.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.corral.testkit.Await;
+import dev.corral.testkit.upstream.TestCertificates;
+import dev.corral.testkit.upstream.TestCertificates.KeyFormat;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.cert.X509Certificate;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLSocket;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * HTTPS on the client port of a real Corral process (docs/security.md, "TLS"): HTTP/2 by ALPN and
+ * HTTP/1.1 beside it with the real {@code curl}, the real {@code npm} trusting the node's private
+ * CA through {@code --cafile} (and refusing the node without it), and a renewed certificate taken
+ * by new connections without a restart while a broken renewal is ignored.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class TlsIT {
+  private Path work;
+  private TestCertificates ca;
+  private Path cert;
+  private Path key;
+  private FixtureRegistry fixture;
+  private CorralProcess node;
+  private String corral;
+
+  @BeforeAll
+  void start(@TempDir Path dir) throws Exception {
+    work = dir;
+    ClientCommand.require("curl", "curl", "TlsIT");
+    ca = TestCertificates.newCa(work.resolve("certs"), "corral");
+    cert = work.resolve("tls/tls.crt");
+    key = work.resolve("tls/tls.key");
+    Files.createDirectories(cert.getParent());
+    ca.leaf("first", KeyFormat.RSA_PKCS1, cert, key);
+    NpmClientIT.pack(work.resolve("packed"));
+    fixture = NpmClientIT.startFixture(work.resolve("upstream"));
+    node = CorralProcess.serve("tls", List.of(), work.resolve("data"),
+        List.of("--tls-cert", cert.toString(), "--tls-key", key.toString()), "npm=npm:" + fixture.url() + "/");
+    corral = node.awaitListening(Duration.ofSeconds(60));
+  }
+
+  @AfterAll
+  void stop() {
+    if (node != null) {
+      node.close();
+    }
+    if (fixture != null) {
+      fixture.close();
+    }
+  }
+
+  private ClientCommand.Result curl(String... args) throws Exception {
+    List<String> cmd = new java.util.ArrayList<>(List.of("curl", "-sS", "--cacert", ca.caCert().toString(),
+        "-o", "/dev/null", "-w", "%{http_version} %{http_code}"));
+    cmd.addAll(List.of(args));
+    return ClientCommand.run(work, Map.of(), Duration.ofSeconds(30), cmd);
+  }
+
+  @Test
+  @Order(1)
+  void curlNegotiatesHttp2AndHttp11() throws Exception {
+    assertTrue(corral.startsWith("https://127.0.0.1:"), corral);
+    assertEquals("2 200", curl("--http2", corral + "/-/health/live").ok().output().trim());
+    assertEquals("1.1 200", curl("--http1.1", corral + "/-/health/live").ok().output().trim());
+    // A client that does not trust the node's CA is refused by its own TLS check.
+    ClientCommand.Result untrusted = ClientCommand.run(work, Map.of(), Duration.ofSeconds(30),
+        List.of("curl", "-sS", "-o", "/dev/null", corral + "/-/health/live"));
+    assertNotEquals(0, untrusted.exit(), untrusted.output());
+  }
+
+  @Test
+  @Order(2)
+  void npmInstallsOverHttpsWithTheNodesCaAsCafile() throws Exception {
+    String repo = corral + "/npm";
+    ClientCommand.Result refused = NpmClientIT.install(repo, work.resolve("no-ca"), work.resolve("no-ca-cache"),
+        "--fetch-retries", "0");
+    assertNotEquals(0, refused.exit(), "npm without the CA must refuse the node\n" + refused.output());
+
+    NpmClientIT.install(repo, work.resolve("app"), work.resolve("app-cache"), "--cafile", ca.caCert().toString()).ok();
+    // The packuments' tarball links were rewritten to the node's https URL and installed from it.
+    NpmClientIT.assertInstalled(repo, work.resolve("app"));
+    NpmClientIT.assertOnlyCorralAskedTheFixture(fixture);
+  }
+
+  private String servedSubject() throws Exception {
+    SSLContext trusting = TestCertificates.context(null, ca);
+    URI uri = URI.create(corral);
+    try (SSLSocket s = (SSLSocket) trusting.getSocketFactory().createSocket("127.0.0.1", uri.getPort())) {
+      s.setSoTimeout(10_000);
+      s.startHandshake();
+      return ((X509Certificate) s.getSession().getPeerCertificates()[0]).getSubjectX500Principal().getName();
+    }
+  }
+
+  @Test
+  @Order(3)
+  void aRenewedCertificateReachesNewConnectionsWithoutARestartAndABrokenOneDoesNot() throws Exception {
+    assertEquals("CN=first", servedSubject());
+    ca.leaf("renewed", KeyFormat.EC_PKCS8, cert, key);
+    Await.until(Duration.ofSeconds(20), () -> "the renewed certificate was not served\n" + node.output(),
+        () -> servedSubject().equals("CN=renewed"));
+    assertTrue(node.stdout().contains("TLS certificate reloaded"), node.output());
+
+    Files.writeString(cert, "-----BEGIN CERTIFICATE-----\nbroken\n-----END CERTIFICATE-----\n");
+    Await.until(Duration.ofSeconds(20), () -> "the broken renewal was not reported\n" + node.output(),
+        () -> {
+          servedSubject(); // a handshake makes the node look at the files
+          return node.output().contains("TLS certificate not reloaded");
+        });
+    assertEquals("CN=renewed", servedSubject());
+    assertEquals("2 200", curl("--http2", corral + "/-/health/live").ok().output().trim());
+  }
+}
