@@ -105,10 +105,20 @@ public final class FrontDoor {
    * wait in the kernel's accept backlog and take no descriptor of this process.
    */
   public CompletionStage<ServerBinding> bind(String host, int port, ConnectionLimits limits) {
+    return bind(host, port, limits, Optional.empty());
+  }
+
+  /**
+   * The same, with {@code https}: HTTPS with HTTP/1.1 only, every connection's flow still this
+   * front door's own (the cap, the head deadline and the connection scope as in plain HTTP; the
+   * head deadline's clock includes the TLS handshake). {@link #bindTls} adds HTTP/2.
+   */
+  public CompletionStage<ServerBinding> bind(String host, int port, ConnectionLimits limits,
+      Optional<HttpsConnectionContext> https) {
     Materializer mat = Materializer.matFromSystem(system);
     OpenFileLimit.warnIfBelow(limits.maxConnections());
-    return Http.get(system)
-        .newServerAt(host, port)
+    var builder = Http.get(system).newServerAt(host, port);
+    return https.map(builder::enableHttps).orElse(builder)
         .connectionSource()
         .mapAsyncUnordered(limits.maxConnections(), (IncomingConnection c) -> serve(c, limits, mat))
         .to(Sink.ignore())
@@ -116,7 +126,9 @@ public final class FrontDoor {
   }
 
   /**
-   * Binds HTTPS with HTTP/2 negotiated by ALPN and HTTP/1.1 beside it (docs/security.md, "TLS").
+   * Binds HTTPS with HTTP/2 negotiated by ALPN and HTTP/1.1 beside it (docs/security.md, "TLS";
+   * {@code --tls-http2 off} binds through {@link #bind(String, int, ConnectionLimits, Optional)}
+   * instead).
    *
    * <p>Pekko HTTP serves HTTP/2 only through {@code bind(handler)}: its {@code connectionSource()}
    * speaks HTTP/1.1 alone. So over TLS the cap is Pekko's own {@code max-connections}, which its

@@ -129,4 +129,49 @@ class TlsIT {
     assertEquals("CN=renewed", servedSubject());
     assertEquals("2 200", curl("--http2", corral + "/-/health/live").ok().output().trim());
   }
+
+  /**
+   * With {@code --tls-http2 off} the node serves HTTP/1.1 over TLS through its own per-connection
+   * flow: the header-read timeout cuts a client that completes the handshake and then trickles
+   * its request head, while curl is served over HTTP/1.1.
+   */
+  @Test
+  @Order(4)
+  void withoutHttp2ATricklingTlsClientIsCutByTheHeaderReadTimeout() throws Exception {
+    // The files test 3 left broken: a node refuses to start on them, with one line naming the file.
+    try (CorralProcess refused = CorralProcess.serve("tls-broken", List.of(), work.resolve("data-broken"),
+        List.of("--tls-cert", cert.toString(), "--tls-key", key.toString()))) {
+      AssertionError e = org.junit.jupiter.api.Assertions.assertThrows(AssertionError.class,
+          () -> refused.awaitListening(Duration.ofSeconds(60)));
+      assertTrue(e.getMessage().contains("corral: --tls-cert, --tls-key: " + cert + ": not a valid certificate"),
+          e.getMessage());
+    }
+    TestCertificates.Pair h1 = ca.leaf("h1", KeyFormat.EC_SEC1);
+    try (CorralProcess plainH1 = CorralProcess.serve("tls-h1", List.of(), work.resolve("data-h1"),
+        List.of("--tls-cert", h1.cert().toString(), "--tls-key", h1.key().toString(), "--tls-http2", "off",
+            "--header-read-timeout", "2s"))) {
+      String base = plainH1.awaitListening(Duration.ofSeconds(60));
+      assertEquals("1.1 200", curl("--http2", base + "/-/health/live").ok().output().trim());
+      SSLContext trusting = TestCertificates.context(null, ca);
+      try (SSLSocket s = (SSLSocket) trusting.getSocketFactory().createSocket("127.0.0.1", URI.create(base).getPort())) {
+        s.setSoTimeout(20_000);
+        s.startHandshake();
+        SlowHeadIT.Trickle trickle = SlowHeadIT.Trickle.start(s.getOutputStream(), "GET /-/health/live HTTP/1.1\r\nHost: x\r\n");
+        assertTrue(trickle.begun.await(10, java.util.concurrent.TimeUnit.SECONDS));
+        int read;
+        try {
+          read = s.getInputStream().read();
+        } catch (java.net.SocketTimeoutException e) {
+          throw new AssertionError("the node kept the trickling TLS connection open for 20 s");
+        } catch (java.io.IOException e) {
+          read = -1; // reset: closed all the same
+        }
+        trickle.stop();
+        assertEquals(-1, read, "closed without an answer");
+      }
+      String metrics = ClientCommand.run(work, Map.of(), Duration.ofSeconds(30),
+          List.of("curl", "-sS", "--cacert", ca.caCert().toString(), base + "/-/metrics")).ok().output();
+      assertTrue(metrics.contains("corral_http_head_timeouts_total{phase=\"first-request\"} 1.0"), metrics);
+    }
+  }
 }

@@ -17,6 +17,7 @@ import dev.corral.core.store.DiskStore;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.http.FrontDoor;
 import dev.corral.http.PublicBase;
+import dev.corral.http.tls.ServerTls;
 import dev.corral.cluster.ClusterPeers;
 import dev.corral.cluster.HttpPeerBlobs;
 import dev.corral.registry.generic.GenericRepository;
@@ -156,10 +157,11 @@ public final class CorralServer implements AutoCloseable {
               ? new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()).overTls()
               : new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()),
           settings.serveLimits(), settings.clientAuth());
-      ServerBinding binding = (settings.tls().isPresent()
+      ServerBinding binding = (settings.tls().isPresent() && settings.tlsHttp2()
           ? frontDoor.bindTls(settings.httpHost(), settings.httpPort(), settings.connections(),
               settings.tls().get().connectionContext())
-          : frontDoor.bind(settings.httpHost(), settings.httpPort(), settings.connections()))
+          : frontDoor.bind(settings.httpHost(), settings.httpPort(), settings.connections(),
+              settings.tls().map(ServerTls::connectionContext)))
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
       connectPeers(system, settings, peers, store, binding.localAddress());
       CorralServer server = new CorralServer(system, frontDoor, binding, node, metrics, cancels, waiters, nodeName);
@@ -177,7 +179,7 @@ public final class CorralServer implements AutoCloseable {
       });
       InetSocketAddress a = binding.localAddress();
       log.info("listening on {}://{}:{}{}", settings.tls().isPresent() ? "https" : "http", a.getHostString(), a.getPort(),
-          settings.tls().isPresent() ? " (HTTP/2 and HTTP/1.1)" : "");
+          settings.tls().isEmpty() ? "" : settings.tlsHttp2() ? " (HTTP/2 and HTTP/1.1)" : " (HTTP/1.1)");
       return server;
     } catch (Exception | Error e) {
       system.terminate();

@@ -38,6 +38,7 @@ import java.util.Optional;
  * @param warnings problems that do not stop the start, for the caller to log
  * @param serveLimits the metadata memory and the per-client miss rate limit
  * @param tls the client port's certificate and key (HTTPS), loaded; empty: plain HTTP
+ * @param tlsHttp2 with TLS, whether HTTP/2 is offered (else HTTP/1.1 only, with every connection defence)
  * @param upstreamProxy the HTTP proxy upstream connections tunnel through, if any
  */
 public record CorralSettings(
@@ -60,6 +61,7 @@ public record CorralSettings(
     List<String> warnings,
     ServeLimits serveLimits,
     Optional<ServerTls> tls,
+    boolean tlsHttp2,
     Optional<EgressProxy> upstreamProxy) {
 
   public CorralSettings {
@@ -117,7 +119,7 @@ public record CorralSettings(
         + ", cluster=" + cluster
         + ", journal=" + journal.map(JournalSettings::toString).orElse("embedded H2")
         + ", serveLimits=" + serveLimits
-        + ", tls=" + tls.map(t -> "on").orElse("off")
+        + ", tls=" + tls.map(t -> tlsHttp2 ? "on (HTTP/2, HTTP/1.1)" : "on (HTTP/1.1)").orElse("off")
         + ", upstreamProxy=" + upstreamProxy.map(EgressProxy::toString).orElse("none")
         + "]";
   }

@@ -158,7 +158,7 @@ final class SettingsReader {
       return new CorralSettings(
           host, port, connections, dataDir, maxSize, memoryCacheSize, adminToken, clientAuth, publicBaseUrl,
           trustedProxies, drainTimeout, tombstoneTtl, repos, cluster, journal, config, warnings, serveLimits,
-          serverTls(), upstreamProxy(warnings));
+          serverTls(), onOff(path(Setting.TLS_HTTP2)), upstreamProxy(warnings));
     });
   }
 
@@ -198,6 +198,15 @@ final class SettingsReader {
     } catch (Pem.PemException e) {
       throw new SettingsException(label(certPath) + ", " + label(keyPath), e.getMessage());
     }
+  }
+
+  private boolean onOff(String path) {
+    String v = text(path).trim().toLowerCase(Locale.ROOT);
+    return switch (v) {
+      case "on", "true" -> true;
+      case "off", "false" -> false;
+      default -> throw error(path, quoted(v) + " is not on or off");
+    };
   }
 
   private Optional<EgressProxy> upstreamProxy(List<String> warnings) {
