@@ -112,16 +112,19 @@ public final class ReloadingKeyManager extends X509ExtendedKeyManager {
   }
 
   private Pair load(int generation) throws Pem.PemException {
-    Stamp stamp;
-    try {
-      stamp = stamp();
-    } catch (IOException e) {
-      throw new Pem.PemException(certFile, "cannot read " + certFile + " or " + keyFile);
-    }
+    Stamp stamp = new Stamp(modified(certFile), modified(keyFile));
     List<X509Certificate> chain = Pem.certificates(certFile);
     PrivateKey key = Pem.privateKey(keyFile);
     KeyMatch.check(chain.get(0), key, keyFile);
     return new Pair("corral-" + generation, stamp, chain.toArray(new X509Certificate[0]), key);
+  }
+
+  private static FileTime modified(Path file) throws Pem.PemException {
+    try {
+      return Files.getLastModifiedTime(file);
+    } catch (IOException e) {
+      throw new Pem.PemException(file, "cannot read (" + e.getClass().getSimpleName() + ")");
+    }
   }
 
   private Pair pair(String alias) {
