@@ -94,7 +94,7 @@ class UpstreamTlsTest {
   }
 
   @Test
-  void theBundleReplacesTheJdkCas() throws Exception {
+  void aBundleOfAnotherCaIsRefused() throws Exception {
     // A bundle of another CA: the upstream's certificate no longer chains to anything trusted.
     try (TlsUpstream https = new TlsUpstream(TestCertificates.context(server, null), false, BODY)) {
       UpstreamTls other = UpstreamTls.load(Optional.of(clientCa.caCert()), Optional.empty(), Optional.empty());
