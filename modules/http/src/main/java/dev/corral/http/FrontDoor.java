@@ -18,6 +18,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import javax.net.ssl.SSLContext;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
@@ -25,7 +26,6 @@ import org.apache.pekko.http.javadsl.HttpsConnectionContext;
 import org.apache.pekko.http.javadsl.IncomingConnection;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.AttributeKey;
-import org.apache.pekko.http.javadsl.model.AttributeKeys;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpMethods;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
@@ -126,38 +126,14 @@ public final class FrontDoor {
   }
 
   /**
-   * Binds HTTPS with HTTP/2 negotiated by ALPN and HTTP/1.1 beside it (docs/security.md, "TLS";
-   * {@code --tls-http2 off} binds through {@link #bind(String, int, ConnectionLimits, Optional)}
-   * instead).
-   *
-   * <p>Pekko HTTP serves HTTP/2 only through {@code bind(handler)}: its {@code connectionSource()}
-   * speaks HTTP/1.1 alone. So over TLS the cap is Pekko's own {@code max-connections}, which its
-   * binding applies the same way (a connection is accepted only while fewer are open), and each
-   * request gets its addresses from Pekko's remote-address attribute. What this path gives up, and
-   * the plaintext path keeps: the request-head deadline ({@link HeadDeadline}; Pekko's idle
-   * timeout still ends a silent connection) and the per-connection {@link ConnectionScope} (a
-   * waiter whose client hung up ends at its own budget rather than at once).
+   * Binds HTTPS with HTTP/2 negotiated by ALPN and HTTP/1.1 beside it, each connection with the
+   * same cap, head deadline and connection scope as plain HTTP ({@link AlpnServer};
+   * docs/security.md, "TLS"). {@code --tls-http2 off} binds through
+   * {@link #bind(String, int, ConnectionLimits, Optional)} instead.
    */
-  public CompletionStage<ServerBinding> bindTls(String host, int port, ConnectionLimits limits,
-      HttpsConnectionContext https) {
+  public CompletionStage<ServerBinding> bindTls(String host, int port, ConnectionLimits limits, SSLContext tls) {
     OpenFileLimit.warnIfBelow(limits.maxConnections());
-    java.util.concurrent.atomic.AtomicReference<InetSocketAddress> bound = new java.util.concurrent.atomic.AtomicReference<>();
-    return Http.get(system)
-        .newServerAt(host, port)
-        .enableHttps(https)
-        .adaptSettings(s -> s.withMaxConnections(limits.maxConnections())
-            .withEnableHttp2(true)
-            .withRemoteAddressAttribute(true))
-        .bind((org.apache.pekko.japi.function.Function<HttpRequest, CompletionStage<HttpResponse>>) r -> {
-          InetSocketAddress remote = r.getAttribute(AttributeKeys.remoteAddress)
-              .flatMap(a -> a.getAddress().map(ip -> new InetSocketAddress(ip, a.getPort())))
-              .orElse(null);
-          return handle(r.addAttribute(ADDRESSES, new PublicBase.Addresses(bound.get(), remote)));
-        })
-        .thenApply(b -> {
-          bound.set(b.localAddress());
-          return b;
-        });
+    return new AlpnServer(system, this, tls, limits).bind(host, port);
   }
 
   /** Runs one connection; completes (never fails) when it has ended. */
@@ -199,11 +175,43 @@ public final class FrontDoor {
           });
           return done;
         })
-        .map(r -> {
-          deadline.requestArrived();
-          return r.addAttribute(ConnectionScope.KEY, scope).addAttribute(ADDRESSES, addresses);
-        })
-        .mapAsync(1, r -> handle(r).thenApply(response -> sent(response, r.method() == HttpMethods.HEAD, deadline)));
+        .via(requests(scope, addresses, deadline));
+  }
+
+  /** One HTTP/1.1 connection's requests, answered in order, each telling the connection's deadline. */
+  Flow<HttpRequest, HttpResponse, org.apache.pekko.NotUsed> requests(ConnectionScope scope,
+      PublicBase.Addresses addresses, HeadDeadline deadline) {
+    return Flow.of(HttpRequest.class)
+        .mapAsync(1, r -> answer(r, scope, addresses, deadline));
+  }
+
+  /** Answers one request of a connection (HTTP/1.1 in order, HTTP/2 concurrently). */
+  CompletionStage<HttpResponse> answer(HttpRequest r, ConnectionScope scope, PublicBase.Addresses addresses,
+      HeadDeadline deadline) {
+    deadline.requestArrived();
+    HttpRequest scoped = r.addAttribute(ConnectionScope.KEY, scope).addAttribute(ADDRESSES, addresses);
+    return handle(scoped).thenApply(response -> sent(response, r.method() == HttpMethods.HEAD, deadline));
+  }
+
+  /** A connection's state for {@link AlpnServer}: its waiters, addresses and head deadline. */
+  record Connection(ConnectionScope scope, PublicBase.Addresses addresses, HeadDeadline deadline) {}
+
+  Connection connection(InetSocketAddress local, InetSocketAddress remote, ConnectionLimits limits) {
+    return new Connection(new ConnectionScope(waiters.cancels()), new PublicBase.Addresses(local, remote),
+        new HeadDeadline(connectionTimers, limits.headerReadTimeout(), limits.idleTimeout()));
+  }
+
+  /** A head deadline passed: count it (the caller closes the connection). */
+  void headTimedOut(boolean first) {
+    metrics.httpHeadTimeouts.labelValues(first ? "first-request" : "next-request").inc();
+  }
+
+  void connectionOpened() {
+    metrics.httpConnections.inc();
+  }
+
+  void connectionClosed() {
+    metrics.httpConnections.dec();
   }
 
   /** Ready once the node can serve; false again while it drains. */

@@ -54,7 +54,8 @@ class TlsIT {
     NpmClientIT.pack(work.resolve("packed"));
     fixture = NpmClientIT.startFixture(work.resolve("upstream"));
     node = CorralProcess.serve("tls", List.of(), work.resolve("data"),
-        List.of("--tls-cert", cert.toString(), "--tls-key", key.toString()), "npm=npm:" + fixture.url() + "/");
+        List.of("--tls-cert", cert.toString(), "--tls-key", key.toString(), "--header-read-timeout", "3s"),
+        "npm=npm:" + fixture.url() + "/");
     corral = node.awaitListening(Duration.ofSeconds(60));
   }
 
@@ -173,5 +174,68 @@ class TlsIT {
           List.of("curl", "-sS", "--cacert", ca.caCert().toString(), base + "/-/metrics")).ok().output();
       assertTrue(metrics.contains("corral_http_head_timeouts_total{phase=\"first-request\"} 1.0"), metrics);
     }
+  }
+
+  /** Reads until the node closes the connection; fails if it is still open after 20 s. */
+  private static void assertClosedByTheNode(java.net.Socket s) throws Exception {
+    s.setSoTimeout(20_000);
+    try {
+      while (s.getInputStream().read() >= 0) {
+        // nothing is expected; read until the end
+      }
+    } catch (java.net.SocketTimeoutException e) {
+      throw new AssertionError("the node kept the connection open for 20 s");
+    } catch (java.io.IOException e) {
+      // reset by the node: closed all the same
+    }
+  }
+
+  private SSLSocket tlsClient(String base, String... alpn) throws Exception {
+    SSLSocket s = (SSLSocket) TestCertificates.context(null, ca).getSocketFactory()
+        .createSocket("127.0.0.1", URI.create(base).getPort());
+    javax.net.ssl.SSLParameters p = s.getSSLParameters();
+    p.setApplicationProtocols(alpn);
+    s.setSSLParameters(p);
+    s.setSoTimeout(20_000);
+    s.startHandshake();
+    return s;
+  }
+
+  /**
+   * The HTTP/2 port keeps the front door's connection defences: a connection that never
+   * completes its TLS handshake, one that negotiates h2 and sends nothing, and one that
+   * negotiates HTTP/1.1 and trickles its head are each closed by the header-read timeout (3 s
+   * here) and counted, while curl is served over HTTP/2 meanwhile.
+   */
+  @Test
+  @Order(5)
+  void withHttp2StalledHandshakesSilentH2AndTricklingHeadsAreCut() throws Exception {
+    long before = headTimeouts();
+    try (java.net.Socket silent = new java.net.Socket("127.0.0.1", URI.create(corral).getPort())) {
+      silent.getOutputStream().write(new byte[] {0x16, 0x03, 0x01}); // the start of a ClientHello, then nothing
+      assertEquals("2 200", curl("--http2", corral + "/-/health/live").ok().output().trim());
+      assertClosedByTheNode(silent);
+    }
+    try (SSLSocket h2 = tlsClient(corral, "h2")) {
+      assertEquals("h2", h2.getApplicationProtocol());
+      assertClosedByTheNode(h2);
+    }
+    try (SSLSocket h1 = tlsClient(corral, "http/1.1")) {
+      assertEquals("http/1.1", h1.getApplicationProtocol());
+      SlowHeadIT.Trickle trickle = SlowHeadIT.Trickle.start(h1.getOutputStream(), "GET /-/health/live HTTP/1.1\r\nHost: x\r\n");
+      assertTrue(trickle.begun.await(10, java.util.concurrent.TimeUnit.SECONDS));
+      assertClosedByTheNode(h1);
+      trickle.stop();
+      assertTrue(trickle.sent.get() > 0, "the head was still trickling in");
+    }
+    assertEquals(before + 3, headTimeouts());
+  }
+
+  private long headTimeouts() throws Exception {
+    String metrics = ClientCommand.run(work, Map.of(), Duration.ofSeconds(30),
+        List.of("curl", "-sS", "--cacert", ca.caCert().toString(), corral + "/-/metrics")).ok().output();
+    java.util.regex.Matcher m = java.util.regex.Pattern
+        .compile("corral_http_head_timeouts_total\\{phase=\"first-request\"} ([0-9.]+)").matcher(metrics);
+    return m.find() ? (long) Double.parseDouble(m.group(1)) : 0;
   }
 }

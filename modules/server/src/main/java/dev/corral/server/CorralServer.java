@@ -159,7 +159,7 @@ public final class CorralServer implements AutoCloseable {
           settings.serveLimits(), settings.clientAuth());
       ServerBinding binding = (settings.tls().isPresent() && settings.tlsHttp2()
           ? frontDoor.bindTls(settings.httpHost(), settings.httpPort(), settings.connections(),
-              settings.tls().get().connectionContext())
+              settings.tls().get().sslContext())
           : frontDoor.bind(settings.httpHost(), settings.httpPort(), settings.connections(),
               settings.tls().map(ServerTls::connectionContext)))
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
