@@ -48,8 +48,9 @@ import scala.jdk.javaapi.FutureConverters;
  * per-connection hook. This class assembles the same per-connection stack Pekko's own binding
  * does (TLS with an ALPN selector; then Pekko's HTTP/1.1 server layer joined with the front
  * door's request flow, or Pekko's HTTP/2 server stack with a handler of this connection) and so
- * uses Pekko HTTP internal API ({@code Http2Blueprint}, {@code Http2Ext}), pinned to
- * pekko-http 1.3: {@code AlpnServerTest}-style checks in {@code TlsIT} fail if it changes.
+ * uses Pekko HTTP internal API ({@code Http2Blueprint}, {@code Http2Ext}, the same Pekko's own
+ * binding uses), written against pekko-http 1.3: {@code TlsIT} and {@code TlsCancellationHttpTest}
+ * fail if an upgrade changes it ({@code --tls-http2 off} avoids it altogether).
  */
 final class AlpnServer {
   private static final Logger log = LoggerFactory.getLogger(AlpnServer.class);

@@ -32,8 +32,8 @@ public enum Setting {
   TLS_KEY("--tls-key", "corral.http.tls-key", "CORRAL_TLS_KEY", "FILE",
       "PEM private key of --tls-cert (PKCS#8, RSA or EC, unencrypted); re-read when it changes"),
   TLS_HTTP2("--tls-http2", "corral.http.tls-http2", "CORRAL_TLS_HTTP2", "on/off",
-      "With --tls-cert: offer HTTP/2 by ALPN (on), or serve HTTP/1.1 only with the header-read timeout and"
-          + " per-connection cancellation that Pekko's HTTP/2 binding lacks (off)"),
+      "With --tls-cert: offer HTTP/2 by ALPN beside HTTP/1.1 (on), or HTTP/1.1 only, bound through Pekko's"
+          + " public API alone (off)"),
   UPSTREAM_PROXY("--upstream-proxy", "corral.upstream-proxy", "CORRAL_UPSTREAM_PROXY", "URL",
       "HTTP proxy (http://HOST:PORT) that upstream connections tunnel through with CONNECT; never used"
           + " between the cluster's nodes"),
