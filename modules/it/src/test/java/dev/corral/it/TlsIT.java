@@ -231,6 +231,28 @@ class TlsIT {
     assertEquals(before + 3, headTimeouts());
   }
 
+  /**
+   * SIGTERM: the node drains and exits by itself (143, the JVM's exit on SIGTERM, not a SIGKILL
+   * after the bounded wait), and an idle keep-alive TLS connection is closed.
+   */
+  @Test
+  @Order(6)
+  void aGracefulStopClosesIdleTlsConnectionsAndExits() throws Exception {
+    try (SSLSocket idle = tlsClient(corral, "http/1.1")) {
+      idle.getOutputStream().write("GET /-/health/live HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+      java.io.ByteArrayOutputStream head = new java.io.ByteArrayOutputStream();
+      while (!head.toString(java.nio.charset.StandardCharsets.ISO_8859_1).endsWith("\r\n\r\n")) {
+        head.write(idle.getInputStream().read());
+      }
+      assertTrue(head.toString(java.nio.charset.StandardCharsets.ISO_8859_1).startsWith("HTTP/1.1 200"), head.toString());
+      node.terminate();
+      assertEquals(143, node.awaitExit(Duration.ofSeconds(60)), node.output());
+      String afterStop = node.stdout().substring(node.stdout().indexOf("Running CoordinatedShutdown"));
+      assertTrue(!afterStop.contains("ERROR"), afterStop);
+      assertClosedByTheNode(idle);
+    }
+  }
+
   private long headTimeouts() throws Exception {
     String metrics = ClientCommand.run(work, Map.of(), Duration.ofSeconds(30),
         List.of("curl", "-sS", "--cacert", ca.caCert().toString(), corral + "/-/metrics")).ok().output();
