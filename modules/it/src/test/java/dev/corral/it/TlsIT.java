@@ -253,6 +253,42 @@ class TlsIT {
     }
   }
 
+  /**
+   * The cap holds on the HTTP/2 port: with --max-connections 2 and two TLS connections open (one
+   * h2, one http/1.1), a third is not accepted (its handshake gets no answer) until one of them
+   * closes; then it is served.
+   */
+  @Test
+  @Order(7)
+  void theConnectionCapHoldsOnTheTlsPort() throws Exception {
+    TestCertificates.Pair pair = ca.leaf("cap", KeyFormat.RSA_PKCS8);
+    try (CorralProcess capped = CorralProcess.serve("tls-cap", List.of(), work.resolve("data-cap"),
+        List.of("--tls-cert", pair.cert().toString(), "--tls-key", pair.key().toString(), "--max-connections", "2",
+            "--header-read-timeout", "60s"));
+        java.net.Socket third = new java.net.Socket()) {
+      String base = capped.awaitListening(Duration.ofSeconds(60));
+      java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newSingleThreadExecutor();
+      try (SSLSocket first = tlsClient(base, "h2"); SSLSocket second = tlsClient(base, "http/1.1")) {
+        // The kernel completes the TCP connect from its backlog; the node does not accept it.
+        third.connect(new java.net.InetSocketAddress("127.0.0.1", URI.create(base).getPort()), 10_000);
+        java.util.concurrent.Future<String> handshake = pool.submit(() -> {
+          SSLSocket s = (SSLSocket) TestCertificates.context(null, ca).getSocketFactory()
+              .createSocket(third, "127.0.0.1", third.getPort(), false);
+          s.setSoTimeout(60_000);
+          s.startHandshake();
+          return s.getSession().getProtocol();
+        });
+        // A loopback handshake takes milliseconds; two seconds unanswered is the cap at work.
+        org.junit.jupiter.api.Assertions.assertThrows(java.util.concurrent.TimeoutException.class,
+            () -> handshake.get(2, java.util.concurrent.TimeUnit.SECONDS));
+        first.close();
+        assertTrue(handshake.get(30, java.util.concurrent.TimeUnit.SECONDS).startsWith("TLS"));
+      } finally {
+        pool.shutdownNow();
+      }
+    }
+  }
+
   private long headTimeouts() throws Exception {
     String metrics = ClientCommand.run(work, Map.of(), Duration.ofSeconds(30),
         List.of("curl", "-sS", "--cacert", ca.caCert().toString(), corral + "/-/metrics")).ok().output();
