@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.atomic.AtomicInteger;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLEngine;
 import org.apache.pekko.Done;
@@ -55,8 +54,26 @@ import scala.jdk.javaapi.FutureConverters;
 final class AlpnServer {
   private static final Logger log = LoggerFactory.getLogger(AlpnServer.class);
 
+  /** A connection's state: its waiters, addresses and head deadline. */
+  record Connection(ConnectionScope scope, PublicBase.Addresses addresses, HeadDeadline deadline) {}
+
+  /** What the front door gives each connection (it implements this for its TLS port). */
+  interface Door {
+    Connection open(java.net.InetSocketAddress local, java.net.InetSocketAddress remote);
+
+    /** HTTP/1.1: the connection's requests, answered in order. */
+    Flow<HttpRequest, HttpResponse, NotUsed> requests(Connection c);
+
+    /** HTTP/2: one request of the connection, answered concurrently with its others. */
+    CompletionStage<HttpResponse> answer(HttpRequest r, Connection c);
+
+    void headTimedOut(boolean first);
+
+    void closed();
+  }
+
   private final ActorSystem<?> system;
-  private final FrontDoor door;
+  private final Door door;
   private final SSLContext context;
   private final ConnectionLimits limits;
   private final Materializer mat;
@@ -64,9 +81,8 @@ final class AlpnServer {
   private final LoggingAdapter pekkoLog;
   private final Http2Ext http2;
   private final SharedKillSwitch all = KillSwitches.shared("corral-tls-connections");
-  private final AtomicInteger open = new AtomicInteger();
 
-  AlpnServer(ActorSystem<?> system, FrontDoor door, SSLContext context, ConnectionLimits limits) {
+  AlpnServer(ActorSystem<?> system, Door door, SSLContext context, ConnectionLimits limits) {
     this.system = system;
     this.door = door;
     this.context = context;
@@ -102,8 +118,6 @@ final class AlpnServer {
 
   /** Runs one connection; completes (never fails) when it has ended. */
   private CompletionStage<Done> serve(Tcp.IncomingConnection c) {
-    door.connectionOpened();
-    open.incrementAndGet();
     CompletionStage<Done> ended;
     try {
       ended = c.handleWith(connection(c), mat);
@@ -112,15 +126,14 @@ final class AlpnServer {
       ended = CompletableFuture.completedFuture(Done.getInstance());
     }
     return ended.handle((d, e) -> {
-      open.decrementAndGet();
-      door.connectionClosed();
+      door.closed();
       return Done.getInstance();
     });
   }
 
   /** The bytes of one connection: idle timeout, kill switches, TLS, then HTTP/2 or HTTP/1.1. */
   private Flow<ByteString, ByteString, CompletionStage<Done>> connection(Tcp.IncomingConnection c) {
-    FrontDoor.Connection conn = door.connection(c.localAddress(), c.remoteAddress(), limits);
+    Connection conn = door.open(c.localAddress(), c.remoteAddress());
     SSLEngine engine = context.createSSLEngine();
     engine.setUseClientMode(false);
     engine.setHandshakeApplicationProtocolSelector((e, offered) ->
@@ -154,16 +167,16 @@ final class AlpnServer {
         .via(BidiFlow.<ByteString, ByteString>bidirectionalIdleTimeout(idle).join(tls.reversed().join(protocols)));
   }
 
-  private Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, NotUsed> http1(FrontDoor.Connection conn) {
+  private Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, NotUsed> http1(Connection conn) {
     return Http.get(system).serverLayer(settings, java.util.Optional.of(conn.addresses().remote()), pekkoLog)
-        .reversed().join(door.requests(conn.scope(), conn.addresses(), conn.deadline()));
+        .reversed().join(door.requests(conn));
   }
 
   @SuppressWarnings("unchecked")
-  private Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, NotUsed> http2(FrontDoor.Connection conn) {
+  private Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, NotUsed> http2(Connection conn) {
     scala.Function1<org.apache.pekko.http.scaladsl.model.HttpRequest,
         scala.concurrent.Future<org.apache.pekko.http.scaladsl.model.HttpResponse>> handler = r ->
-        FutureConverters.asScala(door.answer(r, conn.scope(), conn.addresses(), conn.deadline())
+        FutureConverters.asScala(door.answer(r, conn)
             .thenApply(response -> (org.apache.pekko.http.scaladsl.model.HttpResponse) response));
     var stack = Http2Blueprint.serverStackTls((org.apache.pekko.http.scaladsl.settings.ServerSettings) settings, pekkoLog,
         http2.telemetry(), http2.http().dateHeaderRendering());

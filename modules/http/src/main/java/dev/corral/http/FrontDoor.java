@@ -133,7 +133,35 @@ public final class FrontDoor {
    */
   public CompletionStage<ServerBinding> bindTls(String host, int port, ConnectionLimits limits, SSLContext tls) {
     OpenFileLimit.warnIfBelow(limits.maxConnections());
-    return new AlpnServer(system, this, tls, limits).bind(host, port);
+    AlpnServer.Door door = new AlpnServer.Door() {
+      @Override
+      public AlpnServer.Connection open(InetSocketAddress local, InetSocketAddress remote) {
+        metrics.httpConnections.inc();
+        return new AlpnServer.Connection(new ConnectionScope(waiters.cancels()), new PublicBase.Addresses(local, remote),
+            new HeadDeadline(connectionTimers, limits.headerReadTimeout(), limits.idleTimeout()));
+      }
+
+      @Override
+      public Flow<HttpRequest, HttpResponse, org.apache.pekko.NotUsed> requests(AlpnServer.Connection c) {
+        return FrontDoor.this.requests(c.scope(), c.addresses(), c.deadline());
+      }
+
+      @Override
+      public CompletionStage<HttpResponse> answer(HttpRequest r, AlpnServer.Connection c) {
+        return FrontDoor.this.answer(r, c.scope(), c.addresses(), c.deadline());
+      }
+
+      @Override
+      public void headTimedOut(boolean first) {
+        metrics.httpHeadTimeouts.labelValues(first ? "first-request" : "next-request").inc();
+      }
+
+      @Override
+      public void closed() {
+        metrics.httpConnections.dec();
+      }
+    };
+    return new AlpnServer(system, door, tls, limits).bind(host, port);
   }
 
   /** Runs one connection; completes (never fails) when it has ended. */
@@ -179,39 +207,18 @@ public final class FrontDoor {
   }
 
   /** One HTTP/1.1 connection's requests, answered in order, each telling the connection's deadline. */
-  Flow<HttpRequest, HttpResponse, org.apache.pekko.NotUsed> requests(ConnectionScope scope,
+  private Flow<HttpRequest, HttpResponse, org.apache.pekko.NotUsed> requests(ConnectionScope scope,
       PublicBase.Addresses addresses, HeadDeadline deadline) {
     return Flow.of(HttpRequest.class)
         .mapAsync(1, r -> answer(r, scope, addresses, deadline));
   }
 
   /** Answers one request of a connection (HTTP/1.1 in order, HTTP/2 concurrently). */
-  CompletionStage<HttpResponse> answer(HttpRequest r, ConnectionScope scope, PublicBase.Addresses addresses,
+  private CompletionStage<HttpResponse> answer(HttpRequest r, ConnectionScope scope, PublicBase.Addresses addresses,
       HeadDeadline deadline) {
     deadline.requestArrived();
     HttpRequest scoped = r.addAttribute(ConnectionScope.KEY, scope).addAttribute(ADDRESSES, addresses);
     return handle(scoped).thenApply(response -> sent(response, r.method() == HttpMethods.HEAD, deadline));
-  }
-
-  /** A connection's state for {@link AlpnServer}: its waiters, addresses and head deadline. */
-  record Connection(ConnectionScope scope, PublicBase.Addresses addresses, HeadDeadline deadline) {}
-
-  Connection connection(InetSocketAddress local, InetSocketAddress remote, ConnectionLimits limits) {
-    return new Connection(new ConnectionScope(waiters.cancels()), new PublicBase.Addresses(local, remote),
-        new HeadDeadline(connectionTimers, limits.headerReadTimeout(), limits.idleTimeout()));
-  }
-
-  /** A head deadline passed: count it (the caller closes the connection). */
-  void headTimedOut(boolean first) {
-    metrics.httpHeadTimeouts.labelValues(first ? "first-request" : "next-request").inc();
-  }
-
-  void connectionOpened() {
-    metrics.httpConnections.inc();
-  }
-
-  void connectionClosed() {
-    metrics.httpConnections.dec();
   }
 
   /** Ready once the node can serve; false again while it drains. */
