@@ -104,6 +104,16 @@ class UpstreamTlsTest {
   }
 
   @Test
+  void aCertificateForAnotherNameIsRefusedEvenFromTheTrustedCa() throws Exception {
+    TestCertificates.Pair elsewhere = upstreamCa.leaf("elsewhere", KeyFormat.RSA_PKCS8, "DNS:elsewhere.example");
+    try (TlsUpstream https = new TlsUpstream(TestCertificates.context(elsewhere, null), false, BODY)) {
+      UpstreamTls bundle = UpstreamTls.load(Optional.of(upstreamCa.caCert()), Optional.empty(), Optional.empty());
+      failure(upstream(https.url(), bundle, Optional.empty()), https.url() + "/a");
+      assertEquals(List.of(), https.served);
+    }
+  }
+
+  @Test
   void anUpstreamThatRequiresAClientCertificateGetsTheRepositorysOne() throws Exception {
     try (TlsUpstream https = new TlsUpstream(TestCertificates.context(server, clientCa), true, BODY)) {
       UpstreamTls caOnly = UpstreamTls.load(Optional.of(upstreamCa.caCert()), Optional.empty(), Optional.empty());

@@ -67,6 +67,15 @@ public final class TestCertificates {
 
   /** The same, written to the given files (replacing them, for reload tests). */
   public Pair leaf(String name, KeyFormat format, Path certOut, Path keyOut) {
+    return leaf(name, format, certOut, keyOut, "IP:127.0.0.1,DNS:localhost");
+  }
+
+  /** A leaf for other names ({@code subjectAltName}, e.g. {@code DNS:elsewhere.example}). */
+  public Pair leaf(String name, KeyFormat format, String subjectAltNames) {
+    return leaf(name, format, dir.resolve(name + ".crt"), dir.resolve(name + ".key"), subjectAltNames);
+  }
+
+  private Pair leaf(String name, KeyFormat format, Path certOut, Path keyOut, String subjectAltNames) {
     try {
       Path raw = dir.resolve(name + ".raw.key");
       Path csr = dir.resolve(name + ".csr");
@@ -85,7 +94,7 @@ public final class TestCertificates {
         default -> Files.copy(raw, keyTmp, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
       }
       openssl(dir, "req", "-new", "-key", raw.toString(), "-subj", "/CN=" + name, "-out", csr.toString());
-      Files.writeString(ext, "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+      Files.writeString(ext, "subjectAltName=" + subjectAltNames + "\nbasicConstraints=CA:FALSE\n"
           + "extendedKeyUsage=serverAuth,clientAuth\n");
       openssl(dir, "x509", "-req", "-in", csr.toString(), "-CA", ca.cert.toString(), "-CAkey", ca.key.toString(),
           "-CAcreateserial", "-days", "2", "-extfile", ext.toString(), "-out", certTmp.toString());
