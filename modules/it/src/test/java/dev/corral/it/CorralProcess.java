@@ -29,7 +29,7 @@ import java.util.regex.Pattern;
  * listening line on stdout is the readiness signal: {@link #awaitListening} waits for it.
  */
 final class CorralProcess implements AutoCloseable {
-  private static final Pattern LISTENING = Pattern.compile("listening on (http://[0-9.]+:\\d+)");
+  private static final Pattern LISTENING = Pattern.compile("listening on (https?://[0-9.]+:\\d+)");
   private static final AtomicInteger SEQ = new AtomicInteger();
 
   private final String name;

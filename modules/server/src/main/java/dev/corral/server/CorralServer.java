@@ -17,6 +17,7 @@ import dev.corral.core.store.DiskStore;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.http.FrontDoor;
 import dev.corral.http.PublicBase;
+import dev.corral.http.tls.ServerTls;
 import dev.corral.cluster.ClusterPeers;
 import dev.corral.cluster.HttpPeerBlobs;
 import dev.corral.cluster.PeerPort;
@@ -146,11 +147,11 @@ public final class CorralServer implements AutoCloseable {
       Map<String, FetchPolicy> policies = new HashMap<>();
       Map<String, Repository> repos = new LinkedHashMap<>();
       for (RepoSettings r : settings.repos()) {
-        upstreams.put(r.name(), new RepoUpstream(r.url(), upstreamSettings(r), upstreamScope(r)));
+        upstreams.put(r.name(), new RepoUpstream(r.url(), upstreamSettings(r), upstreamScope(r), r.tls()));
         policies.put(r.name(), policy(r));
         repos.put(r.name(), repository(r));
       }
-      HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams);
+      HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams, settings.upstreamProxy());
       // Half of Artery's large frame: no reply carrying a body can ever exceed it.
       long frame = system.settings().config().getBytes("pekko.remote.artery.advanced.maximum-large-frame-size");
       ClusterPeers peers = new ClusterPeers(system, new HttpPeerBlobs(system, settings.cluster().tls()), frame / 2);
@@ -160,9 +161,15 @@ public final class CorralServer implements AutoCloseable {
       CancelRegistry cancels = new CancelRegistry(ticker, settings.tombstoneTtl(), 100_000);
       Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node, system);
       FrontDoor frontDoor = new FrontDoor(system, node, metrics, waiters, repos, settings.adminToken(),
-          new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()), settings.serveLimits(),
-          settings.clientAuth());
-      ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort(), settings.connections())
+          settings.tls().isPresent()
+              ? new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()).overTls()
+              : new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()),
+          settings.serveLimits(), settings.clientAuth());
+      ServerBinding binding = (settings.tls().isPresent() && settings.tlsHttp2()
+          ? frontDoor.bindTls(settings.httpHost(), settings.httpPort(), settings.connections(),
+              settings.tls().get().sslContext())
+          : frontDoor.bind(settings.httpHost(), settings.httpPort(), settings.connections(),
+              settings.tls().map(ServerTls::connectionContext)))
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
       ServerBinding peerBinding;
       try {
@@ -185,7 +192,8 @@ public final class CorralServer implements AutoCloseable {
         }
       });
       InetSocketAddress a = binding.localAddress();
-      log.info("listening on http://{}:{}", a.getHostString(), a.getPort());
+      log.info("listening on {}://{}:{}{}", settings.tls().isPresent() ? "https" : "http", a.getHostString(), a.getPort(),
+          settings.tls().isEmpty() ? "" : settings.tlsHttp2() ? " (HTTP/2 and HTTP/1.1)" : " (HTTP/1.1)");
       return server;
     } catch (Exception | Error e) {
       system.terminate();

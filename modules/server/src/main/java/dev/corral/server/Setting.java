@@ -26,6 +26,20 @@ public enum Setting {
       "DURATION", "Time a new connection has to send its first complete request head; then it is closed"),
   IDLE_TIMEOUT("--idle-timeout", "corral.http.idle-timeout", "CORRAL_IDLE_TIMEOUT", "DURATION",
       "Time a client connection may sit between requests, and the most a later request head may take"),
+  TLS_CERT("--tls-cert", "corral.http.tls-cert", "CORRAL_TLS_CERT", "FILE",
+      "PEM certificate chain for HTTPS on the HTTP port (HTTP/2 by ALPN, and HTTP/1.1); with --tls-key."
+          + " Re-read when it changes"),
+  TLS_KEY("--tls-key", "corral.http.tls-key", "CORRAL_TLS_KEY", "FILE",
+      "PEM private key of --tls-cert (PKCS#8, RSA or EC, unencrypted); re-read when it changes"),
+  TLS_HTTP2("--tls-http2", "corral.http.tls-http2", "CORRAL_TLS_HTTP2", "on/off",
+      "With --tls-cert: offer HTTP/2 by ALPN beside HTTP/1.1 (on), or HTTP/1.1 only, bound through Pekko's"
+          + " public API alone (off)"),
+  UPSTREAM_PROXY("--upstream-proxy", "corral.upstream-proxy", "CORRAL_UPSTREAM_PROXY", "URL",
+      "HTTP proxy (http://HOST:PORT) that upstream connections tunnel through with CONNECT; never used"
+          + " between the cluster's nodes"),
+  UPSTREAM_NO_PROXY("--upstream-no-proxy", "corral.upstream-no-proxy", "CORRAL_UPSTREAM_NO_PROXY",
+      "HOST[,HOST...]", "Upstream hosts reached directly despite --upstream-proxy; each matches its"
+          + " subdomains too, * matches all"),
   DATA_DIR("--data-dir", "corral.data-dir", "CORRAL_DATA_DIR", "DIR",
       "Directory holding the cached artifacts"),
   MAX_SIZE("--max-size", "corral.max-size", "CORRAL_MAX_SIZE", "SIZE",
