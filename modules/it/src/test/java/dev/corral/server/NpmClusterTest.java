@@ -118,7 +118,7 @@ class NpmClusterTest {
     for (CorralServer s : List.of(bare, holding, bare)) {
       HttpResponse<byte[]> r = TestNode.get(client, s, "/npm/tampered/-/tampered-1.0.0.tgz");
       asked++;
-      assertEquals(502, r.statusCode(), new String(r.body(), StandardCharsets.UTF_8));
+      assertEquals(502, r.statusCode(), "X-Cache " + xCache(r) + ", " + r.body().length + " bytes");
       assertNotEquals("HIT", xCache(r));
       assertEquals(asked, upstream.requests(tarball), "the bad bytes were not cached");
     }
@@ -127,5 +127,25 @@ class NpmClusterTest {
       assertTrue(s.node().store().lookup(key).isEmpty(), "no copy stored");
     }
     assertEquals(List.of(), TestCluster.holders(holding, key));
+  }
+
+  @Test
+  void aTarballWhosePackumentCannotBeReadIsA502AndNotFetchedUnverified() throws Exception {
+    byte[] tgz = TestNode.bytes(2000, 3);
+    String tarball = "/registry/flaky/-/flaky-1.0.0.tgz";
+    paths.put("/registry/flaky", (exchange, n) -> FakeUpstream.send(exchange, 503, new byte[0]));
+    paths.put(tarball, (exchange, n) -> TestNode.ok(exchange, tgz));
+    for (CorralServer s : cluster.nodes) {
+      HttpResponse<byte[]> r = TestNode.get(client, s, "/npm/flaky/-/flaky-1.0.0.tgz");
+      assertEquals(502, r.statusCode(), "X-Cache " + xCache(r) + ", " + r.body().length + " bytes");
+    }
+    assertEquals(0, upstream.requests(tarball), "no unverified fetch while the packument cannot be read");
+
+    // The packument is back: the next request fetches, verifies and stores the tarball.
+    packument("flaky", tgz);
+    HttpResponse<byte[]> r = TestNode.get(client, cluster.node(1), "/npm/flaky/-/flaky-1.0.0.tgz");
+    assertEquals(200, r.statusCode());
+    assertArrayEquals(tgz, r.body());
+    assertEquals(1, upstream.requests(tarball));
   }
 }
