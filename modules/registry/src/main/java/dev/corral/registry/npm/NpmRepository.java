@@ -31,8 +31,8 @@ import java.util.regex.Pattern;
  *       {@code Vary: Accept} and every {@code versions.*.dist.tarball} rewritten to Corral's URL.
  *   <li>{@code /NAME/<pkg>/-/<file>.tgz} (scoped: {@code /NAME/@scope/<pkg>/-/<file>.tgz}): the
  *       tarball, immutable. Its key is {@code <root>/<pkg>/-/<file>} on every node, never a
- *       digest (K1); the fetch, wherever it runs, reads the abbreviated packument through the
- *       cache for the upstream URL and digest that verifies the bytes ({@link #source}).
+ *       digest (K1); the fetch, wherever it runs, reads the packument through the cache for the
+ *       upstream URL and the digest that verifies the bytes ({@link #source}).
  *   <li>Anything else (search, {@code /-/} endpoints, version documents): 404.
  * </ul>
  */
@@ -167,13 +167,16 @@ public final class NpmRepository implements Repository {
   }
 
   /**
-   * A tarball's upstream URL and expected digest, from its package's abbreviated packument read
-   * through the cache (coalesced cluster-wide, fresh within the metadata TTL, a stale copy when the
-   * upstream errs): the URL and the strongest digest the packument names for the file (B1). A
-   * packument the upstream does not have, or one that does not name the file: the canonical URL,
-   * unverified (as a tarball asked before its packument always was). A packument that cannot be
-   * read (the upstream errs or times out and no copy is held): the lookup's failure, so the fetch
-   * fails and nothing is stored. Every other key: as keyed.
+   * A tarball's upstream URL and expected digest, from its package's packument read through the
+   * cache ({@link Lookup#body}: coalesced cluster-wide, fresh within the metadata TTL, a stale
+   * copy when the upstream errs): the URL and the strongest digest the packument names for the
+   * file (B1). The variant read is the one clients ask for, as far as this node knows: the one it
+   * holds (full first), else the full one (what npm asks for); both name the same integrity for a
+   * published version, and neither choice touches the key. A packument the upstream does not
+   * have, or one that does not name the file: the canonical URL, unverified (as a tarball asked
+   * before its packument always was). A packument that cannot be read (the upstream errs or times
+   * out and no copy is held): the lookup's failure, so the fetch fails and nothing is stored.
+   * Every other key: as keyed.
    */
   @Override
   public CompletionStage<FetchSource> source(ArtifactKey key, Lookup lookup) {
@@ -183,7 +186,9 @@ public final class NpmRepository implements Repository {
     }
     String pkg = tarball.get()[0];
     String file = tarball.get()[1];
-    ArtifactKey packument = packumentKey(pkg, ABBREVIATED);
+    ArtifactKey packument = lookup.cachedDigest(packumentKey(pkg, FULL)).isEmpty()
+        && lookup.cachedDigest(packumentKey(pkg, ABBREVIATED)).isPresent()
+        ? packumentKey(pkg, ABBREVIATED) : packumentKey(pkg, FULL);
     return lookup.body(packument, true).thenApply(body -> body
         .map(b -> parsed.get(packument, b, d -> NpmPackument.tarballs(d, pkg)).get(file))
         .map(t -> new FetchSource(t.url(), t.expected().orElse(null)))

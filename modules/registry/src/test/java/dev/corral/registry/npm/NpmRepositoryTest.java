@@ -118,14 +118,15 @@ class NpmRepositoryTest {
     byte[] tgz = "tarball bytes".getBytes(StandardCharsets.UTF_8);
     String sri = "sha512-" + Base64.getEncoder().encodeToString(MessageDigest.getInstance("SHA-512").digest(tgz));
     String cdn = "http://127.0.0.2:7/files/demo-pkg-1.0.0.tgz";
-    ArtifactKey packument = repo.packumentKey("demo-pkg", NpmRepository.ABBREVIATED);
+    // nothing held: the full packument (what npm asks for), read through the cache
+    ArtifactKey packument = repo.packumentKey("demo-pkg", NpmRepository.FULL);
     lookup.upstream(packument, packument("demo-pkg", cdn, sri, "0".repeat(40)));
     ArtifactKey key = artifact("*/*", "demo-pkg", "-", "demo-pkg-1.0.0.tgz").key();
     FetchSource s = source(key);
     assertEquals(cdn, s.url());
     assertEquals(new Digest("sha512", HexFormat.of().formatHex(MessageDigest.getInstance("SHA-512").digest(tgz))),
         s.expected());
-    assertEquals(List.of(packument), lookup.bodyCalls, "the packument is read through the cache, not from the store");
+    assertEquals(List.of(packument), lookup.bodyCalls, "the packument is read through the cache");
     // a file the packument does not name: the canonical URL, unverified
     ArtifactKey other = artifact("*/*", "demo-pkg", "-", "demo-pkg-9.9.9.tgz").key();
     assertEquals(new FetchSource(ROOT + "/demo-pkg/-/demo-pkg-9.9.9.tgz", null), source(other));
@@ -160,9 +161,19 @@ class NpmRepositoryTest {
   }
 
   @Test
+  void tarballSourceReadsTheAbbreviatedPackumentWhenThatIsTheOneHeld() {
+    String sha1 = "AABBCCDDEEFF00112233445566778899AABBCCDD";
+    ArtifactKey abbreviated = repo.packumentKey("@demo/scoped", NpmRepository.ABBREVIATED);
+    lookup.cache(abbreviated, packument("@demo/scoped", ROOT + "/@demo/scoped/-/scoped-1.0.0.tgz", null, sha1));
+    ArtifactKey key = artifact("*/*", "@demo", "scoped", "-", "scoped-1.0.0.tgz").key();
+    assertEquals(new Digest("sha1", sha1.toLowerCase()), source(key).expected());
+    assertEquals(List.of(abbreviated), lookup.bodyCalls, "through the cache (a held copy, revalidated when stale)");
+  }
+
+  @Test
   void tarballSourceUsesShasumWhenThatIsAllThereIs() {
     String sha1 = "AABBCCDDEEFF00112233445566778899AABBCCDD";
-    lookup.upstream(repo.packumentKey("@demo/scoped", NpmRepository.ABBREVIATED),
+    lookup.upstream(repo.packumentKey("@demo/scoped", NpmRepository.FULL),
         packument("@demo/scoped", ROOT + "/@demo/scoped/-/scoped-1.0.0.tgz", null, sha1));
     ArtifactKey key = artifact("*/*", "@demo", "scoped", "-", "scoped-1.0.0.tgz").key();
     assertEquals(new Digest("sha1", sha1.toLowerCase()), source(key).expected());
@@ -214,7 +225,7 @@ class NpmRepositoryTest {
     assertEquals(in, doc, "nothing else changes");
 
     // every rewritten URL resolves back (in the fetch) to the upstream URL the packument named
-    lookup.cache(repo.packumentKey("@demo/scoped", NpmRepository.ABBREVIATED), body);
+    lookup.cache(repo.packumentKey("@demo/scoped", NpmRepository.FULL), body);
     assertEquals("https://127.0.0.2/cdn/download?id=7",
         source(artifact("*/*", "@demo", "scoped", "-", "scoped-1.1.0.tgz").key()).url());
   }
