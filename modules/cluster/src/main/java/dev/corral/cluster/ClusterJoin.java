@@ -38,6 +38,9 @@ public final class ClusterJoin {
         .withValue("pekko.remote.artery.canonical.hostname", ConfigValueFactory.fromAnyRef(c.host()))
         .withValue("pekko.remote.artery.canonical.port", ConfigValueFactory.fromAnyRef(c.port()))
         .withValue("pekko.cluster.seed-nodes", ConfigValueFactory.fromIterable(seeds));
+    if (c.tls().isPresent()) {
+      config = config.withFallback(c.tls().get().pekkoConfig());
+    }
     if (c.managementEnabled()) {
       config = config
           .withValue("pekko.management.http.hostname", ConfigValueFactory.fromAnyRef(c.managementHost()))
@@ -85,7 +88,7 @@ public final class ClusterJoin {
     private static final long serialVersionUID = 1L;
 
     /** Which of the node's cluster ports. */
-    public enum Port { CLUSTER, MANAGEMENT }
+    public enum Port { CLUSTER, MANAGEMENT, PEER }
 
     private final Port port;
 
@@ -99,7 +102,7 @@ public final class ClusterJoin {
     }
   }
 
-  private static boolean causes(Throwable e, Class<? extends Throwable> type) {
+  static boolean causes(Throwable e, Class<? extends Throwable> type) {
     for (Throwable t = e; t != null; t = t.getCause()) {
       if (type.isInstance(t)) {
         return true;
@@ -108,7 +111,7 @@ public final class ClusterJoin {
     return false;
   }
 
-  private static String rootMessage(Throwable e) {
+  static String rootMessage(Throwable e) {
     Throwable t = e;
     while (t.getCause() != null) {
       t = t.getCause();

@@ -1,5 +1,9 @@
 package dev.corral.cluster;
 
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -15,6 +19,11 @@ import java.util.OptionalInt;
  * @param nodeName the name given by the operator; without one the node is called by its
  *     cluster {@code host:port} once bound
  * @param managementPort empty: Pekko Management is not started
+ * @param tls the cluster's identity: Artery over TLS and the peer port over HTTPS, both with
+ *     client certificates from the cluster's CA; empty: plain TCP and HTTP
+ * @param insecure the operator accepts a plain cluster port on a non-loopback host
+ * @param peerPort the peer copy channel's port ({@link PeerPort}), bound to {@code host}; 0 picks
+ *     a free one
  */
 public record ClusterSettings(
     String host,
@@ -23,7 +32,10 @@ public record ClusterSettings(
     Discovery discovery,
     Optional<String> nodeName,
     String managementHost,
-    OptionalInt managementPort) {
+    OptionalInt managementPort,
+    Optional<ClusterTls> tls,
+    boolean insecure,
+    int peerPort) {
 
   /** The management port used when discovery needs the endpoints and no port is set. */
   public static final int DEFAULT_MANAGEMENT_PORT = 7626;
@@ -61,6 +73,7 @@ public record ClusterSettings(
     Objects.requireNonNull(nodeName, "nodeName");
     Objects.requireNonNull(managementHost, "managementHost");
     Objects.requireNonNull(managementPort, "managementPort");
+    Objects.requireNonNull(tls, "tls");
     seedNodes = List.copyOf(seedNodes);
   }
 
@@ -77,5 +90,33 @@ public record ClusterSettings(
   /** Whether the node joins itself (no seed nodes, no discovery): today's one-node behaviour. */
   public boolean selfJoin() {
     return seedNodes.isEmpty() && discovery == Discovery.NONE;
+  }
+
+  /**
+   * Why this node must not start, or empty: a cluster host that is not a loopback address (after
+   * resolution; a name that does not resolve counts as not loopback) needs the cluster's identity
+   * ({@code tls}) or the operator's explicit {@code insecure}, since anyone who can reach a plain
+   * cluster port can join the cluster and be handed fetches.
+   */
+  public Optional<String> exposureProblem() {
+    if (tls.isPresent() || insecure || isLoopback(host)) {
+      return Optional.empty();
+    }
+    return Optional.of("cluster host " + host + " is not a loopback address: anyone who reaches its cluster port"
+        + " could join the cluster; give --cluster-tls-dir DIR (see corral tls init) or --cluster-insecure");
+  }
+
+  /** Whether every address {@code host} stands for is a loopback address (no lookup for a literal). */
+  public static boolean isLoopback(String host) {
+    String h = host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
+    if (h.isBlank()) {
+      return false;
+    }
+    try {
+      InetAddress[] all = InetAddress.getAllByName(h);
+      return all.length > 0 && Arrays.stream(all).allMatch(InetAddress::isLoopbackAddress);
+    } catch (UnknownHostException | SecurityException e) {
+      return false;
+    }
   }
 }

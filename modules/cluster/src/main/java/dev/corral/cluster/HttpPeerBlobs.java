@@ -6,12 +6,14 @@ import dev.corral.core.upstream.ExactLength;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.http.javadsl.Http;
+import org.apache.pekko.http.javadsl.HttpsConnectionContext;
 import org.apache.pekko.http.javadsl.model.HttpHeader;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
@@ -32,10 +34,21 @@ public final class HttpPeerBlobs implements PeerBlobs {
   private final ActorSystem<?> system;
   private final Http http;
   private final ConnectionPoolSettings pool;
+  private final HttpsConnectionContext https;
 
+  /** Plain HTTP, or HTTPS to peers' default-trusted certificates (no cluster identity). */
   public HttpPeerBlobs(ActorSystem<?> system) {
+    this(system, Optional.empty());
+  }
+
+  /**
+   * With the cluster's identity, HTTPS peers must show a certificate from the cluster's CA, and
+   * this node presents its own.
+   */
+  public HttpPeerBlobs(ActorSystem<?> system, Optional<ClusterTls> tls) {
     this.system = system;
     this.http = Http.get(system);
+    this.https = tls.map(t -> t.clientContext(system)).orElseGet(http::defaultClientHttpsContext);
     ConnectionPoolSettings defaults = ConnectionPoolSettings.create(Adapter.toClassic(system));
     ClientConnectionSettings connection = defaults.getConnectionSettings()
         .withConnectingTimeout(CONNECT)
@@ -54,7 +67,7 @@ public final class HttpPeerBlobs implements PeerBlobs {
     if (offset > 0) {
       request = request.addHeader(org.apache.pekko.http.javadsl.model.headers.RawHeader.create("Range", "bytes=" + offset + "-"));
     }
-    return http.singleRequest(request, http.defaultClientHttpsContext(), pool, system.classicSystem().log())
+    return http.singleRequest(request, https, pool, system.classicSystem().log())
         .thenApply(this::toResponse);
   }
 

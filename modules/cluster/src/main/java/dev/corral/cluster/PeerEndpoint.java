@@ -20,8 +20,9 @@ import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
 
 /**
- * The internal endpoint other nodes copy bytes from (INTERNAL: firewall it to the cluster's own
- * nodes). It serves only what is safe to give anyone who can reach it:
+ * The internal endpoint other nodes copy bytes from, served on its own port ({@link PeerPort}:
+ * HTTPS with client certificates from the cluster's CA when the cluster has its identity). It
+ * serves only what is safe to give any member of the cluster:
  *
  * <ul>
  *   <li>{@code GET /-/peer/blobs/<sha256>}: a committed blob of this node's store, by content

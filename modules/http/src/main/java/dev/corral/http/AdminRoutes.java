@@ -2,7 +2,6 @@ package dev.corral.http;
 
 import static dev.corral.http.Answers.text;
 
-import dev.corral.cluster.PeerEndpoint;
 import dev.corral.core.fetch.FetchEntity;
 import dev.corral.core.fetch.Node;
 import dev.corral.core.key.ArtifactKey;
@@ -31,7 +30,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The {@code /-/} endpoints: health (live, ready; always open), metrics (open, or with the admin
  * token once client authentication is on), purge (with the admin token; each one written to the
- * {@value #AUDIT} logger), and the internal peer endpoint other nodes copy bytes from.
+ * {@value #AUDIT} logger). The internal peer endpoint is not here: it has a port of its own (cluster
+ * module, {@code PeerPort}), so {@code /-/peer/} on the client port is 404.
  */
 final class AdminRoutes {
   private static final Logger log = LoggerFactory.getLogger(AdminRoutes.class);
@@ -44,7 +44,6 @@ final class AdminRoutes {
   private final Map<String, Repository> repos;
   private final Optional<String> adminToken;
   private final ArtifactRoute artifacts;
-  private final PeerEndpoint peer;
   private final BooleanSupplier ready;
   private final boolean metricsNeedAdminToken;
 
@@ -58,7 +57,6 @@ final class AdminRoutes {
     this.adminToken = adminToken;
     this.artifacts = artifacts;
     this.ready = ready;
-    this.peer = new PeerEndpoint(node);
   }
 
   HttpResponse handle(HttpRequest request, String raw, PublicBase.Addresses addresses) {
@@ -78,9 +76,6 @@ final class AdminRoutes {
         return adminTokenRequired();
       }
       return metrics();
-    }
-    if (path.startsWith(PeerEndpoint.PREFIX)) {
-      return peer.handle(request, path); // internal: other nodes copy bytes from here
     }
     if (path.startsWith("/-/cache/")) {
       if (request.method() != HttpMethods.DELETE) {

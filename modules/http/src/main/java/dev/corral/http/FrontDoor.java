@@ -18,9 +18,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import javax.net.ssl.SSLContext;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
+import org.apache.pekko.http.javadsl.HttpsConnectionContext;
 import org.apache.pekko.http.javadsl.IncomingConnection;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.AttributeKey;
@@ -103,14 +105,63 @@ public final class FrontDoor {
    * wait in the kernel's accept backlog and take no descriptor of this process.
    */
   public CompletionStage<ServerBinding> bind(String host, int port, ConnectionLimits limits) {
+    return bind(host, port, limits, Optional.empty());
+  }
+
+  /**
+   * The same, with {@code https}: HTTPS with HTTP/1.1 only, every connection's flow still this
+   * front door's own (the cap, the head deadline and the connection scope as in plain HTTP; the
+   * head deadline's clock includes the TLS handshake). {@link #bindTls} adds HTTP/2.
+   */
+  public CompletionStage<ServerBinding> bind(String host, int port, ConnectionLimits limits,
+      Optional<HttpsConnectionContext> https) {
     Materializer mat = Materializer.matFromSystem(system);
     OpenFileLimit.warnIfBelow(limits.maxConnections());
-    return Http.get(system)
-        .newServerAt(host, port)
+    var builder = Http.get(system).newServerAt(host, port);
+    return https.map(builder::enableHttps).orElse(builder)
         .connectionSource()
         .mapAsyncUnordered(limits.maxConnections(), (IncomingConnection c) -> serve(c, limits, mat))
         .to(Sink.ignore())
         .run(mat);
+  }
+
+  /**
+   * Binds HTTPS with HTTP/2 negotiated by ALPN and HTTP/1.1 beside it, each connection with the
+   * same cap, head deadline and connection scope as plain HTTP ({@link AlpnServer};
+   * docs/security.md, "TLS"). {@code --tls-http2 off} binds through
+   * {@link #bind(String, int, ConnectionLimits, Optional)} instead.
+   */
+  public CompletionStage<ServerBinding> bindTls(String host, int port, ConnectionLimits limits, SSLContext tls) {
+    OpenFileLimit.warnIfBelow(limits.maxConnections());
+    AlpnServer.Door door = new AlpnServer.Door() {
+      @Override
+      public AlpnServer.Connection open(InetSocketAddress local, InetSocketAddress remote) {
+        metrics.httpConnections.inc();
+        return new AlpnServer.Connection(new ConnectionScope(waiters.cancels()), new PublicBase.Addresses(local, remote),
+            new HeadDeadline(connectionTimers, limits.headerReadTimeout(), limits.idleTimeout()));
+      }
+
+      @Override
+      public Flow<HttpRequest, HttpResponse, org.apache.pekko.NotUsed> requests(AlpnServer.Connection c) {
+        return FrontDoor.this.requests(c.scope(), c.addresses(), c.deadline());
+      }
+
+      @Override
+      public CompletionStage<HttpResponse> answer(HttpRequest r, AlpnServer.Connection c) {
+        return FrontDoor.this.answer(r, c.scope(), c.addresses(), c.deadline());
+      }
+
+      @Override
+      public void headTimedOut(boolean first) {
+        metrics.httpHeadTimeouts.labelValues(first ? "first-request" : "next-request").inc();
+      }
+
+      @Override
+      public void closed() {
+        metrics.httpConnections.dec();
+      }
+    };
+    return new AlpnServer(system, door, tls, limits).bind(host, port);
   }
 
   /** Runs one connection; completes (never fails) when it has ended. */
@@ -152,11 +203,22 @@ public final class FrontDoor {
           });
           return done;
         })
-        .map(r -> {
-          deadline.requestArrived();
-          return r.addAttribute(ConnectionScope.KEY, scope).addAttribute(ADDRESSES, addresses);
-        })
-        .mapAsync(1, r -> handle(r).thenApply(response -> sent(response, r.method() == HttpMethods.HEAD, deadline)));
+        .via(requests(scope, addresses, deadline));
+  }
+
+  /** One HTTP/1.1 connection's requests, answered in order, each telling the connection's deadline. */
+  private Flow<HttpRequest, HttpResponse, org.apache.pekko.NotUsed> requests(ConnectionScope scope,
+      PublicBase.Addresses addresses, HeadDeadline deadline) {
+    return Flow.of(HttpRequest.class)
+        .mapAsync(1, r -> answer(r, scope, addresses, deadline));
+  }
+
+  /** Answers one request of a connection (HTTP/1.1 in order, HTTP/2 concurrently). */
+  private CompletionStage<HttpResponse> answer(HttpRequest r, ConnectionScope scope, PublicBase.Addresses addresses,
+      HeadDeadline deadline) {
+    deadline.requestArrived();
+    HttpRequest scoped = r.addAttribute(ConnectionScope.KEY, scope).addAttribute(ADDRESSES, addresses);
+    return handle(scoped).thenApply(response -> sent(response, r.method() == HttpMethods.HEAD, deadline));
   }
 
   /** Ready once the node can serve; false again while it drains. */

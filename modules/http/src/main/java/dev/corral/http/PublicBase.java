@@ -24,13 +24,25 @@ public final class PublicBase {
 
   private final Optional<String> configured;
   private final TrustedProxies trusted;
+  /** The scheme of the local address's URL: https when this node serves TLS itself. */
+  private final String localScheme;
 
   /**
    * @param configured the public base URL, for example {@code https://cache.example/corral}
    */
   public PublicBase(Optional<URI> configured, TrustedProxies trusted) {
-    this.configured = configured.map(u -> strip(u.toString()));
+    this(configured.map(u -> strip(u.toString())), trusted, "http");
+  }
+
+  private PublicBase(Optional<String> configured, TrustedProxies trusted, String localScheme) {
+    this.configured = configured;
     this.trusted = trusted;
+    this.localScheme = localScheme;
+  }
+
+  /** The same, for a node that serves TLS itself: the local address's URL is https. */
+  public PublicBase overTls() {
+    return new PublicBase(configured, trusted, "https");
   }
 
   public static PublicBase local() {
@@ -58,7 +70,7 @@ public final class PublicBase {
         return proto + "://" + host.get();
       }
     }
-    return "http://" + hostPort(local);
+    return localScheme + "://" + hostPort(local);
   }
 
   /**

@@ -83,7 +83,7 @@ class ConnectionFloodIT {
         + (flood + 1_000) + " descriptors (ulimit -Hn)");
     List<String> command = new ArrayList<>(List.of("sh", "-c", "ulimit -n " + limit + " && exec \"$@\"", "sh",
         CorralProcess.javaExecutable().toString(), "-jar", CorralProcess.serverJar().toString(),
-        "serve", "--http-host", "127.0.0.1", "--http-port", "0", "--cluster-port", "0",
+        "serve", "--http-host", "127.0.0.1", "--http-port", "0", "--cluster-port", "0", "--peer-port", "0",
         "--data-dir", temp.resolve("data").toString(), "--header-read-timeout", "3s"));
     CorralProcess node = processes.track(CorralProcess.startCommand("low-limit", CorralProcess.moduleDir(),
         java.util.Map.of(), command));

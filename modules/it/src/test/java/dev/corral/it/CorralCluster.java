@@ -41,7 +41,7 @@ final class CorralCluster {
 
   /**
    * As above, each JVM started with {@code javaOpts} (e.g. {@code -Xmx256m}); with
-   * {@code fixedHttpPorts} each node's HTTP port is picked up front, so a node started again by
+   * {@code fixedHttpPorts} each node's HTTP and peer ports are picked up front, so a node started again by
    * {@link #restart} listens where it did before (the replica directory names nodes by URL).
    */
   static CorralCluster start(CorralProcesses processes, int size, Path dir, Postgres.Database db,
@@ -64,6 +64,8 @@ final class CorralCluster {
           "--journal", db.url(), "--journal-user", db.user(), "--journal-password-file", password.toString()));
       if (fixedHttpPorts) {
         args.addAll(List.of("--http-port", String.valueOf(Postgres.freePort()))); // the last flag wins
+        // The replica directory names a node by its peer port's URL: keep that across restarts too.
+        args.addAll(List.of("--peer-port", String.valueOf(Postgres.freePort())));
       }
       args.addAll(extraArgs);
       Start start = new Start("node-" + (i + 1), List.copyOf(javaOpts), dir.resolve("data-" + (i + 1)), List.copyOf(args), repos);

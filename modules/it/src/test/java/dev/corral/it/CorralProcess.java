@@ -29,7 +29,7 @@ import java.util.regex.Pattern;
  * listening line on stdout is the readiness signal: {@link #awaitListening} waits for it.
  */
 final class CorralProcess implements AutoCloseable {
-  private static final Pattern LISTENING = Pattern.compile("listening on (http://[0-9.]+:\\d+)");
+  private static final Pattern LISTENING = Pattern.compile("listening on (https?://[0-9.]+:\\d+)");
   private static final AtomicInteger SEQ = new AtomicInteger();
 
   private final String name;
@@ -82,7 +82,7 @@ final class CorralProcess implements AutoCloseable {
   /** As above, with extra environment variables (e.g. the {@code CORRAL_*} settings a manifest sets). */
   static CorralProcess serve(String name, List<String> javaOpts, Map<String, String> env, Path dataDir,
       List<String> extraArgs, String... repos) throws IOException {
-    List<String> args = new ArrayList<>(List.of("serve", "--http-host", "127.0.0.1", "--http-port", "0", "--cluster-port", "0",
+    List<String> args = new ArrayList<>(List.of("serve", "--http-host", "127.0.0.1", "--http-port", "0", "--cluster-port", "0", "--peer-port", "0",
         "--data-dir", dataDir.toString()));
     for (String r : repos) {
       args.add("--repo");

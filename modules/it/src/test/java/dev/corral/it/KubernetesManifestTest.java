@@ -24,6 +24,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
@@ -41,11 +42,6 @@ import org.junit.jupiter.api.io.TempDir;
 class KubernetesManifestTest {
   /** What the cluster hand-off after the drain may take (shards moved, member removed). */
   private static final Duration HAND_OFF_MARGIN = Duration.ofSeconds(10);
-  /**
-   * Settings from issue 12's sibling branches (cluster TLS and peer port), which the manifests
-   * already use by their environment names; once they are in {@link Setting} this set is redundant.
-   */
-  private static final Set<String> SIBLING_SETTINGS = Set.of("CORRAL_CLUSTER_TLS_DIR", "CORRAL_PEER_PORT");
 
   private static Manifests manifests;
   private static Manifests.Doc corral;
@@ -94,7 +90,7 @@ class KubernetesManifestTest {
     assertEquals(env(container, Setting.HTTP_PORT.env()).map(Integer::valueOf), containerPort(container, "http"));
     assertEquals(env(container, Setting.CLUSTER_PORT.env()).map(Integer::valueOf), containerPort(container, "remoting"));
     assertEquals(env(container, Setting.MANAGEMENT_PORT.env()).map(Integer::valueOf), containerPort(container, "management"));
-    assertEquals(env(container, "CORRAL_PEER_PORT").map(Integer::valueOf), containerPort(container, "peer"));
+    assertEquals(env(container, Setting.PEER_PORT.env()).map(Integer::valueOf), containerPort(container, "peer"));
 
     String headlessName = String.valueOf(map(corral.body(), "spec").get("serviceName"));
     Map<String, Object> headless = map(manifests.one("Service", headlessName).body(), "spec");
@@ -194,7 +190,7 @@ class KubernetesManifestTest {
     Set<String> issued = manifests.all().stream().filter(d -> d.kind().equals("Certificate"))
         .map(d -> String.valueOf(map(d.body(), "spec").get("secretName"))).collect(Collectors.toSet());
     assertTrue(issued.contains("corral-cluster-tls"), "cert-manager.yaml issues the cluster TLS Secret: " + issued);
-    String tlsDir = env(container, "CORRAL_CLUSTER_TLS_DIR").orElseThrow();
+    String tlsDir = env(container, Setting.CLUSTER_TLS_DIR.env()).orElseThrow();
     Map<String, Object> tlsMount = find(list(container, "volumeMounts"), "mountPath", tlsDir).orElseThrow();
     assertEquals("corral-cluster-tls", map(find(list(podTemplate(corral), "spec", "volumes"), "name",
         tlsMount.get("name")).orElseThrow(), "secret").get("secretName"));
@@ -256,8 +252,7 @@ class KubernetesManifestTest {
 
   @Test
   void everySettingInTheManifestsIsOneTheServerKnows() {
-    Set<String> known = Stream.concat(Arrays.stream(Setting.values()).map(Setting::env), SIBLING_SETTINGS.stream())
-        .collect(Collectors.toSet());
+    Set<String> known = Arrays.stream(Setting.values()).map(Setting::env).collect(Collectors.toSet());
     for (Manifests.Doc w : manifests.applied()) {
       for (Map<String, Object> c : containers(w)) {
         for (Map<String, Object> e : maps(list(c, "env"))) {
@@ -285,6 +280,40 @@ class KubernetesManifestTest {
     String health = String.join("\n", lines.subList(
         lines.indexOf(lines.stream().filter(l -> l.startsWith("HEALTHCHECK ")).findFirst().orElseThrow()), lines.size()));
     assertTrue(health.contains("/-/health/live"), "HEALTHCHECK on the live route: " + health);
+  }
+
+  @Test
+  void theClusterAndPeerPortsAreTlsWithTheIssuedCertificateAndNeverInsecure() throws Exception {
+    // The pod's cluster host is its IP, so without the TLS directory the node would refuse to start.
+    assertTrue(env(container, Setting.CLUSTER_TLS_DIR.env()).isPresent());
+    assertEquals(Optional.empty(), env(container, Setting.CLUSTER_INSECURE.env()));
+    assertEquals(String.valueOf(ClusterSettingsDefaults.PEER_PORT), env(container, Setting.PEER_PORT.env()).orElseThrow(),
+        "the manifests use the default peer port, which the Dockerfile exposes");
+    Map<String, Object> cert = map(Manifests.load(Manifests.directory().resolve("cert-manager.yaml")).stream()
+        .filter(d -> "Certificate".equals(d.kind()) && "corral-cluster-tls".equals(d.name()))
+        .findFirst().orElseThrow().body(), "spec");
+    assertEquals("RSA", map(cert, "privateKey").get("algorithm"), "Pekko's TLS provider reads RSA keys only");
+    assertTrue(list(cert, "usages").containsAll(List.of("server auth", "client auth")), cert.toString());
+
+    Path deploy = CorralProcess.repoRoot().resolve("deploy");
+    Map<String, Object> compose = Manifests.load(deploy.resolve("docker-compose.yml")).get(0).body();
+    for (String node : List.of("corral-1", "corral-2", "corral-3")) {
+      Map<String, Object> environment = map(Manifests.cast(map(compose, "services").get(node)), "environment");
+      String tlsDir = String.valueOf(environment.get(Setting.CLUSTER_TLS_DIR.env()));
+      assertTrue(tlsDir.startsWith("/"), node + ": " + environment);
+      assertEquals(String.valueOf(ClusterSettingsDefaults.PEER_PORT), String.valueOf(environment.get(Setting.PEER_PORT.env())), node);
+      assertFalse(environment.containsKey(Setting.CLUSTER_INSECURE.env()), node);
+      assertTrue(list(Manifests.cast(map(compose, "services").get(node)), "volumes").stream()
+          .anyMatch(v -> String.valueOf(v).endsWith(":" + tlsDir + ":ro")), node + " mounts the TLS directory");
+    }
+    List<String> dockerfile = Files.readAllLines(deploy.resolve("Dockerfile"));
+    assertTrue(dockerfile.stream().anyMatch(l -> l.startsWith("EXPOSE ") && l.contains(" " + ClusterSettingsDefaults.PEER_PORT)),
+        "the image exposes the peer port");
+  }
+
+  /** The built-in default of --peer-port, as corral-defaults.conf writes it. */
+  private static final class ClusterSettingsDefaults {
+    static final int PEER_PORT = Integer.parseInt(Setting.PEER_PORT.defaultValue().orElseThrow());
   }
 
   @Test

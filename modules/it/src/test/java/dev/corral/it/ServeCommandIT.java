@@ -54,7 +54,7 @@ class ServeCommandIT {
     String path = CorralProcess.javaExecutable().getParent() + File.pathSeparator + System.getenv("PATH");
     CorralProcess node = processes.track(CorralProcess.startCommand("serve-command", root,
         Map.of("PATH", path, "JAVA_OPTS", ""),
-        List.of("./corral", "serve", "--http-port", "0", "--cluster-port", "0", "--data-dir", temp.resolve("data").toString(),
+        List.of("./corral", "serve", "--http-port", "0", "--cluster-port", "0", "--peer-port", "0", "--data-dir", temp.resolve("data").toString(),
             "--repo", "files=generic:" + upstream.url("/"))));
     String base = node.awaitListening(Duration.ofSeconds(60));
     assertTrue(base.startsWith("http://127.0.0.1:"), "binds the loopback by default: " + base);

@@ -79,6 +79,20 @@ class StartupIT {
   }
 
   @Test
+  void aPeerPortInUseExitsWithTwoAndNamesTheSetting() throws Exception {
+    try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      CorralProcess p = processes.track(CorralProcess.start("peer-port-taken", List.of(), "serve", "--http-port", "0",
+          "--cluster-port", "0", "--peer-port", String.valueOf(taken.getLocalPort()),
+          "--data-dir", temp.resolve("data").toString(), "--repo", "up=generic:http://127.0.0.1:1/"));
+      assertEquals(2, p.awaitExit(EXIT), p.output());
+      List<String> ours = p.stderr().lines().filter(l -> l.startsWith("corral:")).toList();
+      assertEquals(1, ours.size(), p.output());
+      assertTrue(ours.get(0).startsWith("corral: --peer-port: cannot listen on 127.0.0.1:" + taken.getLocalPort()),
+          ours.get(0));
+    }
+  }
+
+  @Test
   void helpExitsZeroAndListsTheFlags() throws Exception {
     CorralProcess p = processes.track(CorralProcess.start("help", List.of(), "--help"));
     assertEquals(0, p.awaitExit(EXIT), p.output());

@@ -227,23 +227,36 @@ class ClusterDataTest {
   }
 
   @Test
-  void theOnlyPeerEndpointsAreBlobsByContentAndDownloadsById() throws Exception {
+  void theOnlyPeerEndpointsAreBlobsByContentAndDownloadsByIdOnThePeerPortNotTheClientPort() throws Exception {
     byte[] body = TestNode.bytes(5000, 4);
     paths.put("/peer/a.bin", (exchange, n) -> TestNode.ok(exchange, body));
     CorralServer s = cluster.node(0);
     assertEquals(200, TestNode.get(client, s, "/up/peer/a.bin").statusCode());
     String sha = sha256(body);
-    HttpResponse<byte[]> blob = TestNode.get(client, s, "/-/peer/blobs/" + sha);
+    HttpResponse<byte[]> blob = peer(s, "/-/peer/blobs/" + sha);
     assertEquals(200, blob.statusCode());
     assertArrayEquals(body, blob.body());
-    HttpResponse<byte[]> ranged = TestNode.get(client, s, "/-/peer/blobs/" + sha, "Range", "bytes=1000-");
+    HttpResponse<byte[]> ranged = peer(s, "/-/peer/blobs/" + sha, "Range", "bytes=1000-");
     assertEquals(206, ranged.statusCode());
     assertArrayEquals(java.util.Arrays.copyOfRange(body, 1000, body.length), ranged.body());
-    assertEquals(404, TestNode.get(client, s, "/-/peer/blobs/" + "0".repeat(64)).statusCode());
+    assertEquals(404, peer(s, "/-/peer/blobs/" + "0".repeat(64)).statusCode());
+    assertEquals(404, peer(s, "/-/peer/downloads/12345").statusCode());
+    assertEquals(404, peer(s, "/-/peer/blobs/../../etc/passwd").statusCode(), "outside /-/peer/ once resolved");
+    assertEquals(400, peer(s, "/-/peer/keys/" + key("/peer/a.bin").id()).statusCode());
+    assertEquals(416, peer(s, "/-/peer/blobs/" + sha, "Range", "bytes=5000-").statusCode());
+    assertEquals(404, peer(s, "/up/peer/a.bin").statusCode(), "the peer port serves nothing else");
+    // Issue 12: the client port no longer answers the peer endpoint (any cached body by hash).
+    assertEquals(404, TestNode.get(client, s, "/-/peer/blobs/" + sha).statusCode());
     assertEquals(404, TestNode.get(client, s, "/-/peer/downloads/12345").statusCode());
-    assertEquals(400, TestNode.get(client, s, "/-/peer/blobs/../../etc/passwd").statusCode());
-    assertEquals(400, TestNode.get(client, s, "/-/peer/keys/" + key("/peer/a.bin").id()).statusCode());
-    assertEquals(416, TestNode.get(client, s, "/-/peer/blobs/" + sha, "Range", "bytes=5000-").statusCode());
+  }
+
+  private HttpResponse<byte[]> peer(CorralServer s, String target, String... headers) throws Exception {
+    java.net.http.HttpRequest.Builder b = java.net.http.HttpRequest.newBuilder(
+        java.net.URI.create("http://127.0.0.1:" + s.peerAddress().getPort() + target)).GET();
+    for (int i = 0; i < headers.length; i += 2) {
+      b.header(headers[i], headers[i + 1]);
+    }
+    return client.send(b.build(), HttpResponse.BodyHandlers.ofByteArray());
   }
 
   static String sha256(byte[] b) throws Exception {

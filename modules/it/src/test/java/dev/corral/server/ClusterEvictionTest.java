@@ -53,7 +53,7 @@ class ClusterEvictionTest {
     CorralServer evicting = cluster.node(1);
     assertEquals(200, TestNode.get(client, evicting, "/up/ev/second.bin").statusCode());
     assertFalse(evicting.node().store().lookup(first).isPresent());
-    String evictingUrl = "http://127.0.0.1:" + evicting.address().getPort();
+    String evictingUrl = "http://127.0.0.1:" + evicting.peerAddress().getPort();
     TestNode.await("the evicting node dropped from the holders", Duration.ofSeconds(20), () -> {
       List<String> h = TestCluster.holders(any, first);
       int stillHeld = any.node().store().lookup(first).isPresent() ? 1 : 0;

@@ -22,12 +22,12 @@ public final class Cli {
   /** The exit code for bad input (usage errors and bad settings). */
   public static final int BAD_INPUT = 2;
 
-  private static final List<String> COMMANDS = List.of("serve", "db init", "help");
+  private static final List<String> COMMANDS = List.of("serve", "db init", "tls init", "help");
 
   private Cli() {}
 
   /** What the command line asks for. */
-  public sealed interface Command permits Serve, DbInit, Help, Invalid {
+  public sealed interface Command permits Serve, DbInit, TlsInit, Help, Invalid {
     /** The process's exit code once the command has been carried out (for Serve: a clean stop). */
     default int exitCode() {
       return 0;
@@ -43,6 +43,12 @@ public final class Cli {
    * serve are accepted, so one environment or config file serves both.
    */
   public record DbInit(CorralSettings settings) implements Command {}
+
+  /**
+   * {@code corral tls init DIR [--name NAME]... [--force]}: write a fresh cluster CA and a node
+   * certificate every node may share into {@code DIR} ({@link ClusterCertificates}).
+   */
+  public record TlsInit(java.nio.file.Path dir, List<String> names, boolean force) implements Command {}
 
   /** {@code corral help}, {@code --help}, {@code -h}: print {@code text} to stdout, exit 0. */
   public record Help(String text) implements Command {}
@@ -92,11 +98,54 @@ public final class Cli {
         } catch (SettingsException e) {
           return new Invalid(e.getMessage());
         }
+      case "tls":
+        return tlsInit(args, options);
       default:
         return new Invalid(
             "unknown command " + SettingValues.quoted(command)
                 + " (known: " + String.join(", ", COMMANDS) + ")\n" + usageLine());
     }
+  }
+
+  private static Command tlsInit(String[] args, String[] options) {
+    if (options.length == 0 || !options[0].equals("init")) {
+      return new Invalid("unknown command " + SettingValues.quoted(String.join(" ", args))
+          + " (known: tls init)\n" + usageLine());
+    }
+    java.nio.file.Path dir = null;
+    List<String> names = new java.util.ArrayList<>();
+    boolean force = false;
+    for (int i = 1; i < options.length; i++) {
+      String o = options[i];
+      if (o.equals("--help") || o.equals("-h")) {
+        return new Help(helpText());
+      } else if (o.equals("--force")) {
+        force = true;
+      } else if (o.equals("--name") && i + 1 < options.length) {
+        names.add(options[++i]);
+      } else if (o.startsWith("--name=")) {
+        names.add(o.substring("--name=".length()));
+      } else if (o.startsWith("-")) {
+        return new Invalid(SettingValues.quoted(o) + ": unknown option of tls init (--name NAME, --force)");
+      } else if (dir == null) {
+        try {
+          dir = SettingSources.path(o, "tls init DIR");
+        } catch (SettingsException e) {
+          return new Invalid(e.getMessage());
+        }
+      } else {
+        return new Invalid(SettingValues.quoted(o) + ": tls init takes one directory");
+      }
+    }
+    if (dir == null) {
+      return new Invalid("tls init needs a directory: corral tls init DIR [--name NAME]... [--force]");
+    }
+    try {
+      ClusterCertificates.subjectNames(names);
+    } catch (ClusterCertificates.BadName e) {
+      return new Invalid("--name: " + e.getMessage());
+    }
+    return new TlsInit(dir, List.copyOf(names), force);
   }
 
   /** {@code text} in lines of at most about 80 columns, each starting with {@code indent}. */
@@ -117,7 +166,8 @@ public final class Cli {
   }
 
   private static String usageLine() {
-    return "usage: corral serve [options] | corral db init [options] | corral help";
+    return "usage: corral serve [options] | corral db init [options] | corral tls init DIR [--name NAME]..."
+        + " [--force] | corral help";
   }
 
   /** The {@code --help} text, generated from {@link Setting} and {@link RepoSetting}. */
@@ -127,11 +177,15 @@ public final class Cli {
     out.append("Usage:\n");
     out.append("  corral serve [options]   run a node\n");
     out.append("  corral db init [options] create the tables in the database (--journal) and exit\n");
+    out.append("  corral tls init DIR [--name NAME]... [--force]\n");
+    out.append("                           write a new cluster CA and a node certificate all nodes\n");
+    out.append("                           may share (ca.crt, tls.crt, tls.key) for --cluster-tls-dir;\n");
+    out.append("                           names: localhost, 127.0.0.1, ::1 and each --name\n");
     out.append("  corral help              show this text\n\n");
     out.append("Options of serve (each also as environment variable and HOCON setting;\n");
     out.append("precedence: command line > environment > --config file > built-in default):\n\n");
     for (Setting s : Setting.values()) {
-      out.append("  ").append(s.flag()).append(' ').append(s.valueName()).append('\n');
+      out.append("  ").append(s.usage()).append('\n');
       out.append(wrap(s.description(), "      "));
       out.append("      env ").append(s.env());
       s.path().ifPresent(p -> out.append(", HOCON ").append(p));

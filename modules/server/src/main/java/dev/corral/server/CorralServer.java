@@ -17,8 +17,10 @@ import dev.corral.core.store.DiskStore;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.http.FrontDoor;
 import dev.corral.http.PublicBase;
+import dev.corral.http.tls.ServerTls;
 import dev.corral.cluster.ClusterPeers;
 import dev.corral.cluster.HttpPeerBlobs;
+import dev.corral.cluster.PeerPort;
 import dev.corral.registry.generic.GenericRepository;
 import dev.corral.registry.go.GoRepository;
 import dev.corral.registry.maven.MavenRepository;
@@ -68,9 +70,11 @@ public final class CorralServer implements AutoCloseable {
   private final CancelRegistry cancels;
   private final Waiters waiters;
   private final String nodeName;
+  private final ServerBinding peerBinding;
 
   private CorralServer(ActorSystem<Void> system, FrontDoor frontDoor, ServerBinding binding, Node node,
-      Metrics metrics, CancelRegistry cancels, Waiters waiters, String nodeName) {
+      Metrics metrics, CancelRegistry cancels, Waiters waiters, String nodeName, ServerBinding peerBinding) {
+    this.peerBinding = peerBinding;
     this.metrics = metrics;
     this.waiters = waiters;
     this.nodeName = nodeName;
@@ -88,7 +92,11 @@ public final class CorralServer implements AutoCloseable {
 
   /** A cluster port that cannot be bound is an error of the setting that named it. */
   private static SettingsException asSetting(ClusterJoin.CannotListen e) {
-    Setting setting = e.port() == ClusterJoin.CannotListen.Port.CLUSTER ? Setting.CLUSTER_PORT : Setting.MANAGEMENT_PORT;
+    Setting setting = switch (e.port()) {
+      case CLUSTER -> Setting.CLUSTER_PORT;
+      case MANAGEMENT -> Setting.MANAGEMENT_PORT;
+      case PEER -> Setting.PEER_PORT;
+    };
     return new SettingsException(setting.flag(), e.getMessage());
   }
 
@@ -139,26 +147,38 @@ public final class CorralServer implements AutoCloseable {
       Map<String, FetchPolicy> policies = new HashMap<>();
       Map<String, Repository> repos = new LinkedHashMap<>();
       for (RepoSettings r : settings.repos()) {
-        upstreams.put(r.name(), new RepoUpstream(r.url(), upstreamSettings(r), upstreamScope(r)));
+        upstreams.put(r.name(), new RepoUpstream(r.url(), upstreamSettings(r), upstreamScope(r), r.tls()));
         policies.put(r.name(), policy(r));
         repos.put(r.name(), repository(r));
       }
-      HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams);
+      HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams, settings.upstreamProxy());
       // Half of Artery's large frame: no reply carrying a body can ever exceed it.
       long frame = system.settings().config().getBytes("pekko.remote.artery.advanced.maximum-large-frame-size");
-      ClusterPeers peers = new ClusterPeers(system, new HttpPeerBlobs(system), frame / 2);
+      ClusterPeers peers = new ClusterPeers(system, new HttpPeerBlobs(system, settings.cluster().tls()), frame / 2);
       Node node = new Node(store, new HotBlobs(settings.memoryCacheBytes()), KeyRecords.of(system), upstream, metrics,
           name -> policies.getOrDefault(name, FetchPolicy.defaults()), ticker, scheduler, Clock.systemUTC(), io, peers);
       FetchEntity.init(system, node, ENTITY_IDLE);
       CancelRegistry cancels = new CancelRegistry(ticker, settings.tombstoneTtl(), 100_000);
       Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node, system);
       FrontDoor frontDoor = new FrontDoor(system, node, metrics, waiters, repos, settings.adminToken(),
-          new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()), settings.serveLimits(),
-          settings.clientAuth());
-      ServerBinding binding = frontDoor.bind(settings.httpHost(), settings.httpPort(), settings.connections())
+          settings.tls().isPresent()
+              ? new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()).overTls()
+              : new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()),
+          settings.serveLimits(), settings.clientAuth());
+      ServerBinding binding = (settings.tls().isPresent() && settings.tlsHttp2()
+          ? frontDoor.bindTls(settings.httpHost(), settings.httpPort(), settings.connections(),
+              settings.tls().get().sslContext())
+          : frontDoor.bind(settings.httpHost(), settings.httpPort(), settings.connections(),
+              settings.tls().map(ServerTls::connectionContext)))
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
-      connectPeers(system, settings, peers, store, binding.localAddress());
-      CorralServer server = new CorralServer(system, frontDoor, binding, node, metrics, cancels, waiters, nodeName);
+      ServerBinding peerBinding;
+      try {
+        peerBinding = connectPeers(system, settings, peers, store, node);
+      } catch (ClusterJoin.CannotListen e) {
+        throw asSetting(e);
+      }
+      CorralServer server = new CorralServer(system, frontDoor, binding, node, metrics, cancels, waiters, nodeName,
+          peerBinding);
       server.drainOnShutdown(settings.drainTimeout());
       NodeName.register(metrics, nodeName);
       // Ready once this node is an Up member: a one-node cluster is Up at once (waited for
@@ -172,7 +192,8 @@ public final class CorralServer implements AutoCloseable {
         }
       });
       InetSocketAddress a = binding.localAddress();
-      log.info("listening on http://{}:{}", a.getHostString(), a.getPort());
+      log.info("listening on {}://{}:{}{}", settings.tls().isPresent() ? "https" : "http", a.getHostString(), a.getPort(),
+          settings.tls().isEmpty() ? "" : settings.tlsHttp2() ? " (HTTP/2 and HTTP/1.1)" : " (HTTP/1.1)");
       return server;
     } catch (Exception | Error e) {
       system.terminate();
@@ -181,25 +202,20 @@ public final class CorralServer implements AutoCloseable {
   }
 
   /**
-   * Lets this node exchange bytes with the other nodes once its HTTP server is bound: its peer URL
-   * (where its internal peer endpoint is reached, listed in key records as a holder). Evictions
-   * tell the key's entity that this node no longer holds the bytes.
+   * Lets this node exchange bytes with the other nodes: binds the peer port at the cluster host
+   * ({@link PeerPort}; never the client port) and sets this node's peer URL, listed in key records
+   * as a holder. Evictions tell the key's entity that this node no longer holds the bytes.
    */
-  private static void connectPeers(ActorSystem<?> system, CorralSettings settings, ClusterPeers peers, DiskStore store,
-      InetSocketAddress bound) {
-    Config config = system.settings().config();
-    String host = settings.httpHost();
-    if (host.isEmpty() || host.equals("0.0.0.0") || host.equals("::") || host.equals("[::]")) {
-      host = config.getString("pekko.remote.artery.canonical.hostname"); // how peers reach this node
-    }
-    if (host.contains(":") && !host.startsWith("[")) {
-      host = "[" + host + "]";
-    }
-    String selfUrl = "http://" + host + ":" + bound.getPort();
+  private static ServerBinding connectPeers(ActorSystem<?> system, CorralSettings settings, ClusterPeers peers,
+      DiskStore store, Node node) throws Exception {
+    ServerBinding peerBinding = PeerPort.bind(system, node, settings.cluster());
+    String selfUrl = PeerPort.url(settings.cluster(), peerBinding.localAddress());
     peers.bound(selfUrl);
     ClusterSharding sharding = ClusterSharding.get(system);
     store.onEvicted(keyId -> sharding.entityRefFor(FetchEntity.TYPE_KEY, keyId).tell(new FetchEntity.Dropped(selfUrl)));
-    log.info("peer endpoint for other nodes: {}/-/peer/ (internal: firewall it to the cluster's nodes)", selfUrl);
+    log.info("peer endpoint for other nodes: {}/-/peer/ ({})", selfUrl, settings.cluster().tls().isPresent()
+        ? "client certificates from the cluster's CA required" : "no TLS: firewall it to the cluster's nodes");
+    return peerBinding;
   }
 
   /**
@@ -219,6 +235,10 @@ public final class CorralServer implements AutoCloseable {
       frontDoor.drain();
       return binding.unbind().thenApply(d -> Done.getInstance());
     });
+    // The peer port stays open while the node drains and hands its shards off: other nodes may
+    // still be copying from it.
+    cs.addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(), "corral-peer-unbind",
+        () -> peerBinding.terminate(Duration.ofSeconds(1)).thenApply(t -> Done.getInstance()));
     cs.addTask(CoordinatedShutdown.PhaseServiceRequestsDone(), "corral-drain", () -> {
       long deadline = System.nanoTime() + drainTimeout.toNanos();
       CompletableFuture<Done> idle = new CompletableFuture<>();
@@ -247,6 +267,11 @@ public final class CorralServer implements AutoCloseable {
 
   public InetSocketAddress address() {
     return binding.localAddress();
+  }
+
+  /** Where the peer port listens (the cluster host). */
+  public InetSocketAddress peerAddress() {
+    return peerBinding.localAddress();
   }
 
   /** The node's stable name ({@code --node-name}, else its cluster host:port). */

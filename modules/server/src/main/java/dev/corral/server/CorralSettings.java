@@ -5,6 +5,8 @@ import dev.corral.http.ServeLimits;
 import dev.corral.http.ConnectionLimits;
 import dev.corral.http.TrustedProxies;
 import dev.corral.http.auth.ClientAuth;
+import dev.corral.http.tls.ServerTls;
+import dev.corral.http.upstream.EgressProxy;
 import com.typesafe.config.Config;
 import java.net.URI;
 import java.nio.file.Path;
@@ -35,6 +37,9 @@ import java.util.Optional;
  *     Pekko reference configuration: {@code raw.withFallback(ConfigFactory.load())}.
  * @param warnings problems that do not stop the start, for the caller to log
  * @param serveLimits the metadata memory and the per-client miss rate limit
+ * @param tls the client port's certificate and key (HTTPS), loaded; empty: plain HTTP
+ * @param tlsHttp2 with TLS, whether HTTP/2 is offered (else HTTP/1.1 only, with every connection defence)
+ * @param upstreamProxy the HTTP proxy upstream connections tunnel through, if any
  */
 public record CorralSettings(
     String httpHost,
@@ -54,7 +59,10 @@ public record CorralSettings(
     Optional<JournalSettings> journal,
     Config raw,
     List<String> warnings,
-    ServeLimits serveLimits) {
+    ServeLimits serveLimits,
+    Optional<ServerTls> tls,
+    boolean tlsHttp2,
+    Optional<EgressProxy> upstreamProxy) {
 
   public CorralSettings {
     Objects.requireNonNull(httpHost, "httpHost");
@@ -70,6 +78,8 @@ public record CorralSettings(
     Objects.requireNonNull(journal, "journal");
     Objects.requireNonNull(raw, "raw");
     Objects.requireNonNull(serveLimits, "serveLimits");
+    tls = tls == null ? Optional.empty() : tls;
+    upstreamProxy = upstreamProxy == null ? Optional.empty() : upstreamProxy;
     repos = List.copyOf(repos);
     warnings = List.copyOf(warnings);
   }
@@ -109,6 +119,8 @@ public record CorralSettings(
         + ", cluster=" + cluster
         + ", journal=" + journal.map(JournalSettings::toString).orElse("embedded H2")
         + ", serveLimits=" + serveLimits
+        + ", tls=" + tls.map(t -> tlsHttp2 ? "on (HTTP/2, HTTP/1.1)" : "on (HTTP/1.1)").orElse("off")
+        + ", upstreamProxy=" + upstreamProxy.map(EgressProxy::toString).orElse("none")
         + "]";
   }
 }

@@ -38,6 +38,21 @@ public final class Main {
         System.exit(1);
       }
     }
+    if (command instanceof Cli.TlsInit init) {
+      try {
+        var written = ClusterCertificates.write(init.dir(), init.names(), init.force());
+        System.out.println("corral: wrote " + written.stream().map(Object::toString)
+            .collect(java.util.stream.Collectors.joining(", ")) + " (the key only its owner may read); give every"
+            + " node a copy with --cluster-tls-dir " + init.dir());
+        System.exit(0);
+      } catch (java.nio.file.FileAlreadyExistsException e) {
+        System.err.println("corral: " + e.getFile());
+        System.exit(2);
+      } catch (Exception e) {
+        System.err.println("corral: tls init failed: " + e);
+        System.exit(1);
+      }
+    }
     CorralSettings settings = ((Cli.Serve) command).settings();
     settings.warnings().forEach(w -> System.err.println("corral: warning: " + w));
     try {

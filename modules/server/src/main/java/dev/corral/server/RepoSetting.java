@@ -42,6 +42,11 @@ public enum RepoSetting {
   QUERY("query", false, null,
       "generic only: what of a request's query string goes upstream and into the key: keep (the"
           + " default), drop, or a list of the parameter names to keep"),
+  CA_BUNDLE("ca-bundle", false, null,
+      "PEM file of the CAs the upstream's certificate must chain to, instead of the JDK's"),
+  CLIENT_CERT("client-cert", false, null,
+      "PEM certificate chain presented when the upstream asks for a client certificate; with client-key"),
+  CLIENT_KEY("client-key", false, null, "PEM private key of client-cert (PKCS#8, RSA or EC, unencrypted)"),
   SUMDB_URL("sumdb-url", false, null,
       "go only: a Go checksum database to proxy under /NAME/sumdb/HOST[:PORT]/ (else 404 there)"),
   ALLOWED_HOSTS("allowed-hosts", false, null,

@@ -1,5 +1,6 @@
 package dev.corral.server;
 
+import dev.corral.http.tls.UpstreamTls;
 import dev.corral.http.upstream.AllowedHost;
 import dev.corral.http.upstream.Credential;
 import dev.corral.registry.generic.QueryPolicy;
@@ -25,6 +26,7 @@ import java.util.Optional;
  * @param query generic repositories: what of a request's query goes upstream and into the key
  * @param allowedHosts hosts besides the upstream's own origin that its requests may reach
  *     (redirect targets, tarball and file hosts); never with the credential
+ * @param tls the CAs its upstream must chain to and the client certificate it presents
  */
 public record RepoSettings(
     String name,
@@ -48,9 +50,10 @@ public record RepoSettings(
     Duration maxStale,
     Optional<String> sumdbUrl,
     QueryPolicy query,
-    List<AllowedHost> allowedHosts) {
+    List<AllowedHost> allowedHosts,
+    UpstreamTls tls) {
 
-  /** With no allowed hosts: only the upstream's own origin is reached. */
+  /** With no allowed hosts (only the upstream's own origin is reached), the JDK's CAs and no client certificate. */
   public RepoSettings(String name, String type, String url, Duration connectTimeout,
       Duration firstByteTimeout, Duration idleTimeout, int retries, Duration retryBackoff,
       int maxRedirects, int maxConnections, Duration negativeTtl, Duration waiterBudget,
@@ -59,7 +62,8 @@ public record RepoSettings(
       Optional<String> sumdbUrl, QueryPolicy query) {
     this(name, type, url, connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff,
         maxRedirects, maxConnections, negativeTtl, waiterBudget, onBudgetExhausted, maxWaiters,
-        maxOrphanFetches, inlineLimitBytes, credential, metadataTtl, maxStale, sumdbUrl, query, List.of());
+        maxOrphanFetches, inlineLimitBytes, credential, metadataTtl, maxStale, sumdbUrl, query, List.of(),
+        UpstreamTls.JDK_DEFAULTS);
   }
 
   /** With the query kept as sent (the default for every type). */
@@ -126,6 +130,7 @@ public record RepoSettings(
 
   public RepoSettings {
     Objects.requireNonNull(name, "name");
+    tls = tls == null ? UpstreamTls.JDK_DEFAULTS : tls;
     Objects.requireNonNull(type, "type");
     Objects.requireNonNull(url, "url");
     Objects.requireNonNull(connectTimeout, "connectTimeout");
@@ -140,6 +145,7 @@ public record RepoSettings(
     Objects.requireNonNull(maxStale, "maxStale");
     Objects.requireNonNull(sumdbUrl, "sumdbUrl");
     Objects.requireNonNull(query, "query");
+    Objects.requireNonNull(tls, "tls");
     allowedHosts = List.copyOf(allowedHosts);
   }
 }

@@ -26,6 +26,20 @@ public enum Setting {
       "DURATION", "Time a new connection has to send its first complete request head; then it is closed"),
   IDLE_TIMEOUT("--idle-timeout", "corral.http.idle-timeout", "CORRAL_IDLE_TIMEOUT", "DURATION",
       "Time a client connection may sit between requests, and the most a later request head may take"),
+  TLS_CERT("--tls-cert", "corral.http.tls-cert", "CORRAL_TLS_CERT", "FILE",
+      "PEM certificate chain for HTTPS on the HTTP port (HTTP/2 by ALPN, and HTTP/1.1); with --tls-key."
+          + " Re-read when it changes"),
+  TLS_KEY("--tls-key", "corral.http.tls-key", "CORRAL_TLS_KEY", "FILE",
+      "PEM private key of --tls-cert (PKCS#8, RSA or EC, unencrypted); re-read when it changes"),
+  TLS_HTTP2("--tls-http2", "corral.http.tls-http2", "CORRAL_TLS_HTTP2", "on/off",
+      "With --tls-cert: offer HTTP/2 by ALPN beside HTTP/1.1 (on), or HTTP/1.1 only, bound through Pekko's"
+          + " public API alone (off)"),
+  UPSTREAM_PROXY("--upstream-proxy", "corral.upstream-proxy", "CORRAL_UPSTREAM_PROXY", "URL",
+      "HTTP proxy (http://HOST:PORT) that upstream connections tunnel through with CONNECT; never used"
+          + " between the cluster's nodes"),
+  UPSTREAM_NO_PROXY("--upstream-no-proxy", "corral.upstream-no-proxy", "CORRAL_UPSTREAM_NO_PROXY",
+      "HOST[,HOST...]", "Upstream hosts reached directly despite --upstream-proxy; each matches its"
+          + " subdomains too, * matches all"),
   DATA_DIR("--data-dir", "corral.data-dir", "CORRAL_DATA_DIR", "DIR",
       "Directory holding the cached artifacts"),
   MAX_SIZE("--max-size", "corral.max-size", "CORRAL_MAX_SIZE", "SIZE",
@@ -71,6 +85,17 @@ public enum Setting {
   DISCOVERY("--discovery", "corral.cluster.discovery", "CORRAL_DISCOVERY", "METHOD",
       "Cluster Bootstrap instead of seed nodes: none, config (contact points listed in"
           + " pekko.discovery.config.services.corral) or kubernetes-api (pods labelled app=corral)"),
+  CLUSTER_TLS_DIR("--cluster-tls-dir", "corral.cluster.tls-dir", "CORRAL_CLUSTER_TLS_DIR", "DIR",
+      "Directory with ca.crt, tls.crt, tls.key (PEM, RSA key; the layout cert-manager writes; corral tls"
+          + " init makes one): the cluster port is TLS and the peer port HTTPS, both requiring a certificate"
+          + " from that CA; re-read within a minute when they change"),
+  CLUSTER_INSECURE("--cluster-insecure", "corral.cluster.insecure", "CORRAL_CLUSTER_INSECURE", null,
+      "Start with a plain cluster port and peer port on a non-loopback cluster host (anyone who reaches"
+          + " them can join the cluster and read cached bodies); without it such a node refuses to start"
+          + " unless --cluster-tls-dir is given"),
+  PEER_PORT("--peer-port", "corral.cluster.peer-port", "CORRAL_PEER_PORT", "PORT",
+      "TCP port of the peer copy channel other nodes copy cached bytes from, bound to the cluster host"
+          + " (HTTPS with client certificates under --cluster-tls-dir); 0 picks a free port"),
   NODE_NAME("--node-name", "corral.cluster.node-name", "CORRAL_NODE_NAME", "NAME",
       "Stable name of this node in logs and metrics (default: cluster host:port)"),
   MANAGEMENT_HOST("--management-host", "corral.management.host", "CORRAL_MANAGEMENT_HOST", "HOST",
@@ -130,6 +155,16 @@ public enum Setting {
     return BuiltInDefaults.text(path);
   }
 
+  /** Whether the flag takes no value (given: true); as a variable or in HOCON, true or false. */
+  public boolean isSwitch() {
+    return valueName == null;
+  }
+
+  /** The flag as shown in usage: with its value's name, unless it is a switch. */
+  public String usage() {
+    return isSwitch() ? flag : flag + " " + valueName;
+  }
+
   /** Whether the flag may be given several times, each adding one value. */
   public boolean repeatable() {
     return this == REPO;
@@ -145,7 +180,7 @@ public enum Setting {
     out.append("| Flag | HOCON | Environment | Default | Description |\n");
     out.append("|---|---|---|---|---|\n");
     for (Setting s : values()) {
-      out.append("| `").append(s.flag).append(' ').append(s.valueName).append("` | ")
+      out.append("| `").append(s.usage()).append("` | ")
           .append(s.path == null ? "" : "`" + s.path + "`").append(" | `")
           .append(s.env).append("` | ")
           .append(s.defaultValue().map(d -> "`" + d + "`").orElse(""))

@@ -93,7 +93,9 @@ final class SettingSources {
       Setting setting =
           Setting.byFlag(flag)
               .orElseThrow(() -> new SettingsException(flag, "unknown option (see corral help)"));
-      if (value == null) {
+      if (value == null && setting.isSwitch()) {
+        value = "true";
+      } else if (value == null) {
         if (i + 1 >= args.length || args[i + 1].startsWith("--")) {
           throw new SettingsException(flag, "missing value (" + setting.valueName() + ")");
         }

@@ -1,6 +1,7 @@
 package dev.corral.server;
 
 import dev.corral.cluster.ClusterSettings;
+import dev.corral.cluster.ClusterTls;
 import dev.corral.http.ServeLimits;
 import dev.corral.http.ConnectionLimits;
 import dev.corral.http.TrustedProxies;
@@ -22,8 +23,12 @@ import com.typesafe.config.ConfigValueType;
 import dev.corral.http.auth.ClientAuth;
 import dev.corral.http.auth.TokenLines;
 import dev.corral.http.auth.TokensFile;
+import dev.corral.http.tls.Pem;
+import dev.corral.http.tls.ServerTls;
+import dev.corral.http.tls.UpstreamTls;
 import dev.corral.http.upstream.AllowedHost;
 import dev.corral.http.upstream.Credential;
+import dev.corral.http.upstream.EgressProxy;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.AccessDeniedException;
@@ -154,7 +159,8 @@ final class SettingsReader {
       ServeLimits serveLimits = serveLimits();
       return new CorralSettings(
           host, port, connections, dataDir, maxSize, memoryCacheSize, adminToken, clientAuth, publicBaseUrl,
-          trustedProxies, drainTimeout, tombstoneTtl, repos, cluster, journal, config, warnings, serveLimits);
+          trustedProxies, drainTimeout, tombstoneTtl, repos, cluster, journal, config, warnings, serveLimits,
+          serverTls(), onOff(path(Setting.TLS_HTTP2)), upstreamProxy(warnings));
     });
   }
 
@@ -170,6 +176,84 @@ final class SettingsReader {
   }
 
   private static final int MAX_CONNECTIONS = 1_000_000;
+
+  // ---- TLS and the egress proxy (docs/security.md, "TLS")
+
+  /** The client port's certificate and key, loaded now: files that do not load stop the start. */
+  private Optional<ServerTls> serverTls() {
+    String certPath = path(Setting.TLS_CERT);
+    String keyPath = path(Setting.TLS_KEY);
+    Optional<String> cert = optionalText(certPath).filter(t -> !t.isBlank());
+    Optional<String> key = optionalText(keyPath).filter(t -> !t.isBlank());
+    if (cert.isEmpty() && key.isEmpty()) {
+      return Optional.empty();
+    }
+    if (cert.isEmpty()) {
+      throw error(keyPath, "needs " + Setting.TLS_CERT.flag() + " too");
+    }
+    if (key.isEmpty()) {
+      throw error(certPath, "needs " + Setting.TLS_KEY.flag() + " too");
+    }
+    try {
+      return Optional.of(ServerTls.load(SettingSources.path(cert.get(), label(certPath)),
+          SettingSources.path(key.get(), label(keyPath)), ServerTls.CHECK_EVERY));
+    } catch (Pem.PemException e) {
+      throw new SettingsException(label(certPath) + ", " + label(keyPath), e.getMessage());
+    }
+  }
+
+  private boolean onOff(String path) {
+    String v = text(path).trim().toLowerCase(Locale.ROOT);
+    return switch (v) {
+      case "on", "true" -> true;
+      case "off", "false" -> false;
+      default -> throw error(path, quoted(v) + " is not on or off");
+    };
+  }
+
+  private Optional<EgressProxy> upstreamProxy(List<String> warnings) {
+    String proxyPath = path(Setting.UPSTREAM_PROXY);
+    String noProxyPath = path(Setting.UPSTREAM_NO_PROXY);
+    List<String> noProxy = List.of();
+    if (has(noProxyPath)) {
+      noProxy = config.getValue(noProxyPath).valueType() == ConfigValueType.LIST
+          ? config.getStringList(noProxyPath) : Arrays.asList(text(noProxyPath).split(","));
+    }
+    Optional<String> url = optionalText(proxyPath).filter(t -> !t.isBlank());
+    if (url.isEmpty()) {
+      if (!noProxy.isEmpty()) {
+        warnings.add(label(noProxyPath) + " has no effect without " + Setting.UPSTREAM_PROXY.flag());
+      }
+      return Optional.empty();
+    }
+    try {
+      return Optional.of(EgressProxy.parse(url.get(), noProxy));
+    } catch (IllegalArgumentException e) {
+      // The value is not echoed: a proxy URL may carry a password.
+      throw error(proxyPath, e.getMessage());
+    }
+  }
+
+  /** A repository's upstream TLS files, loaded now. */
+  private UpstreamTls upstreamTls(String name) {
+    String caPath = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.CA_BUNDLE.key());
+    String certPath = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.CLIENT_CERT.key());
+    String keyPath = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.CLIENT_KEY.key());
+    Optional<Path> ca = optionalText(caPath).map(t -> SettingSources.path(t, label(caPath)));
+    Optional<Path> cert = optionalText(certPath).map(t -> SettingSources.path(t, label(certPath)));
+    Optional<Path> key = optionalText(keyPath).map(t -> SettingSources.path(t, label(keyPath)));
+    if (cert.isPresent() && key.isEmpty()) {
+      throw error(certPath, "needs " + RepoSetting.CLIENT_KEY.key() + " too");
+    }
+    if (key.isPresent() && cert.isEmpty()) {
+      throw error(keyPath, "needs " + RepoSetting.CLIENT_CERT.key() + " too");
+    }
+    try {
+      return UpstreamTls.load(ca, cert, key);
+    } catch (Pem.PemException e) {
+      throw new SettingsException(ConfigUtil.joinPath("corral", "repos", name), e.getMessage());
+    }
+  }
 
   // ---- client authentication
 
@@ -295,7 +379,38 @@ final class SettingsReader {
     String managementPortPath = path(Setting.MANAGEMENT_PORT);
     OptionalInt managementPort =
         has(managementPortPath) ? OptionalInt.of(port(managementPortPath)) : OptionalInt.empty();
-    return new ClusterSettings(host, port, seeds, discovery, nodeName, managementHost, managementPort);
+    String tlsPath = path(Setting.CLUSTER_TLS_DIR);
+    Optional<ClusterTls> tls = optionalText(tlsPath)
+        .map(d -> new ClusterTls(SettingSources.path(d.trim(), label(tlsPath))));
+    if (tls.isPresent()) {
+      Optional<String> problem = tls.get().problem();
+      if (problem.isPresent()) {
+        throw new SettingsException(label(tlsPath), problem.get());
+      }
+    }
+    boolean insecure = bool(path(Setting.CLUSTER_INSECURE));
+    int peerPort = port(path(Setting.PEER_PORT));
+    ClusterSettings cluster = new ClusterSettings(host, port, seeds, discovery, nodeName, managementHost, managementPort,
+        tls, insecure, peerPort);
+    Optional<String> exposed = cluster.exposureProblem();
+    if (exposed.isPresent()) {
+      // Refused here, before anything binds: one line naming both ways out.
+      throw new SettingsException(label(path(Setting.CLUSTER_HOST)), exposed.get());
+    }
+    return cluster;
+  }
+
+  /** A switch: true or false (also yes/no, on/off); unset is false. */
+  private boolean bool(String path) {
+    if (!has(path)) {
+      return false;
+    }
+    String t = text(path).trim().toLowerCase(java.util.Locale.ROOT);
+    return switch (t) {
+      case "true", "yes", "on" -> true;
+      case "false", "no", "off" -> false;
+      default -> throw error(path, quoted(t) + " is not true or false");
+    };
   }
 
   private static final java.util.regex.Pattern NODE_NAME =
@@ -413,7 +528,7 @@ final class SettingsReader {
         duration(field(name, RepoSetting.MAX_STALE), false),
         sumdbUrl(name, type),
         query(name, type),
-        allowedHosts(name));
+        allowedHosts(name), upstreamTls(name));
   }
 
   /** A list (or a comma-separated string) of HOST or HOST:PORT entries; empty when unset. */

@@ -63,7 +63,7 @@ class CliTest {
       assertTrue(help.contains("  " + flag + " "), flag + " missing from\n" + help);
     }
     for (Setting s : Setting.values()) {
-      assertTrue(help.contains("  " + s.flag() + " " + s.valueName() + "\n"), s.flag());
+      assertTrue(help.contains("  " + s.usage() + "\n"), s.flag());
       assertTrue(help.contains("env " + s.env()), s.env());
       s.path().ifPresent(p -> assertTrue(help.contains("HOCON " + p), p));
     }

@@ -56,7 +56,7 @@ class ClusterSettingsTest {
 
   @Test
   void flagsEnvironmentAndHoconSetTheClusterSettings() throws IOException {
-    CorralSettings flags = load(Map.of(), "--cluster-host", "node-1.internal", "--cluster-port", "0",
+    CorralSettings flags = load(Map.of(), "--cluster-host", "node-1.internal", "--cluster-insecure", "--cluster-port", "0",
         "--seed-nodes", "127.0.0.11:25520, 127.0.0.12:25521", "--node-name", "corral-1", "--management-port", "0");
     assertEquals("node-1.internal", flags.cluster().host());
     assertEquals(0, flags.cluster().port());
@@ -169,5 +169,58 @@ class ClusterSettingsTest {
     assertEquals("corral", k8s.getString("pekko.management.cluster.bootstrap.contact-point-discovery.service-name"));
     assertEquals("127.0.0.19", k8s.getString("pekko.management.http.hostname"));
     assertEquals(7626, k8s.getInt("pekko.management.http.port"));
+  }
+
+  // ---- the cluster's identity (issue 12, item 1)
+
+  @Test
+  void aNonLoopbackClusterHostIsRefusedBeforeAnythingBindsUnlessTlsOrInsecure() throws Exception {
+    SettingsException e = fails("--cluster-host", "192.0.2.10");
+    assertEquals("--cluster-host", e.setting());
+    assertFalse(e.getMessage().contains("\n"), "one line");
+    assertTrue(e.getMessage().contains("--cluster-tls-dir") && e.getMessage().contains("--cluster-insecure"),
+        e.getMessage());
+    assertEquals("CORRAL_CLUSTER_HOST", fails(Map.of("CORRAL_CLUSTER_HOST", "0.0.0.0")).setting());
+
+    assertTrue(load(Map.of(), "--cluster-host", "192.0.2.10", "--cluster-insecure").cluster().insecure());
+    assertTrue(load(Map.of("CORRAL_CLUSTER_INSECURE", "true", "CORRAL_CLUSTER_HOST", "192.0.2.10")).cluster().insecure());
+    assertEquals("--cluster-insecure: \"maybe\" is not true or false",
+        fails("--cluster-insecure=maybe").getMessage());
+    Path tls = dir.resolve("tls");
+    ClusterCertificates.write(tls, List.of(), false);
+    ClusterSettings c = load(Map.of(), "--cluster-host", "192.0.2.10", "--cluster-tls-dir", tls.toString()).cluster();
+    assertEquals(tls.toAbsolutePath(), c.tls().orElseThrow().dir());
+    assertFalse(c.insecure());
+  }
+
+  @Test
+  void theTlsDirIsCheckedAtStartAndTheDefaultsAreAPlainLoopbackWithPeerPort7627() throws Exception {
+    ClusterSettings defaults = load(Map.of()).cluster();
+    assertEquals(Optional.empty(), defaults.tls());
+    assertFalse(defaults.insecure());
+    assertEquals(7627, defaults.peerPort());
+    assertEquals(0, load(Map.of(), "--peer-port", "0").cluster().peerPort());
+    assertEquals("--peer-port", fails("--peer-port", "99999").setting());
+
+    SettingsException missing = fails("--cluster-tls-dir", dir.resolve("none").toString());
+    assertEquals("--cluster-tls-dir: cannot read " + dir.resolve("none").resolve("ca.crt").toAbsolutePath()
+        + ": no such file", missing.getMessage());
+  }
+
+  @Test
+  void pekkoConfigRunsArteryOverTlsWithTheRotatingKeysProvider() throws Exception {
+    Path tls = dir.resolve("tls");
+    ClusterCertificates.write(tls, List.of(), false);
+    Config p = CorralServer.pekkoConfig(load(Map.of(), "--cluster-tls-dir", tls.toString()), dir);
+    assertEquals("tls-tcp", p.getString("pekko.remote.artery.transport"));
+    assertEquals("org.apache.pekko.remote.artery.tcp.ssl.RotatingKeysSSLEngineProvider",
+        p.getString("pekko.remote.artery.ssl.ssl-engine-provider"));
+    assertEquals(tls.toAbsolutePath().resolve("tls.key").toString(),
+        p.getString("pekko.remote.artery.ssl.rotating-keys-engine.key-file"));
+    assertEquals(tls.toAbsolutePath().resolve("ca.crt").toString(),
+        p.getString("pekko.remote.artery.ssl.rotating-keys-engine.ca-cert-file"));
+    assertEquals(java.time.Duration.ofMinutes(1),
+        p.getDuration("pekko.remote.artery.ssl.rotating-keys-engine.ssl-context-cache-ttl"));
+    assertEquals("tcp", CorralServer.pekkoConfig(load(Map.of()), dir).getString("pekko.remote.artery.transport"));
   }
 }

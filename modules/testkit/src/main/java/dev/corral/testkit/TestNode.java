@@ -55,7 +55,7 @@ public final class TestNode {
     Files.createDirectories(dir);
     Files.writeString(config, hocon);
     List<String> args = new ArrayList<>(List.of(
-        "--http-host", "127.0.0.1", "--http-port", "0", "--cluster-port", "0",
+        "--http-host", "127.0.0.1", "--http-port", "0", "--cluster-port", "0", "--peer-port", "0",
         "--data-dir", dir.resolve("data").toString(),
         "--repo", "up=generic:" + upstreamBase,
         "--config", config.toString()));

@@ -86,7 +86,15 @@ public final class HttpUpstream implements Upstream {
   private final LoggingAdapter poolLog;
   private final Map<String, Repo> repos;
 
-  private record Repo(String name, UpstreamScope scope, UpstreamSettings settings, ConnectionPoolSettings pool) {}
+  private final Optional<EgressProxy> proxy;
+
+  private record Repo(String name, UpstreamScope scope, UpstreamSettings settings, ConnectionPoolSettings pool,
+      Optional<HttpsConnectionContext> https, Optional<EgressProxy> proxy, ConnectionPoolSettings proxied) {
+    /** The pool settings for a request to {@code url}: through the egress proxy unless its host is exempt. */
+    ConnectionPoolSettings poolFor(URI url) {
+      return url.getHost() != null && EgressProxy.forHost(proxy, url.getHost()).isPresent() ? proxied : pool;
+    }
+  }
 
   /** Scheme, host and port: where a repository's credential may be sent. */
   record Origin(String scheme, String host, int port) {
@@ -102,6 +110,15 @@ public final class HttpUpstream implements Upstream {
    * @param repos every repository's upstream by repository name; a request for another name fails
    */
   public HttpUpstream(ActorSystem<?> system, Metrics metrics, Map<String, RepoUpstream> repos) {
+    this(system, metrics, repos, Optional.empty());
+  }
+
+  /**
+   * @param proxy the egress proxy for every repository's upstream requests ({@link EgressProxy})
+   */
+  public HttpUpstream(ActorSystem<?> system, Metrics metrics, Map<String, RepoUpstream> repos,
+      Optional<EgressProxy> proxy) {
+    this.proxy = proxy;
     this.system = system;
     this.metrics = metrics;
     this.http = Http.get(system);
@@ -114,11 +131,13 @@ public final class HttpUpstream implements Upstream {
 
   private Repo repo(String name, RepoUpstream upstream) {
     absolute(upstream.baseUrl());
-    ConnectionPoolSettings pool = poolSettings(system, upstream.settings());
-    // Every connection of this repository's pool goes through its scope's address check.
-    pool = pool.withConnectionSettings(pool.getConnectionSettings().withTransport(
+    ConnectionPoolSettings plain = poolSettings(system, upstream.settings());
+    // Every direct connection of this repository's pool goes through its scope's address check;
+    // through the egress proxy the proxy resolves the host (the origin and path checks still hold).
+    ConnectionPoolSettings pool = plain.withConnectionSettings(plain.getConnectionSettings().withTransport(
         ScopedTransport.of(upstream.scope(), system.dispatchers().lookup(DispatcherSelector.blocking()))));
-    return new Repo(name, upstream.scope(), upstream.settings(), pool);
+    return new Repo(name, upstream.scope(), upstream.settings(), pool, upstream.tls().connectionContext(), proxy,
+        proxy.map(p -> p.applyTo(plain)).orElse(pool));
   }
 
   /** The pool settings for one repository, set from its settings rather than from configuration. */
@@ -268,7 +287,7 @@ public final class HttpUpstream implements Upstream {
               timeout,
               () -> bounded.completeExceptionally(new FirstByteTimeout("no response headers within " + timeout)),
               system.executionContext());
-      http.singleRequest(request, https, repo.pool, poolLog)
+      http.singleRequest(request, repo.https.orElse(https), repo.poolFor(url), poolLog)
           .whenComplete(
               (response, error) -> {
                 timer.cancel();

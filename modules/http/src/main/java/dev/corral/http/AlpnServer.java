@@ -1,0 +1,187 @@
+package dev.corral.http;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLEngine;
+import org.apache.pekko.Done;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.event.LoggingAdapter;
+import org.apache.pekko.http.impl.engine.http2.Http2$;
+import org.apache.pekko.http.impl.engine.http2.Http2Blueprint;
+import org.apache.pekko.http.impl.engine.http2.Http2Ext;
+import org.apache.pekko.http.javadsl.Http;
+import org.apache.pekko.http.javadsl.ServerBinding;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.settings.ServerSettings;
+import org.apache.pekko.stream.KillSwitches;
+import org.apache.pekko.stream.Materializer;
+import org.apache.pekko.stream.SharedKillSwitch;
+import org.apache.pekko.stream.TLSProtocol;
+import org.apache.pekko.stream.UniqueKillSwitch;
+import org.apache.pekko.stream.javadsl.BidiFlow;
+import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.javadsl.Keep;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.stream.javadsl.TLS;
+import org.apache.pekko.stream.javadsl.Tcp;
+import org.apache.pekko.util.ByteString;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import scala.jdk.javaapi.FutureConverters;
+
+/**
+ * The TLS port with HTTP/2 and HTTP/1.1 chosen by ALPN per connection, where every connection
+ * keeps the front door's defences (docs/security.md, "TLS"): the cap (a connection is accepted
+ * only while fewer than {@code max-connections} are open), the {@link HeadDeadline} from the
+ * moment the TCP connection is accepted (so a stalled TLS handshake counts too), and the
+ * {@link ConnectionScope} that cancels a closed connection's waiters.
+ *
+ * <p>Pekko HTTP offers HTTP/2 publicly only through {@code bind(handler)}, which has no
+ * per-connection hook. This class assembles the same per-connection stack Pekko's own binding
+ * does (TLS with an ALPN selector; then Pekko's HTTP/1.1 server layer joined with the front
+ * door's request flow, or Pekko's HTTP/2 server stack with a handler of this connection) and so
+ * uses Pekko HTTP internal API ({@code Http2Blueprint}, {@code Http2Ext}, the same Pekko's own
+ * binding uses), written against pekko-http 1.3: {@code TlsIT} and {@code TlsCancellationHttpTest}
+ * fail if an upgrade changes it ({@code --tls-http2 off} avoids it altogether).
+ */
+final class AlpnServer {
+  private static final Logger log = LoggerFactory.getLogger(AlpnServer.class);
+
+  /** A connection's state: its waiters, addresses and head deadline. */
+  record Connection(ConnectionScope scope, PublicBase.Addresses addresses, HeadDeadline deadline) {}
+
+  /** What the front door gives each connection (it implements this for its TLS port). */
+  interface Door {
+    Connection open(java.net.InetSocketAddress local, java.net.InetSocketAddress remote);
+
+    /** HTTP/1.1: the connection's requests, answered in order. */
+    Flow<HttpRequest, HttpResponse, NotUsed> requests(Connection c);
+
+    /** HTTP/2: one request of the connection, answered concurrently with its others. */
+    CompletionStage<HttpResponse> answer(HttpRequest r, Connection c);
+
+    void headTimedOut(boolean first);
+
+    void closed();
+  }
+
+  private final ActorSystem<?> system;
+  private final Door door;
+  private final SSLContext context;
+  private final ConnectionLimits limits;
+  private final Materializer mat;
+  private final ServerSettings settings;
+  private final LoggingAdapter pekkoLog;
+  private final Http2Ext http2;
+  private final SharedKillSwitch all = KillSwitches.shared("corral-tls-connections");
+
+  AlpnServer(ActorSystem<?> system, Door door, SSLContext context, ConnectionLimits limits) {
+    this.system = system;
+    this.door = door;
+    this.context = context;
+    this.limits = limits;
+    this.mat = Materializer.matFromSystem(system);
+    this.settings = ServerSettings.create(Adapter.toClassic(system)).withMaxConnections(limits.maxConnections());
+    this.pekkoLog = Adapter.toClassic(system).log();
+    this.http2 = Http2$.MODULE$.get(Adapter.toClassic(system));
+  }
+
+  CompletionStage<ServerBinding> bind(String host, int port) {
+    return Tcp.get(Adapter.toClassic(system))
+        .bind(host, port, settings.getBacklog(), List.of(), false, java.util.Optional.empty())
+        .mapAsyncUnordered(limits.maxConnections(), this::serve)
+        .to(Sink.ignore())
+        .run(mat)
+        .thenApply(tcp -> new ServerBinding(new org.apache.pekko.http.scaladsl.Http.ServerBinding(tcp.localAddress(),
+            () -> FutureConverters.asScala(tcp.unbind().thenApply(v -> scala.runtime.BoxedUnit.UNIT)),
+            deadline -> FutureConverters.asScala(terminate(tcp)))));
+  }
+
+  /**
+   * Unbinds and closes the connections still open. The node's drain has already waited for
+   * fetches and streamed responses (docs/operations.md), so what is left is idle keep-alives.
+   */
+  private CompletionStage<org.apache.pekko.http.scaladsl.Http.HttpTerminated> terminate(Tcp.ServerBinding tcp) {
+    return tcp.unbind().thenApply(v -> {
+      all.shutdown();
+      return (org.apache.pekko.http.scaladsl.Http.HttpTerminated)
+          org.apache.pekko.http.scaladsl.Http.HttpServerTerminated$.MODULE$;
+    });
+  }
+
+  /** Runs one connection; completes (never fails) when it has ended. */
+  private CompletionStage<Done> serve(Tcp.IncomingConnection c) {
+    CompletionStage<Done> ended;
+    try {
+      ended = c.handleWith(connection(c), mat);
+    } catch (RuntimeException e) {
+      log.error("could not serve a TLS connection from {}", c.remoteAddress(), e);
+      ended = CompletableFuture.completedFuture(Done.getInstance());
+    }
+    return ended.handle((d, e) -> {
+      door.closed();
+      return Done.getInstance();
+    });
+  }
+
+  /** The bytes of one connection: idle timeout, kill switches, TLS, then HTTP/2 or HTTP/1.1. */
+  private Flow<ByteString, ByteString, CompletionStage<Done>> connection(Tcp.IncomingConnection c) {
+    Connection conn = door.open(c.localAddress(), c.remoteAddress());
+    SSLEngine engine = context.createSSLEngine();
+    engine.setUseClientMode(false);
+    engine.setHandshakeApplicationProtocolSelector((e, offered) ->
+        offered.contains("h2") ? "h2" : offered.contains("http/1.1") ? "http/1.1" : "");
+    BidiFlow<TLSProtocol.SslTlsOutbound, ByteString, ByteString, TLSProtocol.SslTlsInbound, NotUsed> tls =
+        TLS.create(() -> engine, org.apache.pekko.stream.IgnoreComplete$.MODULE$);
+    Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, NotUsed> protocols =
+        Flow.of(TLSProtocol.SslTlsInbound.class)
+            .prefixAndTail(1)
+            .flatMapConcat(pair -> {
+              // The protocol is chosen in the handshake, which is over once application bytes arrive.
+              Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, ?> http =
+                  "h2".equals(engine.getApplicationProtocol()) ? http2(conn) : http1(conn);
+              return Source.from(pair.first()).concat(pair.second()).via(http);
+            });
+    Duration idle = limits.idleTimeout();
+    return Flow.of(ByteString.class)
+        .viaMat(KillSwitches.single(), Keep.right())
+        .via(all.flow())
+        .watchTermination((UniqueKillSwitch kill, CompletionStage<Done> done) -> {
+          done.whenComplete((d, e) -> {
+            conn.deadline().closed();
+            conn.scope().closed();
+          });
+          conn.deadline().start(first -> {
+            door.headTimedOut(first);
+            kill.shutdown();
+          });
+          return done;
+        })
+        .via(BidiFlow.<ByteString, ByteString>bidirectionalIdleTimeout(idle).join(tls.reversed().join(protocols)));
+  }
+
+  private Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, NotUsed> http1(Connection conn) {
+    return Http.get(system).serverLayer(settings, java.util.Optional.of(conn.addresses().remote()), pekkoLog)
+        .reversed().join(door.requests(conn));
+  }
+
+  @SuppressWarnings("unchecked")
+  private Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, NotUsed> http2(Connection conn) {
+    scala.Function1<org.apache.pekko.http.scaladsl.model.HttpRequest,
+        scala.concurrent.Future<org.apache.pekko.http.scaladsl.model.HttpResponse>> handler = r ->
+        FutureConverters.asScala(door.answer(r, conn)
+            .thenApply(response -> (org.apache.pekko.http.scaladsl.model.HttpResponse) response));
+    var stack = Http2Blueprint.serverStackTls((org.apache.pekko.http.scaladsl.settings.ServerSettings) settings, pekkoLog,
+        http2.telemetry(), http2.http().dateHeaderRendering());
+    var handled = Http2Blueprint.handleWithStreamIdHeader(settings.getHttp2Settings().getMaxConcurrentStreams(), handler,
+        system.executionContext());
+    return handled.join(stack).asJava();
+  }
+}
