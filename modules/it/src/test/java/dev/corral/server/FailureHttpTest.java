@@ -289,8 +289,10 @@ class FailureHttpTest {
   void withBypassWaitersOutOfBudgetFetchDirectlyUncached() throws Exception {
     byte[] body = TestNode.bytes(4096, 15);
     CountDownLatch release = new CountDownLatch(1);
+    CountDownLatch sharedArrived = new CountDownLatch(1);
     node.paths.put("/bypass/a", (exchange, n) -> {
       if (n == 1) {
+        sharedArrived.countDown();
         await(release); // the shared fetch is slow; the waiters' own fetches are not
       }
       ok(exchange, body);
@@ -298,6 +300,9 @@ class FailureHttpTest {
     int clients = 5;
     List<CompletableFuture<HttpResponse<byte[]>>> futures = send(clients, "/bypass/bypass/a");
     budgetsRunning(clients);
+    // The shared fetch must be the first request the upstream sees (the slow one); on a busy
+    // machine its connection could otherwise still be opening when the waiters' own fetches go.
+    await(sharedArrived);
     ticker.advance(BUDGET);
     for (CompletableFuture<HttpResponse<byte[]>> f : futures) {
       HttpResponse<byte[]> r = f.get(20, TimeUnit.SECONDS);
