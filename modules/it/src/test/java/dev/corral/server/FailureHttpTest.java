@@ -257,12 +257,15 @@ class FailureHttpTest {
   void upstreamSlowerThanTheBudgetGives504AndStillOneUpstreamRequest() throws Exception {
     byte[] body = TestNode.bytes(4096, 14);
     CountDownLatch release = new CountDownLatch(1);
+    CountDownLatch arrived = new CountDownLatch(1);
     node.paths.put("/slow/a", (exchange, n) -> {
+      arrived.countDown();
       await(release);
       ok(exchange, body);
     });
     List<CompletableFuture<HttpResponse<byte[]>>> futures = send(20, "/slow/slow/a");
     budgetsRunning(20);
+    await(arrived); // the fetch's request is at the upstream (its connection may open after the budgets start)
     ticker.advance(BUDGET.minusNanos(1));
     assertEquals(0.0, node.server().metrics().fallthrough.labelValues("slow", "budget").get(), "out of budget too soon");
     ticker.advance(Duration.ofNanos(1)); // returns once every due budget has run: 20 waiters out of budget
