@@ -76,6 +76,12 @@ final class CorralProcess implements AutoCloseable {
   /** {@code serve} on 127.0.0.1, a free port, the given data dir and repositories ({@code NAME=TYPE:URL}). */
   static CorralProcess serve(String name, List<String> javaOpts, Path dataDir, List<String> extraArgs, String... repos)
       throws IOException {
+    return serve(name, javaOpts, Map.of(), dataDir, extraArgs, repos);
+  }
+
+  /** As above, with extra environment variables (e.g. the {@code CORRAL_*} settings a manifest sets). */
+  static CorralProcess serve(String name, List<String> javaOpts, Map<String, String> env, Path dataDir,
+      List<String> extraArgs, String... repos) throws IOException {
     List<String> args = new ArrayList<>(List.of("serve", "--http-host", "127.0.0.1", "--http-port", "0", "--cluster-port", "0", "--peer-port", "0",
         "--data-dir", dataDir.toString()));
     for (String r : repos) {
@@ -83,7 +89,13 @@ final class CorralProcess implements AutoCloseable {
       args.add(r);
     }
     args.addAll(extraArgs);
-    return start(name, javaOpts, args.toArray(String[]::new));
+    List<String> command = new ArrayList<>();
+    command.add(javaExecutable().toString());
+    command.addAll(javaOpts);
+    command.add("-jar");
+    command.add(serverJar().toString());
+    command.addAll(args);
+    return startCommand(name, moduleDir(), env, command);
   }
 
   // ---- locations --------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
@@ -17,6 +18,11 @@ final class CorralProcesses implements AfterEachCallback {
   CorralProcess serve(String name, List<String> javaOpts, Path dataDir, List<String> extraArgs, String... repos)
       throws IOException {
     return track(CorralProcess.serve(name, javaOpts, dataDir, extraArgs, repos));
+  }
+
+  CorralProcess serve(String name, List<String> javaOpts, Map<String, String> env, Path dataDir, List<String> extraArgs,
+      String... repos) throws IOException {
+    return track(CorralProcess.serve(name, javaOpts, env, dataDir, extraArgs, repos));
   }
 
   CorralProcess track(CorralProcess p) {

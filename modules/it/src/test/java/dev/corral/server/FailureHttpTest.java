@@ -257,12 +257,15 @@ class FailureHttpTest {
   void upstreamSlowerThanTheBudgetGives504AndStillOneUpstreamRequest() throws Exception {
     byte[] body = TestNode.bytes(4096, 14);
     CountDownLatch release = new CountDownLatch(1);
+    CountDownLatch arrived = new CountDownLatch(1);
     node.paths.put("/slow/a", (exchange, n) -> {
+      arrived.countDown();
       await(release);
       ok(exchange, body);
     });
     List<CompletableFuture<HttpResponse<byte[]>>> futures = send(20, "/slow/slow/a");
     budgetsRunning(20);
+    await(arrived); // the fetch's request is at the upstream (its connection may open after the budgets start)
     ticker.advance(BUDGET.minusNanos(1));
     assertEquals(0.0, node.server().metrics().fallthrough.labelValues("slow", "budget").get(), "out of budget too soon");
     ticker.advance(Duration.ofNanos(1)); // returns once every due budget has run: 20 waiters out of budget
@@ -289,8 +292,10 @@ class FailureHttpTest {
   void withBypassWaitersOutOfBudgetFetchDirectlyUncached() throws Exception {
     byte[] body = TestNode.bytes(4096, 15);
     CountDownLatch release = new CountDownLatch(1);
+    CountDownLatch sharedArrived = new CountDownLatch(1);
     node.paths.put("/bypass/a", (exchange, n) -> {
       if (n == 1) {
+        sharedArrived.countDown();
         await(release); // the shared fetch is slow; the waiters' own fetches are not
       }
       ok(exchange, body);
@@ -298,6 +303,9 @@ class FailureHttpTest {
     int clients = 5;
     List<CompletableFuture<HttpResponse<byte[]>>> futures = send(clients, "/bypass/bypass/a");
     budgetsRunning(clients);
+    // The shared fetch must be the first request the upstream sees (the slow one); on a busy
+    // machine its connection could otherwise still be opening when the waiters' own fetches go.
+    await(sharedArrived);
     ticker.advance(BUDGET);
     for (CompletableFuture<HttpResponse<byte[]>> f : futures) {
       HttpResponse<byte[]> r = f.get(20, TimeUnit.SECONDS);

@@ -99,7 +99,7 @@ public enum Setting {
   NODE_NAME("--node-name", "corral.cluster.node-name", "CORRAL_NODE_NAME", "NAME",
       "Stable name of this node in logs and metrics (default: cluster host:port)"),
   MANAGEMENT_HOST("--management-host", "corral.management.host", "CORRAL_MANAGEMENT_HOST", "HOST",
-      "Address Pekko Management's HTTP endpoints bind to (they can show and change membership)"),
+      "Address Pekko Management's HTTP endpoints bind to (read-only routes that show the membership)"),
   MANAGEMENT_PORT("--management-port", "corral.management.port", "CORRAL_MANAGEMENT_PORT", "PORT",
       "Port of Pekko Management's HTTP endpoints; off unless set or --discovery is used (then 7626)"),
   JOURNAL("--journal", "corral.journal.url", "CORRAL_JOURNAL", "URL",
