@@ -5,6 +5,8 @@ import static dev.corral.http.Answers.text;
 
 import dev.corral.core.fetch.Node;
 import dev.corral.core.download.Failure;
+import dev.corral.core.download.FetchSource;
+import dev.corral.core.download.FetchSources;
 import dev.corral.core.fetch.Via;
 import dev.corral.core.wait.ByteBudget;
 import dev.corral.core.wait.Waiters;
@@ -86,6 +88,29 @@ final class ArtifactRoute {
     this.counts = counts;
     this.publicBase = publicBase;
     this.responses = new ArtifactResponses(node.store(), node.hot(), node.io());
+    node.downloads().use(this::source);
+  }
+
+  /**
+   * The {@link FetchSources} of this node's fetches: the repository's {@link Repository#source},
+   * its documents read through the cache on behalf of no client (K1, B1).
+   */
+  private CompletionStage<FetchSource> source(ArtifactKey key) {
+    Repository repo = repos.get(key.repo());
+    if (repo == null) {
+      return FetchSources.AS_KEYED.of(key);
+    }
+    CompletionStage<FetchSource> source;
+    try {
+      source = repo.source(key, new CacheLookup(null));
+    } catch (RuntimeException e) {
+      source = CompletableFuture.failedFuture(e);
+    }
+    return source.exceptionally(e -> {
+      Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+      throw t instanceof Lookup.LookupFailed f ? new FetchSources.Unavailable(f.getMessage(), f.status() == 504)
+          : new CompletionException(t);
+    });
   }
 
   CompletionStage<HttpResponse> handle(HttpRequest request, String raw, PublicBase.Addresses addresses) {
@@ -286,6 +311,7 @@ final class ArtifactRoute {
   private class CacheLookup implements Lookup {
     private final HttpRequest client;
 
+    /** @param client the request the reads are for; null for a fetch's own reads (no client to hang up) */
     CacheLookup(HttpRequest client) {
       this.client = client;
     }
@@ -293,7 +319,7 @@ final class ArtifactRoute {
     @Override
     public CompletionStage<Optional<ByteString>> body(ArtifactKey key, boolean mutable) {
       // The client hanging up cancels the read too.
-      Optional<ConnectionScope> scope = client.getAttribute(ConnectionScope.KEY);
+      Optional<ConnectionScope> scope = client == null ? Optional.empty() : client.getAttribute(ConnectionScope.KEY);
       long token = scope.isPresent() ? scope.get().reserve() : waiters.cancels().reserve();
       return bodies.read(key, mutable, token)
           .whenComplete((r, e) -> scope.ifPresent(sc -> sc.done(token)))

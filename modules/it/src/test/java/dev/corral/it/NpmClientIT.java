@@ -228,11 +228,12 @@ class NpmClientIT {
 
   /**
    * {@code npm ci} from a lockfile asks for tarballs only. Against a repository with no packument
-   * cached, Corral fetches them from the registry's standard path (no digest known) and npm checks
-   * them against the lockfile's integrity.
+   * cached, each tarball's fetch reads its packument through the cache (once) for the digest that
+   * verifies it (K1, B1), then fetches it from the registry's standard path; npm checks it
+   * against the lockfile's integrity too.
    */
   @Test
-  void npmCiFromALockfileFetchesTarballsWithoutPackuments() throws Exception {
+  void npmCiFromALockfileFetchesEachTarballOnceVerifiedByItsPackument() throws Exception {
     install("install", "locked").ok();
     Path dir = work.resolve("ci-app");
     Files.createDirectories(dir);
@@ -246,7 +247,7 @@ class NpmClientIT {
     assertInstalled("ci", "ci-app");
     FixtureRegistry fixture = fixtures.get("ci");
     for (Pkg p : PACKAGES) {
-      assertEquals(0, fixture.count(p.packumentPath()), "npm ci needs no packument\n" + r.output());
+      assertEquals(1, fixture.count(p.packumentPath()), "the fetch read the packument once\n" + r.output());
       assertEquals(1, fixture.count(p.tarballPath()), p.tarballPath());
     }
     assertOnlyCorralAskedTheFixture(fixture);

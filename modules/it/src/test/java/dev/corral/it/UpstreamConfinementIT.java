@@ -130,7 +130,8 @@ class UpstreamConfinementIT {
   @Test
   void anNpmTarballOnAnotherOriginIsRefusedUnlessListed() throws Exception {
     assertEquals(200, Http.getBytes(base + "/npm/evil").statusCode());
-    refusedTwice("npm", "evil/-/evil-1.0.0.tgz", other.url() + "/evil/-/evil-1.0.0.tgz");
+    // K1: the key is the canonical URL; the fetch learns the other origin from the packument
+    refusedTwice("npm", "evil/-/evil-1.0.0.tgz", up.url() + "/npm/evil/-/evil-1.0.0.tgz");
     assertEquals(0, other.count("/evil/-/evil-1.0.0.tgz"));
 
     assertEquals(200, Http.getBytes(base + "/npmlisted/evil").statusCode());

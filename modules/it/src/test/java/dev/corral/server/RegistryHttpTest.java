@@ -180,7 +180,11 @@ class RegistryHttpTest {
     HttpResponse<byte[]> t = get("/npm/lonely/-/lonely-1.0.0.tgz");
     assertEquals(200, t.statusCode());
     assertArrayEquals(tgz, t.body());
-    assertEquals(0, node.upstream().requests("/registry/lonely"), "a tarball never fetches its packument");
+    // K1/B1: the fetch asks for the packument through the cache (once) to learn the digest; the
+    // upstream has none, so the tarball comes from the standard path, unverified.
+    assertEquals(1, node.upstream().requests("/registry/lonely"), "the fetch read the packument once");
+    assertEquals("HIT", TestNode.xCache(get("/npm/lonely/-/lonely-1.0.0.tgz")));
+    assertEquals(1, node.upstream().requests("/registry/lonely/-/lonely-1.0.0.tgz"));
   }
 
   @Test

@@ -7,8 +7,9 @@ import org.apache.pekko.util.ByteString;
 
 /**
  * Reads another key's body through the cache, for a repository that must know one document to
- * resolve a request: the cached packument naming a tarball's {@code dist.integrity}, the index
- * page naming a file's upstream URL and {@code sha256}, the {@code .sha1} of a Maven artifact.
+ * resolve a request (the index page naming a file's upstream URL and {@code sha256}) or to tell a
+ * fetch where its bytes come from and what they must hash to ({@link Repository#source}: the
+ * packument naming a tarball's {@code dist.integrity}, the {@code .sha1} of a Maven artifact).
  *
  * <p>A lookup is an ordinary request inside Corral: coalesced with every other request for that
  * key, cluster-wide, stored, and fresh within the metadata TTL when {@code mutable}.

@@ -1,5 +1,8 @@
 package dev.corral.registry;
 
+import dev.corral.core.download.FetchSource;
+import dev.corral.core.download.FetchSources;
+import dev.corral.core.key.ArtifactKey;
 import java.util.concurrent.CompletionStage;
 
 /**
@@ -24,4 +27,15 @@ public interface Repository {
 
   /** What the request names. */
   CompletionStage<Target> resolve(RepoRequest request, Lookup lookup);
+
+  /**
+   * Where the fetch of one of this repository's keys gets its bytes and what they must hash to
+   * ({@link FetchSources}, whose contract holds): called on whichever node runs the fetch, so it
+   * reads what it needs through {@code lookup} ({@link Lookup#body}), never from what this node
+   * happens to hold ({@link Lookup#cached}), and the answer is the same on every node (K1). A
+   * failed {@link Lookup} fails the fetch. By default the key's own URL and digest.
+   */
+  default CompletionStage<FetchSource> source(ArtifactKey key, Lookup lookup) {
+    return FetchSources.AS_KEYED.of(key);
+  }
 }

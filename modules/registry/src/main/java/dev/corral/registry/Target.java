@@ -13,7 +13,8 @@ public sealed interface Target {
    * Fetch the key through the cache (coalesced, verified, stored) and serve it.
    *
    * @param key the key: upstream URL, variant (the {@code Accept} Corral sends upstream) and the
-   *     expected digest when the repository knows one
+   *     expected digest when the request itself names one (K1: a digest learned from a document
+   *     Corral holds is the fetch's business, {@link Repository#source}, never the key's)
    * @param mutable true for metadata that changes upstream (packuments, index pages,
    *     {@code maven-metadata.xml}, {@code @v/list}): served within the repository's metadata TTL,
    *     then revalidated; false for immutable artifacts, never revalidated

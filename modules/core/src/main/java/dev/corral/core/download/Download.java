@@ -1,6 +1,7 @@
 package dev.corral.core.download;
 
 import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.key.Digest;
 import dev.corral.core.store.BlobWriter;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
@@ -58,6 +59,11 @@ public final class Download {
       Set.of("etag", "last-modified", "cache-control", "expires");
 
   private final Origin origin;
+  /**
+   * The digest the bytes must have: the key's own, or what {@link FetchSources} said before the
+   * upstream was asked (K1, B1). Written before the request starts, read after its response.
+   */
+  private volatile Digest expected;
 
   /**
    * Where the bytes come from: {@code source} when it is given (other nodes' copy, see
@@ -86,6 +92,7 @@ public final class Download {
     this.revalidating = revalidating;
     this.system = system;
     this.origin = origin;
+    this.expected = key.expected();
     this.downloadId = node.nextId();
     this.kill = KillSwitches.shared("fetch-" + downloadId);
   }
@@ -150,8 +157,24 @@ public final class Download {
   }
 
   private CompletionStage<Outcome> fromUpstream(Consumer<Outcome.Streaming> onStreaming) {
-    return node.upstream()
-        .get(new UpstreamRequest(key.repo(), key.url(), requestHeaders()))
+    CompletionStage<FetchSource> source;
+    try {
+      source = node.sources().of(key);
+    } catch (RuntimeException e) {
+      source = CompletableFuture.failedFuture(e);
+    }
+    return source
+        .exceptionally(e -> {
+          Throwable t = unwrap(e);
+          throw new CompletionException(t instanceof FetchSources.Unavailable ? t
+              : new FetchSources.Unavailable(t.toString(), t instanceof java.util.concurrent.TimeoutException));
+        })
+        .thenCompose(s -> {
+          if (key.expected() == null) {
+            expected = s.expected(); // a digest the key names is never replaced
+          }
+          return node.upstream().get(new UpstreamRequest(key.repo(), s.url(), requestHeaders()));
+        })
         .thenCompose(response -> onResponse(response, null, null, onStreaming));
   }
 
@@ -209,7 +232,7 @@ public final class Download {
     BlobWriter opened = null;
     GrowingBlob growing = null;
     try {
-      opened = node.store().newBlob(key.expected() == null ? null : key.expected().jcaName());
+      opened = node.store().newBlob(expected == null ? null : expected.jcaName());
       if (length > inlineLimit) {
         growing = new GrowingBlob(opened.tempFile(), length, node.io());
         node.put(downloadId, growing);
@@ -277,16 +300,17 @@ public final class Download {
         }
         return new Outcome.Failed(Failure.BAD_BYTES, "a peer's copy does not match the recorded sha256");
       }
-      if (key.expected() != null) {
-        String actual = key.expected().algorithm().equals("sha256") ? writer.sha256() : writer.extraDigest();
-        if (!key.expected().hex().equals(actual)) {
+      Digest expected = this.expected;
+      if (expected != null) {
+        String actual = expected.algorithm().equals("sha256") ? writer.sha256() : writer.extraDigest();
+        if (!expected.hex().equals(actual)) {
           log.warn("digest mismatch for {}: expected {} but the upstream's bytes hash to {}:{}; nothing stored",
-              key, key.expected(), key.expected().algorithm(), actual);
+              key, expected, expected.algorithm(), actual);
           writer.close();
           if (stream != null) {
             stream.fail(new IOException("digest mismatch"));
           }
-          return new Outcome.Failed(Failure.BAD_BYTES, "upstream bytes do not match the expected " + key.expected().algorithm());
+          return new Outcome.Failed(Failure.BAD_BYTES, "upstream bytes do not match the expected " + expected.algorithm());
         }
       }
       StoredArtifact committed = node.store().commit(key, writer, headers);
@@ -350,6 +374,10 @@ public final class Download {
     Throwable e = unwrap(error);
     if (e instanceof PeerUnavailable) {
       return new Outcome.Unavailable(e.getMessage());
+    }
+    if (e instanceof FetchSources.Unavailable u) {
+      log.warn("fetch of {} failed: {}", key, u.getMessage());
+      return new Outcome.Failed(u.isTimeout() ? Failure.UPSTREAM_TIMEOUT : Failure.UPSTREAM_ERROR, u.getMessage());
     }
     if (e instanceof UpstreamException u) {
       log.warn("fetch of {} failed: {}", key, u.getMessage());

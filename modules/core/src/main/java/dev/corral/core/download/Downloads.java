@@ -25,6 +25,8 @@ public final class Downloads {
   private final Upstream upstream;
   private final Clock clock;
   private final Executor io;
+  /** Set once by the wiring, before the node serves (its implementation reads through the cache). */
+  private volatile FetchSources sources = FetchSources.AS_KEYED;
 
   /**
    * @param clock wall-clock time, the store's: a 304 stamps the revalidated copy with it
@@ -42,6 +44,18 @@ public final class Downloads {
   public Download start(ArtifactKey key, long inlineLimit, StoredArtifact revalidating, ActorSystem<?> system,
       Download.Origin origin, Consumer<Outcome.Streaming> onStreaming, Consumer<Outcome> onDone) {
     return Download.start(this, key, inlineLimit, revalidating, system, origin, onStreaming, onDone);
+  }
+
+  /**
+   * What every upstream download of this node asks before it starts (see {@link FetchSources});
+   * {@link FetchSources#AS_KEYED} until set.
+   */
+  public void use(FetchSources sources) {
+    this.sources = java.util.Objects.requireNonNull(sources, "sources");
+  }
+
+  FetchSources sources() {
+    return sources;
   }
 
   ArtifactStore store() {

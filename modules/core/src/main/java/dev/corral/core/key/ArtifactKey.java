@@ -7,14 +7,16 @@ import java.util.Objects;
 /**
  * The identity of one artifact fetch (SEMANTICS K1): repository name, normalised upstream URL
  * (query kept where the repository type keeps it), the representation variant where one URL
- * serves several, and the expected digest when one is known. Two keys are equal exactly when
- * they must share a fetch.
+ * serves several, and the expected digest when the request itself names one. A digest Corral
+ * learns from a document it holds is never part of the key (the key must be the same on every
+ * node); the fetch learns it ({@link dev.corral.core.download.FetchSources}). Two keys are equal
+ * exactly when they must share a fetch.
  *
  * @param repo the configured repository name
  * @param url the absolute upstream URL, already normalised by the repository adapter
  * @param variant the representation variant: the {@code Accept} header Corral sends upstream for
  *     that representation ("" when the URL has only one; then no {@code Accept} is sent)
- * @param expected the expected digest, or {@code null} when none is known
+ * @param expected the expected digest the request names, or {@code null}
  */
 public record ArtifactKey(String repo, String url, String variant, Digest expected)
     implements CborSerializable {

@@ -45,6 +45,55 @@ class BytesTest extends EntityTestBase {
   }
 
   @Test
+  void b1_aDigestTheFetchLearnsVerifiesTheBytesBeforeCommit() {
+    // K1/B1: a key without a digest whose FetchSources names one: the fetch asks the URL it names
+    // and commits only bytes that match; the key stays the same whatever the answer.
+    String u = url("learned");
+    String elsewhere = url("learned-elsewhere");
+    ByteString real = ByteString.fromString("the real bytes");
+    ArtifactKey key = ArtifactKey.of("r", u);
+    node.downloads().use(k -> CompletableFuture.completedFuture(k.equals(key)
+        ? new dev.corral.core.download.FetchSource(elsewhere, digest("SHA-512", real)) : new dev.corral.core.download.FetchSource(k.url(), k.expected())));
+    try {
+      upstream.serve(elsewhere, ByteString.fromString("tampered bytes"));
+      assertEquals(Failure.BAD_BYTES, reply(ask(key), Reply.Failed.class).cause());
+      assertTrue(node.store().lookup(key).isEmpty());
+      upstream.serve(elsewhere, real);
+      assertEquals(real, reply(ask(key), Reply.Body.class).bytes());
+      assertTrue(node.store().lookup(key).isPresent());
+      assertEquals(List.of(), upstream.requests(u), "the key's own URL was never asked");
+    } finally {
+      node.downloads().use(dev.corral.core.download.FetchSources.AS_KEYED);
+    }
+  }
+
+  @Test
+  void b1_aFetchThatCannotLearnItsDigestFailsAndNeverAsksTheUpstream() {
+    // B1: when what the digest is learned from cannot be read, nothing unverified is committed.
+    String u = url("unlearnable");
+    ArtifactKey key = ArtifactKey.of("r", u);
+    upstream.serve(u, ByteString.fromString("bytes nobody can vouch for"));
+    node.downloads().use(k -> CompletableFuture.failedFuture(
+        new dev.corral.core.download.FetchSources.Unavailable("the packument's upstream is down", false)));
+    try {
+      Reply.Failed failed = reply(ask(key), Reply.Failed.class);
+      assertEquals(Failure.UPSTREAM_ERROR, failed.cause());
+      assertTrue(failed.reason().contains("the packument's upstream is down"), failed.reason());
+      assertTrue(node.store().lookup(key).isEmpty());
+      assertEquals(List.of(), upstream.requests(u));
+      node.downloads().use(k -> CompletableFuture.failedFuture(new java.util.concurrent.TimeoutException("slow")));
+      assertEquals(Failure.UPSTREAM_TIMEOUT, reply(ask(key), Reply.Failed.class).cause());
+      node.downloads().use(k -> {
+        throw new IllegalStateException("a bug in the SPI");
+      });
+      assertEquals(Failure.UPSTREAM_ERROR, reply(ask(key), Reply.Failed.class).cause());
+      assertEquals(List.of(), upstream.requests(u));
+    } finally {
+      node.downloads().use(dev.corral.core.download.FetchSources.AS_KEYED);
+    }
+  }
+
+  @Test
   void b1_aMatchingSha256IsStored() throws Exception {
     // B1: Bytes are hashed while they stream in (a matching expected digest is stored and served).
     ByteString bytes = ByteString.fromString("bytes with a known sha256");

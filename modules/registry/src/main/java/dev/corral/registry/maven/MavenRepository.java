@@ -1,5 +1,7 @@
 package dev.corral.registry.maven;
 
+import dev.corral.core.download.FetchSource;
+import dev.corral.core.download.FetchSources;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.key.Digest;
 import dev.corral.registry.Lookup;
@@ -12,7 +14,6 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.regex.Pattern;
 import org.apache.pekko.util.ByteString;
@@ -30,8 +31,9 @@ import org.slf4j.LoggerFactory;
  *       belong to, so a file and its checksum always agree even though Maven fetches them in two
  *       requests and the file may be refreshed between them.
  *   <li>Every other file (release artifacts, timestamped snapshot files) is immutable and is
- *       verified: its upstream {@code .sha1} is read through the cache first and becomes the
- *       key's expected digest, so bytes that do not match are never stored or served (502).
+ *       verified: its key is its URL alone (K1); the fetch, wherever it runs, reads its upstream
+ *       {@code .sha1} through the cache first ({@link #source}) and verifies the bytes against
+ *       it, so bytes that do not match are never stored or served (502).
  *       Without a {@code .sha1} upstream (404) the file is served unverified. A {@code .sha1}
  *       that is not a SHA-1 hex digest is logged as a warning and the file is served unverified:
  *       Maven checks the same file itself and reports it, so refusing the artifact would only
@@ -155,32 +157,42 @@ public final class MavenRepository implements Repository {
           .orElseGet(() -> new Target.NotFound("not found upstream")));
     }
     Kind.File f = (Kind.File) kind;
-    ArtifactKey plain = key(f.path());
-    if (!f.verified()) {
-      return done(new Target.Artifact(plain, f.mutable(), Optional.empty(), List.of()));
-    }
-    return lookup.body(key(f.path() + ".sha1"), false)
-        .<Target>thenApply(sha1 -> Target.Artifact.immutable(expected(plain, sha1)))
-        .exceptionally(e -> {
-          // The checksum cannot be read now (upstream down): a copy stored without a digest,
-          // because the upstream had no .sha1 when it was fetched, is still good to serve.
-          if (lookup.cachedDigest(plain).isPresent()) {
-            return Target.Artifact.immutable(plain);
-          }
-          throw e instanceof CompletionException ce ? ce : new CompletionException(e);
-        });
+    // K1: the key is the file's URL on every node; its .sha1 verifies the fetch (source).
+    return done(new Target.Artifact(key(f.path()), f.mutable(), Optional.empty(), List.of()));
   }
 
-  private ArtifactKey expected(ArtifactKey plain, Optional<ByteString> sha1) {
+  /**
+   * A verified file's upstream URL and the SHA-1 its upstream {@code .sha1} states, read through
+   * the cache by the fetch wherever it runs (immutable: the upstream sees one request for it,
+   * cluster-wide). No {@code .sha1} upstream (404), or one that is not a SHA-1 (a warning): no
+   * digest. A {@code .sha1} that cannot be read (upstream down): the lookup's failure, so the
+   * fetch fails and nothing is stored (a copy already held is a hit and never gets here). Every
+   * other key: as keyed.
+   */
+  @Override
+  public CompletionStage<FetchSource> source(ArtifactKey key, Lookup lookup) {
+    String prefix = base + "/";
+    if (!key.repo().equals(name) || !key.variant().isEmpty() || key.expected() != null
+        || !key.url().startsWith(prefix) || key.url().length() == prefix.length()) {
+      return FetchSources.AS_KEYED.of(key);
+    }
+    String path = key.url().substring(prefix.length());
+    if (!(classify(List.of(path.split("/", -1)), false) instanceof Kind.File f) || !f.verified()) {
+      return FetchSources.AS_KEYED.of(key);
+    }
+    return lookup.body(key(path + ".sha1"), false).thenApply(sha1 -> new FetchSource(key.url(), expected(key, sha1)));
+  }
+
+  private Digest expected(ArtifactKey file, Optional<ByteString> sha1) {
     if (sha1.isEmpty()) {
-      return plain;
+      return null;
     }
     Optional<Digest> digest = parseSha1(sha1.get());
     if (digest.isEmpty()) {
-      log.warn("{}: the upstream's {}.sha1 is not a SHA-1 digest; serving the file unverified", name, plain.url());
-      return plain;
+      log.warn("{}: the upstream's {}.sha1 is not a SHA-1 digest; serving the file unverified", name, file.url());
+      return null;
     }
-    return new ArtifactKey(plain.repo(), plain.url(), "", digest.get());
+    return digest.get();
   }
 
   private ArtifactKey key(String path) {

@@ -1,5 +1,7 @@
 package dev.corral.registry.npm;
 
+import dev.corral.core.download.FetchSource;
+import dev.corral.core.download.FetchSources;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.upstream.Header;
 import dev.corral.registry.AcceptHeader;
@@ -28,10 +30,9 @@ import java.util.regex.Pattern;
  *       {@code <root>/<pkg>} ({@code <root>/@scope%2F<pkg>} for scoped names, as the HTTP client sends it). Served with
  *       {@code Vary: Accept} and every {@code versions.*.dist.tarball} rewritten to Corral's URL.
  *   <li>{@code /NAME/<pkg>/-/<file>.tgz} (scoped: {@code /NAME/@scope/<pkg>/-/<file>.tgz}): the
- *       tarball, immutable. Its upstream URL and expected digest come from a packument already in
- *       this node's store (either variant); a tarball is never a reason to fetch a packument
- *       ({@code npm ci} asks for tarballs alone). Without one: {@code <root>/<pkg>/-/<file>}, no
- *       digest.
+ *       tarball, immutable. Its key is {@code <root>/<pkg>/-/<file>} on every node, never a
+ *       digest (K1); the fetch, wherever it runs, reads the packument through the cache for the
+ *       upstream URL and the digest that verifies the bytes ({@link #source}).
  *   <li>Anything else (search, {@code /-/} endpoints, version documents): 404.
  * </ul>
  */
@@ -109,7 +110,7 @@ public final class NpmRepository implements Repository {
       if (!NpmPackument.isTarballFile(file)) {
         return new Target.NotFound("not an npm tarball name: " + file);
       }
-      return tarball(pkg, file, lookup);
+      return tarball(pkg, file);
     }
     return new Target.NotFound("npm: only packuments and tarballs are served");
   }
@@ -153,19 +154,74 @@ public final class NpmRepository implements Repository {
     return new Target.Artifact(key, true, Optional.of(rewrite), VARY);
   }
 
-  private Target tarball(String pkg, String file, Lookup lookup) {
-    for (String variant : List.of(FULL, ABBREVIATED)) {
-      ArtifactKey packument = packumentKey(pkg, variant);
-      // By the stored packument's digest: its body is read and parsed once per stored version.
-      Optional<NpmPackument.Tarball> named = lookup.cachedDigest(packument)
-          .flatMap(digest -> Optional.ofNullable(parsed.get(packument, digest, () -> lookup.cached(packument),
-              b -> NpmPackument.tarballs(b, pkg)).get(file)));
-      if (named.isPresent()) {
-        return Target.Artifact.immutable(
-            new ArtifactKey(name, named.get().url(), "", named.get().expected().orElse(null)));
-      }
+  /**
+   * The tarball's key: its canonical upstream URL, on every node, whatever that node holds (K1).
+   * Where its bytes come from and what they must hash to is the fetch's business ({@link #source}).
+   */
+  ArtifactKey tarballKey(String pkg, String file) {
+    return ArtifactKey.of(name, root + "/" + encodedPath(pkg) + "/-/" + PathSegment.encode(file));
+  }
+
+  private Target tarball(String pkg, String file) {
+    return Target.Artifact.immutable(tarballKey(pkg, file));
+  }
+
+  /**
+   * A tarball's upstream URL and expected digest, from its package's packument read through the
+   * cache ({@link Lookup#body}: coalesced cluster-wide, fresh within the metadata TTL, a stale
+   * copy when the upstream errs): the URL and the strongest digest the packument names for the
+   * file (B1). The variant read is the one clients ask for, as far as this node knows: the one it
+   * holds (full first), else the full one (what npm asks for); both name the same integrity for a
+   * published version, and neither choice touches the key. A packument the upstream does not
+   * have, or one that does not name the file: the canonical URL, unverified (as a tarball asked
+   * before its packument always was). A packument that cannot be read (the upstream errs or times
+   * out and no copy is held): the lookup's failure, so the fetch fails and nothing is stored.
+   * Every other key: as keyed.
+   */
+  @Override
+  public CompletionStage<FetchSource> source(ArtifactKey key, Lookup lookup) {
+    Optional<String[]> tarball = tarballOf(key);
+    if (tarball.isEmpty()) {
+      return FetchSources.AS_KEYED.of(key);
     }
-    return Target.Artifact.immutable(ArtifactKey.of(name, root + "/" + encodedPath(pkg) + "/-/" + PathSegment.encode(file)));
+    String pkg = tarball.get()[0];
+    String file = tarball.get()[1];
+    ArtifactKey packument = lookup.cachedDigest(packumentKey(pkg, FULL)).isEmpty()
+        && lookup.cachedDigest(packumentKey(pkg, ABBREVIATED)).isPresent()
+        ? packumentKey(pkg, ABBREVIATED) : packumentKey(pkg, FULL);
+    return lookup.body(packument, true).thenApply(body -> body
+        .map(b -> parsed.get(packument, b, d -> NpmPackument.tarballs(d, pkg)).get(file))
+        .map(t -> new FetchSource(t.url(), t.expected().orElse(null)))
+        .orElseGet(() -> new FetchSource(key.url(), null)));
+  }
+
+  /** The package and file of a tarball key ({@link #tarballKey}); empty for any other key. */
+  Optional<String[]> tarballOf(ArtifactKey key) {
+    String prefix = root + "/";
+    if (!key.repo().equals(name) || !key.variant().isEmpty() || key.expected() != null
+        || !key.url().startsWith(prefix)) {
+      return Optional.empty();
+    }
+    String path = key.url().substring(prefix.length());
+    int dash = path.lastIndexOf("/-/");
+    if (dash <= 0) {
+      return Optional.empty();
+    }
+    List<String> parts = new ArrayList<>();
+    for (String raw : path.substring(0, dash).split("/", -1)) {
+      Optional<String> part = PathSegment.decode(raw);
+      if (part.isEmpty()) {
+        return Optional.empty();
+      }
+      parts.add(part.get());
+    }
+    String pkg = String.join("/", parts);
+    Optional<String> file = PathSegment.decode(path.substring(dash + 3));
+    if (!isPackageName(pkg) || file.isEmpty() || !NpmPackument.isTarballFile(file.get())
+        || !tarballKey(pkg, file.get()).equals(key)) {
+      return Optional.empty();
+    }
+    return Optional.of(new String[] {pkg, file.get()});
   }
 
   /** {@code name} or {@code @scope/name} with each part encoded and a real slash between. */

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.corral.core.download.FetchSource;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.key.Digest;
 import dev.corral.registry.Lookup;
@@ -102,39 +103,57 @@ class MavenRepositoryTest {
     assertEquals(Optional.empty(), MavenRepository.parseSha1(ByteString.fromString("MD5 (x) = " + SHA1)));
   }
 
+  private FetchSource source(String path, Lookup lookup) {
+    ArtifactKey key = ((Target.Artifact) resolve(path, lookup)).key();
+    return repo.source(key, lookup).toCompletableFuture().join();
+  }
+
   @Test
-  void anArtifactIsKeyedWithTheSha1ItsChecksumFileStates() {
+  void anArtifactIsKeyedByItsUrlAloneWhateverTheNodeHolds() {
+    // K1: the .sha1 is learned by the fetch, never part of the key; resolving reads nothing.
     MapLookup lookup = new MapLookup().body(UP + "/g/a/1/a-1.jar.sha1", SHA1.toUpperCase() + "  a-1.jar\n");
-    Target t = resolve("g/a/1/a-1.jar", lookup);
-    assertEquals(Target.Artifact.immutable(new ArtifactKey("m2", UP + "/g/a/1/a-1.jar", "", new Digest("sha1", SHA1))), t);
+    ArtifactKey plain = ArtifactKey.of("m2", UP + "/g/a/1/a-1.jar");
+    assertEquals(Target.Artifact.immutable(plain), resolve("g/a/1/a-1.jar", lookup));
+    lookup.cachedBodies.put(ArtifactKey.of("m2", UP + "/g/a/1/a-1.jar.sha1").canonical(), ByteString.fromString(SHA1));
+    assertEquals(Target.Artifact.immutable(plain), resolve("g/a/1/a-1.jar", lookup));
+    assertTrue(lookup.reads.isEmpty());
+  }
+
+  @Test
+  void theFetchVerifiesAnArtifactWithTheSha1ItsChecksumFileStates() {
+    MapLookup lookup = new MapLookup().body(UP + "/g/a/1/a-1.jar.sha1", SHA1.toUpperCase() + "  a-1.jar\n");
+    assertEquals(new FetchSource(UP + "/g/a/1/a-1.jar", new Digest("sha1", SHA1)), source("g/a/1/a-1.jar", lookup));
     assertEquals(1, lookup.reads.size());
     assertEquals(ArtifactKey.of("m2", UP + "/g/a/1/a-1.jar.sha1"), lookup.reads.get(0).getKey());
     assertFalse(lookup.reads.get(0).getValue(), "a release checksum is immutable");
+    // metadata and checksum files are fetched as keyed, reading nothing
+    MapLookup none = new MapLookup();
+    assertEquals(new FetchSource(UP + "/g/a/maven-metadata.xml", null), source("g/a/maven-metadata.xml", none));
+    assertEquals(new FetchSource(UP + "/g/a/1/a-1.jar.sha1", null), source("g/a/1/a-1.jar.sha1", none));
+    assertTrue(none.reads.isEmpty());
   }
 
   @Test
   void withoutAChecksumUpstreamTheArtifactIsUnverified() {
-    Target t = resolve("g/a/1/a-1.jar", new MapLookup());
-    assertEquals(Target.Artifact.immutable(ArtifactKey.of("m2", UP + "/g/a/1/a-1.jar")), t);
+    assertEquals(new FetchSource(UP + "/g/a/1/a-1.jar", null), source("g/a/1/a-1.jar", new MapLookup()));
   }
 
   @Test
   void aMalformedChecksumLeavesTheArtifactUnverified() {
     MapLookup lookup = new MapLookup().body(UP + "/g/a/1/a-1.jar.sha1", "<html>not found</html>");
-    assertEquals(Target.Artifact.immutable(ArtifactKey.of("m2", UP + "/g/a/1/a-1.jar")), resolve("g/a/1/a-1.jar", lookup));
+    assertEquals(new FetchSource(UP + "/g/a/1/a-1.jar", null), source("g/a/1/a-1.jar", lookup));
   }
 
   @Test
-  void anUnreadableChecksumFailsUnlessAnUnverifiedCopyIsCached() {
+  void anUnreadableChecksumFailsTheFetchNotTheResolve() {
     MapLookup lookup = new MapLookup();
     lookup.failing.put(UP + "/g/a/1/a-1.jar.sha1", true);
-    CompletionException e = org.junit.jupiter.api.Assertions.assertThrows(CompletionException.class,
-        () -> resolve("g/a/1/a-1.jar", lookup));
-    assertInstanceOf(Lookup.LookupFailed.class, e.getCause());
-
     ArtifactKey plain = ArtifactKey.of("m2", UP + "/g/a/1/a-1.jar");
-    lookup.cachedBodies.put(plain.canonical(), ByteString.fromString("jar"));
+    // a copy already held is a hit on this key: resolving never needs the checksum
     assertEquals(Target.Artifact.immutable(plain), resolve("g/a/1/a-1.jar", lookup));
+    CompletionException e = org.junit.jupiter.api.Assertions.assertThrows(CompletionException.class,
+        () -> repo.source(plain, lookup).toCompletableFuture().join());
+    assertInstanceOf(Lookup.LookupFailed.class, e.getCause());
   }
 
   @Test

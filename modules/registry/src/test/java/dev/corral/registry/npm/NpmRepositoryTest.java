@@ -7,10 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.corral.core.download.FetchSource;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.key.Digest;
 import dev.corral.core.upstream.Header;
 import dev.corral.registry.CachingLookup;
+import dev.corral.registry.Lookup;
 import dev.corral.registry.RepoRequest;
 import dev.corral.registry.Target;
 import java.nio.charset.StandardCharsets;
@@ -87,29 +89,94 @@ class NpmRepositoryTest {
     assertTrue(lookup.bodyCalls.isEmpty(), "a tarball never fetches its packument");
   }
 
-  @Test
-  void tarballTakesUrlAndSha512FromTheCachedFullPackument() throws Exception {
-    byte[] tgz = "tarball bytes".getBytes(StandardCharsets.UTF_8);
-    String sri = "sha512-" + Base64.getEncoder().encodeToString(MessageDigest.getInstance("SHA-512").digest(tgz));
-    String cdn = "http://127.0.0.2:7/files/demo-pkg-1.0.0.tgz";
-    lookup.cache(repo.packumentKey("demo-pkg", NpmRepository.FULL), packument("demo-pkg", cdn, sri, "0".repeat(40)));
-    Target.Artifact a = artifact("*/*", "demo-pkg", "-", "demo-pkg-1.0.0.tgz");
-    assertEquals(cdn, a.key().url());
-    assertEquals(new Digest("sha512", HexFormat.of().formatHex(MessageDigest.getInstance("SHA-512").digest(tgz))),
-        a.key().expected());
-    assertFalse(a.mutable());
-    assertTrue(lookup.bodyCalls.isEmpty());
-    // a file the packument does not name falls back to the standard path
-    assertEquals(ROOT + "/demo-pkg/-/demo-pkg-9.9.9.tgz", artifact("*/*", "demo-pkg", "-", "demo-pkg-9.9.9.tgz").key().url());
+  FetchSource source(ArtifactKey key) {
+    return repo.source(key, lookup).toCompletableFuture().join();
   }
 
   @Test
-  void tarballUsesTheAbbreviatedPackumentAndShasumWhenThatIsAllThereIs() {
+  void tarballKeyIsTheSameWhateverTheNodeHolds() throws Exception {
+    // K1: a node holding the packument (either variant, any version of it) and a node holding
+    // none make the same key for the same tarball, and that key carries no digest.
+    byte[] tgz = "tarball bytes".getBytes(StandardCharsets.UTF_8);
+    String sri = "sha512-" + Base64.getEncoder().encodeToString(MessageDigest.getInstance("SHA-512").digest(tgz));
+    ArtifactKey bare = artifact("*/*", "demo-pkg", "-", "demo-pkg-1.0.0.tgz").key();
+    lookup.cache(repo.packumentKey("demo-pkg", NpmRepository.FULL),
+        packument("demo-pkg", ROOT + "/demo-pkg/-/demo-pkg-1.0.0.tgz", sri, "0".repeat(40)));
+    ArtifactKey holdingFull = artifact("*/*", "demo-pkg", "-", "demo-pkg-1.0.0.tgz").key();
+    lookup.cache(repo.packumentKey("demo-pkg", NpmRepository.ABBREVIATED),
+        packument("demo-pkg", "http://127.0.0.2:7/elsewhere/demo-pkg-1.0.0.tgz", null, "a".repeat(40)));
+    ArtifactKey holdingAnOlderAbbreviated = artifact("*/*", "demo-pkg", "-", "demo-pkg-1.0.0.tgz").key();
+    assertEquals(ArtifactKey.of("npm", ROOT + "/demo-pkg/-/demo-pkg-1.0.0.tgz"), bare);
+    assertEquals(bare, holdingFull);
+    assertEquals(bare, holdingAnOlderAbbreviated);
+    assertEquals(bare.id(), holdingFull.id());
+    assertTrue(lookup.bodyCalls.isEmpty(), "resolving a tarball fetches nothing");
+  }
+
+  @Test
+  void tarballSourceTakesUrlAndSha512FromThePackumentReadThroughTheCache() throws Exception {
+    byte[] tgz = "tarball bytes".getBytes(StandardCharsets.UTF_8);
+    String sri = "sha512-" + Base64.getEncoder().encodeToString(MessageDigest.getInstance("SHA-512").digest(tgz));
+    String cdn = "http://127.0.0.2:7/files/demo-pkg-1.0.0.tgz";
+    // nothing held: the full packument (what npm asks for), read through the cache
+    ArtifactKey packument = repo.packumentKey("demo-pkg", NpmRepository.FULL);
+    lookup.upstream(packument, packument("demo-pkg", cdn, sri, "0".repeat(40)));
+    ArtifactKey key = artifact("*/*", "demo-pkg", "-", "demo-pkg-1.0.0.tgz").key();
+    FetchSource s = source(key);
+    assertEquals(cdn, s.url());
+    assertEquals(new Digest("sha512", HexFormat.of().formatHex(MessageDigest.getInstance("SHA-512").digest(tgz))),
+        s.expected());
+    assertEquals(List.of(packument), lookup.bodyCalls, "the packument is read through the cache");
+    // a file the packument does not name: the canonical URL, unverified
+    ArtifactKey other = artifact("*/*", "demo-pkg", "-", "demo-pkg-9.9.9.tgz").key();
+    assertEquals(new FetchSource(ROOT + "/demo-pkg/-/demo-pkg-9.9.9.tgz", null), source(other));
+    // a package the upstream does not have: the same
+    ArtifactKey none = artifact("*/*", "@demo", "gone", "-", "gone-1.0.0.tgz").key();
+    assertEquals(new FetchSource(ROOT + "/@demo/gone/-/gone-1.0.0.tgz", null), source(none));
+    // packuments and keys that are not this repository's tarballs: as keyed
+    ArtifactKey full = repo.packumentKey("demo-pkg", NpmRepository.FULL);
+    assertEquals(new FetchSource(full.url(), null), source(full));
+    Digest named = new Digest("sha256", "ab".repeat(32));
+    ArtifactKey byDigest = new ArtifactKey("npm", key.url(), "", named);
+    assertEquals(new FetchSource(key.url(), named), source(byDigest), "a digest the key names is kept");
+  }
+
+  @Test
+  void tarballSourceFailsWhenThePackumentCannotBeRead() {
+    Lookup down = new Lookup() {
+      @Override
+      public java.util.concurrent.CompletionStage<Optional<ByteString>> body(ArtifactKey key, boolean mutable) {
+        return java.util.concurrent.CompletableFuture.failedFuture(new LookupFailed(504, "upstream down"));
+      }
+
+      @Override
+      public Optional<ByteString> cached(ArtifactKey key) {
+        return Optional.empty();
+      }
+    };
+    ArtifactKey key = artifact("*/*", "demo-pkg", "-", "demo-pkg-1.0.0.tgz").key();
+    var e = org.junit.jupiter.api.Assertions.assertThrows(java.util.concurrent.CompletionException.class,
+        () -> repo.source(key, down).toCompletableFuture().join());
+    assertInstanceOf(Lookup.LookupFailed.class, e.getCause());
+  }
+
+  @Test
+  void tarballSourceReadsTheAbbreviatedPackumentWhenThatIsTheOneHeld() {
     String sha1 = "AABBCCDDEEFF00112233445566778899AABBCCDD";
-    lookup.cache(repo.packumentKey("@demo/scoped", NpmRepository.ABBREVIATED),
+    ArtifactKey abbreviated = repo.packumentKey("@demo/scoped", NpmRepository.ABBREVIATED);
+    lookup.cache(abbreviated, packument("@demo/scoped", ROOT + "/@demo/scoped/-/scoped-1.0.0.tgz", null, sha1));
+    ArtifactKey key = artifact("*/*", "@demo", "scoped", "-", "scoped-1.0.0.tgz").key();
+    assertEquals(new Digest("sha1", sha1.toLowerCase()), source(key).expected());
+    assertEquals(List.of(abbreviated), lookup.bodyCalls, "through the cache (a held copy, revalidated when stale)");
+  }
+
+  @Test
+  void tarballSourceUsesShasumWhenThatIsAllThereIs() {
+    String sha1 = "AABBCCDDEEFF00112233445566778899AABBCCDD";
+    lookup.upstream(repo.packumentKey("@demo/scoped", NpmRepository.FULL),
         packument("@demo/scoped", ROOT + "/@demo/scoped/-/scoped-1.0.0.tgz", null, sha1));
-    Target.Artifact a = artifact("*/*", "@demo", "scoped", "-", "scoped-1.0.0.tgz");
-    assertEquals(new Digest("sha1", sha1.toLowerCase()), a.key().expected());
+    ArtifactKey key = artifact("*/*", "@demo", "scoped", "-", "scoped-1.0.0.tgz").key();
+    assertEquals(new Digest("sha1", sha1.toLowerCase()), source(key).expected());
   }
 
   @Test
@@ -157,9 +224,10 @@ class NpmRepositoryTest {
     ((com.fasterxml.jackson.databind.node.ObjectNode) doc.at("/versions/1.1.0/dist")).put("tarball", "x");
     assertEquals(in, doc, "nothing else changes");
 
-    // every rewritten URL resolves back to the upstream URL the packument named
+    // every rewritten URL resolves back (in the fetch) to the upstream URL the packument named
     lookup.cache(repo.packumentKey("@demo/scoped", NpmRepository.FULL), body);
-    assertEquals("https://127.0.0.2/cdn/download?id=7", artifact("*/*", "@demo", "scoped", "-", "scoped-1.1.0.tgz").key().url());
+    assertEquals("https://127.0.0.2/cdn/download?id=7",
+        source(artifact("*/*", "@demo", "scoped", "-", "scoped-1.1.0.tgz").key()).url());
   }
 
   @Test

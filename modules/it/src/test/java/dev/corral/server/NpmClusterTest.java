@@ -1,0 +1,151 @@
+package dev.corral.server;
+
+import static dev.corral.testkit.TestNode.xCache;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.testkit.TestCluster;
+import dev.corral.testkit.TestNode;
+import dev.corral.testkit.upstream.FakeUpstream;
+import java.net.http.HttpClient;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * npm tarballs across two nodes (SEMANTICS K1, F1, B1; issue 13 item 1): a node holding the
+ * packument and a node holding none make the same key for a tarball, so the upstream sees one
+ * request for it; the digest that verifies it is learned by the fetch, wherever it runs.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class NpmClusterTest {
+  private final Map<String, FakeUpstream.Handler> paths = new ConcurrentHashMap<>();
+  private FakeUpstream upstream;
+  private TestCluster cluster;
+  private HttpClient client;
+
+  @BeforeAll
+  void start(@TempDir Path dir) throws Exception {
+    upstream = FakeUpstream.routed(paths);
+    String hocon = "corral.repos.npm { type = npm, url = \"" + upstream.url("/registry/") + "\", retries = 0 }\n";
+    cluster = TestCluster.start(dir, 2, upstream.url("/"), hocon);
+    client = TestNode.client();
+  }
+
+  @AfterAll
+  void stop() {
+    if (cluster != null) {
+      cluster.close();
+    }
+    upstream.close();
+  }
+
+  private void packument(String name, byte[] tarball) throws Exception {
+    String json = """
+        {"name":"%s","versions":{"1.0.0":{"name":"%s","version":"1.0.0",
+         "dist":{"tarball":"%s","integrity":"sha512-%s"}}}}
+        """.formatted(name, name, upstream.url("/registry/" + name + "/-/" + name + "-1.0.0.tgz"),
+        Base64.getEncoder().encodeToString(MessageDigest.getInstance("SHA-512").digest(tarball)));
+    byte[] body = json.getBytes(StandardCharsets.UTF_8);
+    paths.put("/registry/" + name, (exchange, n) -> TestNode.ok(exchange, body));
+  }
+
+  @Test
+  void oneTarballAskedOnANodeWithItsPackumentAndOneWithoutIsOneUpstreamRequest() throws Exception {
+    byte[] tgz = TestNode.bytes(3000, 1);
+    packument("shared", tgz);
+    CountDownLatch release = new CountDownLatch(1);
+    String tarball = "/registry/shared/-/shared-1.0.0.tgz";
+    paths.put(tarball, (exchange, n) -> {
+      TestNode.await(release);
+      TestNode.ok(exchange, tgz);
+    });
+    CorralServer holding = cluster.node(0);
+    CorralServer bare = cluster.node(1);
+    // Only node 0 holds the packument (the full variant, as a client asked for it).
+    assertEquals(200, TestNode.get(client, holding, "/npm/shared", "Accept", "application/json").statusCode());
+    int registeredBefore0 = holding.cancels().registrations();
+    int registeredBefore1 = bare.cancels().registrations();
+
+    CompletableFuture<HttpResponse<byte[]>> a = TestNode.getAsync(client, holding, "/npm/shared/-/shared-1.0.0.tgz");
+    CompletableFuture<HttpResponse<byte[]>> b = TestNode.getAsync(client, bare, "/npm/shared/-/shared-1.0.0.tgz");
+    TestNode.await("the upstream asked for the tarball", Duration.ofSeconds(20), () -> upstream.requests(tarball) >= 1);
+    TestNode.await("a waiter on each node", Duration.ofSeconds(20),
+        () -> holding.cancels().registrations() > registeredBefore0 && bare.cancels().registrations() > registeredBefore1);
+    release.countDown();
+
+    HttpResponse<byte[]> ra = a.get();
+    HttpResponse<byte[]> rb = b.get();
+    assertEquals(200, ra.statusCode());
+    assertEquals(200, rb.statusCode());
+    assertArrayEquals(tgz, ra.body());
+    assertArrayEquals(tgz, rb.body());
+    assertEquals(1, List.of(xCache(ra), xCache(rb)).stream().filter("MISS"::equals).count(),
+        xCache(ra) + " " + xCache(rb));
+    assertEquals(1, upstream.requests(tarball), "one upstream request for the tarball, cluster-wide");
+  }
+
+  @Test
+  void aTarballThatDoesNotMatchItsPackumentIsNeverServedNorCachedWhereverItIsAsked() throws Exception {
+    byte[] good = TestNode.bytes(4000, 2);
+    byte[] bad = good.clone();
+    bad[10] ^= 1;
+    packument("tampered", good);
+    String tarball = "/registry/tampered/-/tampered-1.0.0.tgz";
+    paths.put(tarball, (exchange, n) -> TestNode.ok(exchange, bad));
+    CorralServer holding = cluster.node(0);
+    CorralServer bare = cluster.node(1);
+    assertEquals(200, TestNode.get(client, holding, "/npm/tampered", "Accept", "application/json").statusCode());
+
+    // Asked first where no packument is held, then where one is: a 502 every time, never a copy.
+    int asked = 0;
+    for (CorralServer s : List.of(bare, holding, bare)) {
+      HttpResponse<byte[]> r = TestNode.get(client, s, "/npm/tampered/-/tampered-1.0.0.tgz");
+      asked++;
+      assertEquals(502, r.statusCode(), "X-Cache " + xCache(r) + ", " + r.body().length + " bytes");
+      assertNotEquals("HIT", xCache(r));
+      assertEquals(asked, upstream.requests(tarball), "the bad bytes were not cached");
+    }
+    ArtifactKey key = ArtifactKey.of("npm", upstream.url(tarball));
+    for (CorralServer s : cluster.nodes) {
+      assertTrue(s.node().store().lookup(key).isEmpty(), "no copy stored");
+    }
+    assertEquals(List.of(), TestCluster.holders(holding, key));
+  }
+
+  @Test
+  void aTarballWhosePackumentCannotBeReadIsA502AndNotFetchedUnverified() throws Exception {
+    byte[] tgz = TestNode.bytes(2000, 3);
+    String tarball = "/registry/flaky/-/flaky-1.0.0.tgz";
+    paths.put("/registry/flaky", (exchange, n) -> FakeUpstream.send(exchange, 503, new byte[0]));
+    paths.put(tarball, (exchange, n) -> TestNode.ok(exchange, tgz));
+    for (CorralServer s : cluster.nodes) {
+      HttpResponse<byte[]> r = TestNode.get(client, s, "/npm/flaky/-/flaky-1.0.0.tgz");
+      assertEquals(502, r.statusCode(), "X-Cache " + xCache(r) + ", " + r.body().length + " bytes");
+    }
+    assertEquals(0, upstream.requests(tarball), "no unverified fetch while the packument cannot be read");
+
+    // The packument is back: the next request fetches, verifies and stores the tarball.
+    packument("flaky", tgz);
+    HttpResponse<byte[]> r = TestNode.get(client, cluster.node(1), "/npm/flaky/-/flaky-1.0.0.tgz");
+    assertEquals(200, r.statusCode());
+    assertArrayEquals(tgz, r.body());
+    assertEquals(1, upstream.requests(tarball));
+  }
+}
