@@ -26,7 +26,10 @@ import org.apache.pekko.util.ByteString;
  *
  * <ul>
  *   <li>{@code GET /-/peer/blobs/<sha256>}: a committed blob of this node's store, by content
- *       address (the name is the SHA-256 of the bytes, so nothing can be asked for by key or URL);
+ *       address (the name is the SHA-256 of the bytes, so nothing can be asked for by key or URL).
+ *       A whole blob is hashed as it streams and the transfer is aborted before its last byte if
+ *       it does not match its name; the store then drops the blob (F2). A range is not verified
+ *       (the copying node verifies the whole copy, B1);
  *   <li>{@code GET /-/peer/downloads/<id>}: a large body this node is downloading right now, read
  *       while it grows exactly as local waiters read it ({@link GrowingBlob}: the last byte is held
  *       back until the download is verified, and the transfer is aborted if it fails).

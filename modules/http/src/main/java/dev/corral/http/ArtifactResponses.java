@@ -69,14 +69,15 @@ final class ArtifactResponses {
   /**
    * Small stored artifacts are read whole and their SHA-256 verified before they are served, then
    * kept in {@link HotBlobs} (up to 1 MiB each); with the memory cache off, up to this size. Larger
-   * ones stream from disk in bounded memory, checked by size only, so that a warm hit of a large
-   * artifact costs no hashing.
+   * ones stream from disk in bounded memory, hashed as they stream: a whole body that does not
+   * match is cut before its last byte and dropped from the store (F2; {@code DiskStore.read}). A
+   * range of a large body is served unverified (docs/security.md).
    */
   static final long VERIFIED_READ_LIMIT = 64 * 1024;
 
   /**
    * Bytes from this node's store. Small artifacts are read whole and verified; large ones stream
-   * in bounded memory. Completes with empty when the stored bytes turned out missing or corrupt
+   * in bounded memory, verified while they stream (a mismatch aborts the response). Completes with empty when the stored bytes turned out missing or corrupt
    * (the store has then forgotten the key, and the caller fetches it again).
    */
   CompletionStage<Optional<HttpResponse>> stored(HttpRequest request, Via via, StoredArtifact artifact) {

@@ -3,9 +3,11 @@ package dev.corral.server;
 import static dev.corral.testkit.TestNode.xCache;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.corral.core.key.ArtifactKey;
+import dev.corral.testkit.RawHttp;
 import dev.corral.testkit.TestCluster;
 import dev.corral.testkit.TestNode;
 import dev.corral.testkit.upstream.FakeUpstream;
@@ -36,9 +38,11 @@ class ClusterDataTest {
   private FakeUpstream upstream;
   private TestCluster cluster;
   private HttpClient client;
+  private Path dir;
 
   @BeforeAll
   void start(@TempDir Path dir) throws Exception {
+    this.dir = dir;
     upstream = FakeUpstream.routed(paths);
     cluster = TestCluster.start(dir, 3, upstream.url("/"), "");
     client = TestNode.client();
@@ -248,6 +252,75 @@ class ClusterDataTest {
     // Issue 12: the client port no longer answers the peer endpoint (any cached body by hash).
     assertEquals(404, TestNode.get(client, s, "/-/peer/blobs/" + sha).statusCode());
     assertEquals(404, TestNode.get(client, s, "/-/peer/downloads/12345").statusCode());
+  }
+
+  @Test
+  void aBlobCorruptedOnDiskIsCutBeforeItsLastByteOnThePeerEndpointAndDropped() throws Exception {
+    // F2 / issue 13 item 5: the peer endpoint hashes a whole blob as it streams it; a same-size
+    // corruption ends the transfer before its last byte, never as complete, and the copy goes.
+    byte[] body = TestNode.bytes(2 * 1024 * 1024, 7);
+    paths.put("/corrupt/peer.bin", (exchange, n) -> TestNode.ok(exchange, body));
+    ArtifactKey key = key("/corrupt/peer.bin");
+    assertEquals(200, TestNode.get(client, cluster.node(0), "/up/corrupt/peer.bin").statusCode());
+    CorralServer holder = cluster.entityHost(key.id()).orElseThrow();
+    TestNode.await("the entity's node holds it", Duration.ofSeconds(20),
+        () -> holder.node().store().lookup(key).isPresent());
+    String sha = sha256(body);
+    corruptEveryCopy(sha, body);
+
+    RawHttp.Response cut = RawHttp.exchange(holder.peerAddress(), "GET", "/-/peer/blobs/" + sha);
+    assertFalse(cut.complete(), "a corrupt blob is never ended as complete");
+    if (cut.status() != 0) { // an abort may reset the connection before the head was read
+      assertEquals(200, cut.status());
+      assertEquals(String.valueOf(body.length), cut.header("Content-Length"));
+      assertTrue(cut.body().length < body.length, "cut before the last byte: " + cut.body().length);
+    }
+    assertTrue(holder.node().store().lookup(key).isEmpty(), "the bad copy is dropped");
+    assertTrue(holder.node().store().blobSize(sha).isEmpty());
+    assertEquals(404, RawHttp.exchange(holder.peerAddress(), "GET", "/-/peer/blobs/" + sha).status());
+  }
+
+  @Test
+  void aCorruptHoldersBytesAreNeverCommittedAsAReplica() throws Exception {
+    // Issue 13 item 5, as seen by the copying node: its copy from a holder whose blob is
+    // corrupt is cut short, so the corrupt bytes are never committed nor served complete. (Going
+    // on to the upstream after that holder's failure is item 4.)
+    byte[] body = TestNode.bytes(3 * 1024 * 1024, 8); // over the inline limit: read from the peer endpoint
+    paths.put("/corrupt/copy.bin", (exchange, n) -> TestNode.ok(exchange, body));
+    ArtifactKey key = key("/corrupt/copy.bin");
+    CorralServer first = cluster.node(0);
+    assertEquals(200, TestNode.get(client, first, "/up/corrupt/copy.bin").statusCode());
+    CorralServer holder = cluster.entityHost(key.id()).orElseThrow();
+    TestNode.await("the entity's node holds it", Duration.ofSeconds(20),
+        () -> holder.node().store().lookup(key).isPresent());
+    String sha = sha256(body);
+    corruptEveryCopy(sha, body);
+
+    CorralServer other = cluster.others(holder, first).get(0);
+    RawHttp.Response r = RawHttp.exchange(other.address(), "GET", "/up/corrupt/copy.bin");
+    if (r.status() == 200 && r.complete()) {
+      assertArrayEquals(body, r.body(), "a complete answer carries the right bytes");
+    }
+    TestNode.await("no fetch in flight on the copying node", Duration.ofSeconds(20),
+        () -> other.metrics().inflightFetches.labelValues("up").get() == 0);
+    other.node().store().lookup(key).ifPresent(a -> assertEquals(sha, a.sha256(), "only the right bytes are committed"));
+    assertTrue(holder.node().store().lookup(key).isEmpty(), "the holder dropped its bad copy");
+    System.out.println("copy from a corrupt holder answered " + r.status() + " " + r.header("X-Cache")
+        + (r.complete() ? " complete" : " cut") + ", upstream requests " + upstream.requests("/corrupt/copy.bin"));
+  }
+
+  /** Flips one byte of every stored copy of {@code body} on every node, keeping the size. */
+  private void corruptEveryCopy(String sha, byte[] body) throws Exception {
+    byte[] bad = body.clone();
+    bad[body.length / 3] ^= 1;
+    List<Path> copies;
+    try (java.util.stream.Stream<Path> files = java.nio.file.Files.walk(dir)) {
+      copies = files.filter(p -> p.getFileName().toString().equals(sha)).toList();
+    }
+    assertFalse(copies.isEmpty(), "a stored copy of " + sha);
+    for (Path p : copies) {
+      java.nio.file.Files.write(p, bad);
+    }
   }
 
   private HttpResponse<byte[]> peer(CorralServer s, String target, String... headers) throws Exception {

@@ -55,7 +55,9 @@ public interface ArtifactStore {
 
   /**
    * Streams {@code length} bytes of the blob from {@code offset}, in bounded memory. The source
-   * fails if the blob vanished or is shorter than expected.
+   * fails if the blob vanished or is shorter than expected. A read of the whole blob is verified
+   * (F2): it fails before its last byte if the bytes do not hash to sha256, and the store then
+   * forgets the blob and every key pointing to it. A partial read is not verified.
    */
   Source<ByteString, NotUsed> read(StoredArtifact artifact, long offset, long length);
 

@@ -328,8 +328,13 @@ public final class DiskStore implements ArtifactStore {
     // stream ends; one 64 KiB buffer is in flight per pull, whatever the blob's size. The file
     // is opened on the first pull: a failure there fails the stream quietly, where a failure in
     // unfoldResource's create is also logged as an actor error.
+    // A whole read is hashed as it goes and its last chunk is held back until the digest matches
+    // (F2, the GrowingBlob technique): a same-size-corrupted blob fails the stream before its last
+    // byte, so a client or a peer never receives it complete, and the bad copy is purged. A range
+    // cannot be verified whole and streams unverified (docs/security.md).
+    boolean verify = offset == 0 && length == artifact.size() && length > 0;
     return Source.unfoldResource(
-        () -> new Cursor(path, artifact.sha256(), offset, end), Cursor::next, Cursor::close);
+        () -> new Cursor(path, artifact.sha256(), offset, end, verify), Cursor::next, Cursor::close);
   }
 
   @Override
@@ -370,23 +375,33 @@ public final class DiskStore implements ArtifactStore {
   // ---------------------------------------------------------------------------------------------
   // Streaming reads
 
-  /** Positional reads of [pos, end) in chunks of at most 64 KiB. */
-  private static final class Cursor {
+  /**
+   * Positional reads of [pos, end) in chunks of at most 64 KiB. When verifying (a whole read), the
+   * bytes are hashed as they are read and the last chunk is emitted only if they hash to the
+   * blob's name; otherwise the blob and its keys are purged and the stream fails.
+   */
+  private final class Cursor {
     private final Path path;
     private final String sha256;
     private final long end;
+    private final MessageDigest digest;
     private long pos;
     private FileChannel ch;
+    private Object fileKey;
 
-    Cursor(Path path, String sha256, long pos, long end) {
+    Cursor(Path path, String sha256, long pos, long end, boolean verify) {
       this.path = path;
       this.sha256 = sha256;
       this.pos = pos;
       this.end = end;
+      this.digest = verify ? sha256() : null;
     }
 
     Optional<ByteString> next() throws IOException {
       if (ch == null) {
+        if (digest != null) {
+          fileKey = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
+        }
         ch = FileChannel.open(path, StandardOpenOption.READ);
         long size = ch.size();
         if (size < end) {
@@ -405,6 +420,18 @@ public final class DiskStore implements ArtifactStore {
         }
       }
       pos += chunk.length;
+      if (digest != null) {
+        digest.update(chunk);
+        if (pos == end) {
+          String actual = HexFormat.of().formatHex(digest.digest());
+          if (!actual.equals(sha256)) {
+            log.warn("blob {} is corrupt (hashes to {}); aborting the read, deleting it and its keys",
+                sha256, actual);
+            purgeBlob(sha256, fileKey);
+            throw new IOException("blob " + sha256 + " is corrupt: hashes to " + actual);
+          }
+        }
+      }
       return Optional.of(ByteString.fromArrayUnsafe(chunk));
     }
 

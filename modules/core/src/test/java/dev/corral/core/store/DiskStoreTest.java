@@ -496,6 +496,38 @@ class DiskStoreTest {
   }
 
   @Test
+  void aWholeStreamedReadOfACorruptBlobFailsBeforeItsLastByteAndPurgesIt() throws Exception {
+    // F2: a large hit streams from disk; a same-size corruption must never be served complete.
+    DiskStore store = open(BIG);
+    byte[] bytes = randomBytes(300_000, 56); // five chunks
+    StoredArtifact a = put(store, key("a"), bytes);
+    put(store, key("b"), bytes);
+    byte[] corrupt = bytes.clone();
+    corrupt[1000] ^= 1; // in the first chunk: everything before the last chunk is read fine
+    Files.write(store.blobPath(a.sha256()), corrupt);
+
+    List<ByteString> received = new ArrayList<>();
+    CompletableFuture<?> done = store.read(a, 0, bytes.length)
+        .runForeach(received::add, system).toCompletableFuture();
+    ExecutionException failed = assertThrows(ExecutionException.class, () -> done.get(10, TimeUnit.SECONDS));
+    assertInstanceOf(IOException.class, failed.getCause());
+    long got = received.stream().mapToLong(ByteString::size).sum();
+    assertTrue(got < bytes.length, "the last byte is never emitted: " + got);
+
+    assertTrue(store.lookup(key("a")).isEmpty(), "the bad copy is dropped");
+    assertTrue(store.lookup(key("b")).isEmpty(), "with every key pointing to it");
+    assertFalse(Files.exists(store.blobPath(a.sha256())));
+    assertEquals(0, store.totalSize());
+
+    // A range cannot be verified whole and is served as stored (docs/security.md).
+    StoredArtifact again = put(store, key("a"), bytes);
+    assertArrayEquals(bytes, collect(store, again, 0, bytes.length).toArray(), "an intact blob streams whole");
+    Files.write(store.blobPath(again.sha256()), corrupt);
+    assertArrayEquals(slice(corrupt, 0, 2000), collect(store, again, 0, 2000).toArray());
+    assertTrue(store.lookup(key("a")).isPresent(), "a range read does not purge");
+  }
+
+  @Test
   void readAllOfAVanishedBlobFailsAndDropsTheKey() throws IOException {
     DiskStore store = open(BIG);
     StoredArtifact a = put(store, key("a"), randomBytes(100, 55));
