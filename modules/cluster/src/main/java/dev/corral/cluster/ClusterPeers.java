@@ -64,6 +64,15 @@ public final class ClusterPeers implements Peers {
   }
 
   @Override
+  public Reply staleForAnotherNode(dev.corral.core.store.StoredArtifact stored, boolean revalidationFailed) {
+    String url = self.get();
+    if (url == null) {
+      return new Reply.Retry("this node cannot serve other nodes yet");
+    }
+    return CrossNodeReplies.stale(stored, url, revalidationFailed);
+  }
+
+  @Override
   public Arrival arrived(Reply.ForAnotherNode reply) {
     return CrossNodeReplies.decode(reply, (peerUrl, path) -> new PeerCopy(client, List.of(peerUrl), path, system));
   }
