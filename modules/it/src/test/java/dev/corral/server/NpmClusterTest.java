@@ -80,6 +80,7 @@ class NpmClusterTest {
     CorralServer bare = cluster.node(1);
     // Only node 0 holds the packument (the full variant, as a client asked for it).
     assertEquals(200, TestNode.get(client, holding, "/npm/shared", "Accept", "application/json").statusCode());
+    double countedBefore = clientRequestsCounted();
     int registeredBefore0 = holding.cancels().registrations();
     int registeredBefore1 = bare.cancels().registrations();
 
@@ -99,6 +100,20 @@ class NpmClusterTest {
     assertEquals(1, List.of(xCache(ra), xCache(rb)).stream().filter("MISS"::equals).count(),
         xCache(ra) + " " + xCache(rb));
     assertEquals(1, upstream.requests(tarball), "one upstream request for the tarball, cluster-wide");
+    // Issue 13 item 10: the packument the tarball's fetch reads through the cache is not a request.
+    assertEquals(countedBefore + 2, clientRequestsCounted(), "one count per client request, cluster-wide");
+  }
+
+  /** corral_requests_total for the npm repository, every result, summed over the nodes. */
+  private double clientRequestsCounted() {
+    double sum = 0;
+    for (CorralServer s : cluster.nodes) {
+      for (String result : List.of("miss", "coalesced", "hit", "negative", "stale", "revalidated", "peer", "bypass",
+          "error", "rejected", "limited")) {
+        sum += s.metrics().requests.labelValues("npm", result).get();
+      }
+    }
+    return sum;
   }
 
   @Test
