@@ -4,6 +4,7 @@ import dev.corral.core.download.Outcome;
 import dev.corral.core.fetch.Peers;
 import dev.corral.core.fetch.Reply;
 import dev.corral.core.fetch.Via;
+import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Upstream;
 import java.util.List;
 import java.util.Optional;
@@ -64,7 +65,7 @@ public final class ClusterPeers implements Peers {
   }
 
   @Override
-  public Reply staleForAnotherNode(dev.corral.core.store.StoredArtifact stored, boolean revalidationFailed) {
+  public Reply staleForAnotherNode(StoredArtifact stored, boolean revalidationFailed) {
     String url = self.get();
     if (url == null) {
       return new Reply.Retry("this node cannot serve other nodes yet");
