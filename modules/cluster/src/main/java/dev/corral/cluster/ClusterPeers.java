@@ -4,6 +4,7 @@ import dev.corral.core.download.Outcome;
 import dev.corral.core.fetch.Peers;
 import dev.corral.core.fetch.Reply;
 import dev.corral.core.fetch.Via;
+import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Upstream;
 import java.util.List;
 import java.util.Optional;
@@ -61,6 +62,15 @@ public final class ClusterPeers implements Peers {
       return new Reply.Retry("this node cannot serve other nodes yet");
     }
     return CrossNodeReplies.encode(outcome, via, url, inlineLimit);
+  }
+
+  @Override
+  public Reply staleForAnotherNode(StoredArtifact stored, boolean revalidationFailed) {
+    String url = self.get();
+    if (url == null) {
+      return new Reply.Retry("this node cannot serve other nodes yet");
+    }
+    return CrossNodeReplies.stale(stored, url, revalidationFailed);
   }
 
   @Override

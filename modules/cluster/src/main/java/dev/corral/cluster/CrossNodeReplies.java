@@ -41,10 +41,11 @@ final class CrossNodeReplies {
    * 0}; {@code sha256} names the blob) or is still downloading it (download {@code downloadId};
    * {@code sha256} is null). The waiter's node copies it once, streams the copy to its clients and
    * keeps a verified replica, as old as the holder's copy ({@code fetchedAtMillis}; -1: fetched
-   * just now).
+   * just now). {@code revalidationFailed}: a STALE copy whose last revalidation failed (the
+   * waiter's node answers with {@code Warning: 111}).
    */
   record FromPeer(Via via, List<Header> headers, long length, String peerUrl, String sha256,
-      long downloadId, long fetchedAtMillis) implements Reply.ForAnotherNode {
+      long downloadId, long fetchedAtMillis, boolean revalidationFailed) implements Reply.ForAnotherNode {
 
     /** The path of the bytes on the peer's endpoint. */
     String path() {
@@ -64,18 +65,24 @@ final class CrossNodeReplies {
       StoredArtifact a = b.artifact();
       return b.bytes().size() <= inlineLimit
           ? new Inline(remote, b.headers(), b.bytes(), a.sha256(), a.fetchedAtMillis())
-          : new FromPeer(remote, b.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis());
+          : new FromPeer(remote, b.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis(), false);
     }
     StoredArtifact committed = outcome instanceof Outcome.Stored s ? s.artifact()
         : outcome instanceof Outcome.Revalidated r ? r.artifact() : null;
     if (committed != null) {
       return new FromPeer(remote, committed.headers(), committed.size(), self, committed.sha256(), -1,
-          committed.fetchedAtMillis());
+          committed.fetchedAtMillis(), false);
     }
     if (outcome instanceof Outcome.Streaming s) {
-      return new FromPeer(remote, s.headers(), s.length(), self, null, s.downloadId(), -1);
+      return new FromPeer(remote, s.headers(), s.length(), self, null, s.downloadId(), -1, false);
     }
     return Reply.of(outcome, via); // no bytes to carry: not found, failed, ask again
+  }
+
+  /** On the entity's node: a stale committed copy for a waiter on another node (always read from here). */
+  static Reply stale(StoredArtifact stored, String self, boolean revalidationFailed) {
+    return new FromPeer(Via.STALE, stored.headers(), stored.size(), self, stored.sha256(), -1,
+        stored.fetchedAtMillis(), revalidationFailed);
   }
 
   /**
@@ -93,7 +100,7 @@ final class CrossNodeReplies {
     }
     if (reply instanceof FromPeer from) {
       return new Peers.Arrival.Copy(from.via(), copyFrom.apply(from.peerUrl(), from.path()), from.sha256(),
-          from.headers(), from.sha256() == null ? -1 : from.fetchedAtMillis());
+          from.headers(), from.sha256() == null ? -1 : from.fetchedAtMillis(), from.revalidationFailed());
     }
     return new Peers.Arrival.Refused(new Reply.Failed(Failure.PEER_ERROR,
         "an unknown reply from another node: " + reply.getClass().getName()));

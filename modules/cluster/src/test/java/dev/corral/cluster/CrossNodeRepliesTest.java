@@ -116,6 +116,20 @@ class CrossNodeRepliesTest {
   }
 
   @Test
+  void aStaleCopyCarriesWhetherItsLastRevalidationFailed() {
+    // Issue 13 item 10: the waiter's node answers a relayed STALE with Warning: 111 as a local one.
+    ByteString body = random(100);
+    for (boolean failed : new boolean[] {true, false}) {
+      CrossNodeReplies.FromPeer stale = assertInstanceOf(CrossNodeReplies.FromPeer.class,
+          roundTrip(CrossNodeReplies.stale(artifact(body), SELF, failed)));
+      assertEquals(Via.STALE, stale.via());
+      Peers.Arrival.Copy copy = assertInstanceOf(Peers.Arrival.Copy.class, CrossNodeReplies.decode(stale, (u, p) -> null));
+      assertEquals(failed, copy.revalidationFailed());
+      assertEquals(1234L, copy.fetchedAtMillis());
+    }
+  }
+
+  @Test
   void anInlineBodyThatDoesNotMatchItsSha256IsRefused() {
     ByteString body = random(100);
     var tampered = new CrossNodeReplies.Inline(Via.MISS, HEADERS, body, "0".repeat(64), -1);

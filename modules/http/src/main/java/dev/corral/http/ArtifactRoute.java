@@ -348,7 +348,7 @@ final class ArtifactRoute {
 
     /** The budget ran out and the repository allows it: the document read once, uncached. */
     private CompletionStage<Optional<ByteString>> bypassed(ArtifactKey key) {
-      return bypass.fetch(key).thenCompose(r -> {
+      return bypass.lookup(key).thenCompose(r -> {
         int status = r.status().intValue();
         if (status == 200) {
           return r.entity().toStrict(WHOLE_BODY_WAIT.toMillis(), WHOLE_BODY_LIMIT, Materializer.matFromSystem(system))

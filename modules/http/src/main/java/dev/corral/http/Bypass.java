@@ -35,8 +35,22 @@ final class Bypass {
     this.counts = counts;
   }
 
+  /** A client's request answered by a direct fetch: counted in {@code corral_requests_total}. */
   CompletionStage<HttpResponse> fetch(ArtifactKey key) {
+    return fetch(key, true);
+  }
+
+  /**
+   * A document a repository reads to resolve a client's request (a page, a packument, a
+   * checksum), fetched directly: not counted, the client's request is counted once when answered.
+   */
+  CompletionStage<HttpResponse> lookup(ArtifactKey key) {
+    return fetch(key, false);
+  }
+
+  private CompletionStage<HttpResponse> fetch(ArtifactKey key, boolean counted) {
     String repo = key.repo();
+    RequestCounts counts = counted ? this.counts : null;
     List<Header> accept = key.variant().isEmpty() ? List.of() : List.of(new Header("Accept", key.variant()));
     return upstream.get(new UpstreamRequest(repo, key.url(), accept))
         .thenApply(r -> {
@@ -45,21 +59,25 @@ final class Bypass {
             var entity = r.contentLength().isPresent()
                 ? HttpEntities.create(type, r.contentLength().getAsLong(), r.body())
                 : HttpEntities.createChunked(type, r.body());
-            return counts.count(repo, "bypass", HttpResponse.create().withEntity(entity)
+            return count(counts, repo, "bypass", HttpResponse.create().withEntity(entity)
                 .addHeader(RawHeader.create("X-Cache", "BYPASS")));
           }
           r.body().runWith(Sink.cancelled(), system);
           if (r.status() == 404 || r.status() == 410) {
-            return counts.count(repo, "bypass", text(r.status(), "not found upstream")
+            return count(counts, repo, "bypass", text(r.status(), "not found upstream")
                 .addHeader(RawHeader.create("X-Cache", "BYPASS")));
           }
-          return counts.count(repo, "error", text(502, "upstream answered " + r.status()));
+          return count(counts, repo, "error", text(502, "upstream answered " + r.status()));
         })
         .exceptionally(e -> {
           Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
           boolean timeout = t instanceof UpstreamException u && u.isTimeout();
           log.warn("bypass fetch of {} failed: {}", key, t.toString());
-          return counts.count(repo, "error", text(timeout ? 504 : 502, "upstream error: " + t.getMessage()));
+          return count(counts, repo, "error", text(timeout ? 504 : 502, "upstream error: " + t.getMessage()));
         });
+  }
+
+  private static HttpResponse count(RequestCounts counts, String repo, String result, HttpResponse response) {
+    return counts == null ? response : counts.count(repo, result, response);
   }
 }

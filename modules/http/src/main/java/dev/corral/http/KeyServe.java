@@ -10,8 +10,10 @@ import dev.corral.core.fetch.Reply;
 import dev.corral.core.fetch.Via;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.store.StoredArtifact;
+import dev.corral.core.upstream.Header;
 import dev.corral.core.wait.Waiters;
 import dev.corral.registry.Target;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -115,7 +117,8 @@ final class KeyServe {
     }
     Reply reply = ((Waiters.Answered) answer).reply();
     if (reply instanceof Reply.Body b) {
-      return done(served(repo, b.via(), responses.bytes(request, b.via(), 200, b.headers(), b.bytes())));
+      return done(served(repo, b.via(), warned(b.headers(),
+          responses.bytes(request, b.via(), 200, b.headers(), b.bytes()))));
     }
     if (reply instanceof Reply.Stored s) {
       return responses.stored(request, s.via(), s.artifact())
@@ -142,7 +145,8 @@ final class KeyServe {
       var growing = node.downloads().find(s.downloadId());
       if (growing.isPresent()) {
         // A reader that starts after the download ended reads the committed bytes (GrowingBlob).
-        return done(served(repo, s.via(), responses.streaming(s.via(), 200, s.headers(), s.length(), growing.get().reader())));
+        return done(served(repo, s.via(), warned(s.headers(),
+            responses.streaming(s.via(), 200, s.headers(), s.length(), growing.get().reader()))));
       }
       // The download ended between the reply and now: serve what it committed, if anything.
       Optional<StoredArtifact> stored = node.store().lookup(key);
@@ -161,6 +165,11 @@ final class KeyServe {
       return done(failed(repo, text(status(f.cause()), f.reason())));
     }
     return done(failed(repo, text(502, "unexpected answer: " + reply.getClass().getSimpleName())));
+  }
+
+  /** A STALE answer relayed from another node whose last revalidation failed says so, as a local one does. */
+  private static HttpResponse warned(List<Header> headers, HttpResponse response) {
+    return Reply.saysRevalidationFailed(headers) ? response.addHeader(REVALIDATION_FAILED) : response;
   }
 
   /** The status a client gets for a failed fetch. */

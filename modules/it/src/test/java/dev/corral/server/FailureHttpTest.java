@@ -66,9 +66,12 @@ class FailureHttpTest {
         slow { type = generic, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = %s }
         bypass { type = generic, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = %s,
                  on-budget-exhausted = bypass }
+        pybypass { type = pypi, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = %s,
+                 on-budget-exhausted = bypass }
       }
       """.formatted(NEGATIVE_TTL.toMillis() + "ms", n.raw().url("/"), n.raw().url("/"),
-          n.url("/"), BUDGET.toMillis() + "ms", n.url("/"), BUDGET.toMillis() + "ms"));
+          n.url("/"), BUDGET.toMillis() + "ms", n.url("/"), BUDGET.toMillis() + "ms",
+          n.url("/pypi/"), BUDGET.toMillis() + "ms"));
 
   private void waitersRegistered(int n) {
     TestNode.await(n + " waiters registered", Duration.ofSeconds(20), () -> node.server().cancels().registrations() >= n);
@@ -320,6 +323,44 @@ class FailureHttpTest {
     HttpResponse<byte[]> r = node.get("/bypass/bypass/a");
     assertEquals("HIT", xCache(r), "the shared fetch was committed; the direct ones were not needed");
     assertEquals(1 + clients, node.upstream().requests("/bypass/a"));
+  }
+
+  @Test
+  void aPageReadDirectlyToResolveAFileIsNotCountedAsARequestOfItsOwn() throws Exception {
+    // Observability: one client request, one count in corral_requests_total. The PyPI page a file
+    // request reads to find the file's URL runs out of budget and is read directly (bypass); that
+    // read is the repository's, not a client's request.
+    byte[] wheel = TestNode.bytes(3000, 16);
+    String page = """
+        {"meta":{"api-version":"1.0"},"name":"counted","files":[{"filename":"counted-1.0-py3-none-any.whl",
+         "url":"../../files/counted-1.0-py3-none-any.whl","hashes":{"sha256":"%s"}}]}
+        """.formatted(dev.corral.core.key.Sha256.hex(org.apache.pekko.util.ByteString.fromArray(wheel)));
+    CountDownLatch release = new CountDownLatch(1);
+    CountDownLatch sharedArrived = new CountDownLatch(1);
+    node.paths.put("/pypi/counted/", (exchange, n) -> {
+      if (n == 1) {
+        sharedArrived.countDown();
+        await(release); // the page's shared fetch is slow; the direct read is not
+      }
+      exchange.getResponseHeaders().add("Content-Type", "application/vnd.pypi.simple.v1+json");
+      FakeUpstream.send(exchange, 200, page.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    });
+    node.paths.put("/files/counted-1.0-py3-none-any.whl", (exchange, n) -> ok(exchange, wheel));
+    List<CompletableFuture<HttpResponse<byte[]>>> futures =
+        send(1, "/pybypass/-/files/counted/counted-1.0-py3-none-any.whl");
+    budgetsRunning(1);
+    await(sharedArrived);
+    ticker.advance(BUDGET);
+    HttpResponse<byte[]> r = futures.get(0).get(20, TimeUnit.SECONDS);
+    assertEquals(200, r.statusCode());
+    assertArrayEquals(wheel, r.body());
+    assertEquals(2, node.upstream().requests("/pypi/counted/"), "the page's shared fetch and its direct read");
+    var requests = node.server().metrics().requests;
+    assertEquals(1.0, requests.labelValues("pybypass", "miss").get(), "the client's request");
+    assertEquals(0.0, requests.labelValues("pybypass", "bypass").get(), "the page read counted as a request");
+    assertEquals(0.0, requests.labelValues("pybypass", "error").get());
+    release.countDown();
+    fetchesEnded("pybypass");
   }
 
   @Test

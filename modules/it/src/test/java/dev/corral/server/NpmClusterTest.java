@@ -80,6 +80,7 @@ class NpmClusterTest {
     CorralServer bare = cluster.node(1);
     // Only node 0 holds the packument (the full variant, as a client asked for it).
     assertEquals(200, TestNode.get(client, holding, "/npm/shared", "Accept", "application/json").statusCode());
+    double countedBefore = clientRequestsCounted();
     int registeredBefore0 = holding.cancels().registrations();
     int registeredBefore1 = bare.cancels().registrations();
 
@@ -99,6 +100,20 @@ class NpmClusterTest {
     assertEquals(1, List.of(xCache(ra), xCache(rb)).stream().filter("MISS"::equals).count(),
         xCache(ra) + " " + xCache(rb));
     assertEquals(1, upstream.requests(tarball), "one upstream request for the tarball, cluster-wide");
+    // Issue 13 item 10: the packument the tarball's fetch reads through the cache is not a request.
+    assertEquals(countedBefore + 2, clientRequestsCounted(), "one count per client request, cluster-wide");
+  }
+
+  /** corral_requests_total for the npm repository, every result, summed over the nodes. */
+  private double clientRequestsCounted() {
+    double sum = 0;
+    for (CorralServer s : cluster.nodes) {
+      for (String result : List.of("miss", "coalesced", "hit", "negative", "stale", "revalidated", "peer", "bypass",
+          "error", "rejected", "limited")) {
+        sum += s.metrics().requests.labelValues("npm", result).get();
+      }
+    }
+    return sum;
   }
 
   @Test
@@ -147,5 +162,36 @@ class NpmClusterTest {
     assertEquals(200, r.statusCode());
     assertArrayEquals(tgz, r.body());
     assertEquals(1, upstream.requests(tarball));
+  }
+
+  @Test
+  void aStaleAnswerRelayedFromAnotherNodeSaysItsRevalidationFailed() throws Exception {
+    // Issue 13 item 10: a STALE packument answered through the key's entity on another node
+    // carries Warning: 111 when the last revalidation failed, as the entity's own node says.
+    packument("relayed", TestNode.bytes(1000, 4));
+    ArtifactKey key = new ArtifactKey("npm", upstream.url("/registry/relayed"), "application/json", null);
+    for (CorralServer s : cluster.nodes) {
+      assertEquals(200, TestNode.get(client, s, "/npm/relayed", "Accept", "application/json").statusCode());
+    }
+    CorralServer host = cluster.entityHost(key.id()).orElseThrow();
+    CorralServer other = cluster.others(host).get(0);
+    // Both copies an hour old (past metadata-ttl, within max-stale), then the upstream fails.
+    long hourAgo = System.currentTimeMillis() - 3_600_000L;
+    for (CorralServer s : List.of(host, other)) {
+      TestNode.await("a copy on every node", Duration.ofSeconds(20), () -> s.node().store().lookup(key).isPresent());
+      var held = s.node().store().lookup(key).orElseThrow();
+      s.node().store().touch(key, held.headers(), hourAgo);
+    }
+    paths.put("/registry/relayed", (exchange, n) -> FakeUpstream.send(exchange, 500, new byte[0]));
+    String warning = "111 - \"Revalidation Failed\"";
+    // The entity's node: STALE while the revalidation runs, then STALE saying it failed.
+    TestNode.await("the entity's node says the revalidation failed", Duration.ofSeconds(20), () -> {
+      HttpResponse<byte[]> r = TestNode.get(client, host, "/npm/relayed", "Accept", "application/json");
+      return "STALE".equals(xCache(r)) && warning.equals(r.headers().firstValue("Warning").orElse(null));
+    });
+    HttpResponse<byte[]> relayed = TestNode.get(client, other, "/npm/relayed", "Accept", "application/json");
+    assertEquals(200, relayed.statusCode());
+    assertEquals("STALE", xCache(relayed));
+    assertEquals(warning, relayed.headers().firstValue("Warning").orElse(null));
   }
 }

@@ -442,13 +442,14 @@ public final class FetchEntity {
 
   /**
    * A stale copy for a waiter: one on this node serves it from the store; one on another node
-   * copies it from this node's peer endpoint (X-Cache: STALE either way).
+   * copies it from this node's peer endpoint (X-Cache: STALE either way); both are told whether
+   * the last revalidation failed (Warning: 111).
    */
   private void sendStale(ActorRef<Reply> to, StoredArtifact stored) {
     if (isLocal(to)) {
       to.tell(new Reply.Stale(stored, freshness.revalidationFailed()));
     } else {
-      send(to, new Outcome.Stored(stored), Via.STALE);
+      to.tell(node.peers().staleForAnotherNode(stored, freshness.revalidationFailed()));
     }
   }
 }

@@ -1,6 +1,7 @@
 package dev.corral.core.fetch;
 
 import dev.corral.core.download.Outcome;
+import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.Upstream;
 import java.util.List;
@@ -35,6 +36,15 @@ public interface Peers {
   /** A waiter on another node is told {@code outcome}: small bytes inside, or where to read them. */
   Reply forAnotherNode(Outcome outcome, Via via);
 
+  /**
+   * A waiter on another node is told to serve {@code stored}, a stale copy of mutable metadata
+   * ({@code X-Cache: STALE}); {@code revalidationFailed}: the last revalidation failed, so the
+   * waiter's node says so ({@code Warning: 111}) as a local answer would.
+   */
+  default Reply staleForAnotherNode(StoredArtifact stored, boolean revalidationFailed) {
+    return forAnotherNode(new Outcome.Stored(stored), Via.STALE);
+  }
+
   /** On the waiter's node: what a reply made by {@link #forAnotherNode} means here. */
   Arrival arrived(Reply.ForAnotherNode reply);
 
@@ -56,8 +66,8 @@ public interface Peers {
      * Copy the bytes once from {@code source} into this node's store, local waiters streaming the
      * copy while it grows. {@code sha256} is null for a body the holder is still downloading.
      */
-    record Copy(Via via, Upstream source, String sha256, List<Header> headers, long fetchedAtMillis)
-        implements Arrival {}
+    record Copy(Via via, Upstream source, String sha256, List<Header> headers, long fetchedAtMillis,
+        boolean revalidationFailed) implements Arrival {}
 
     /** The reply cannot be used (its bytes do not match their SHA-256). */
     record Refused(Reply.Failed reply) implements Arrival {}

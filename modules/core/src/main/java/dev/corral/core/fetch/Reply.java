@@ -13,6 +13,24 @@ import org.apache.pekko.util.ByteString;
 
 /** What a waiter is told by the key's {@link FetchEntity}: the outcome as this waiter sees it. */
 public sealed interface Reply extends CborSerializable {
+  /**
+   * Put by this node in a relayed STALE answer's headers ({@link Body}, {@link Streaming}) when
+   * the entity's last revalidation failed: the node that serves it adds {@code Warning: 111}.
+   * Recognised by identity ({@link #saysRevalidationFailed}), so no upstream header can pass for
+   * it; never stored.
+   */
+  Header REVALIDATION_FAILED = new Header("Warning", "111 - \"Revalidation Failed\"");
+
+  /** Whether {@code headers} carry this node's {@link #REVALIDATION_FAILED} mark. */
+  static boolean saysRevalidationFailed(List<Header> headers) {
+    for (Header h : headers) {
+      if (h == REVALIDATION_FAILED) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** A small body, complete and verified: one immutable ByteString shared by every waiter. */
   record Body(Via via, List<Header> headers,
       @JsonSerialize(using = ByteStringModule.Writer.class) @JsonDeserialize(using = ByteStringModule.Reader.class)

@@ -304,6 +304,7 @@ final class SharedAsks {
       Download.Origin origin = new Download.Origin(from.source(), from.sha256(), from.headers(), false,
           from.fetchedAtMillis());
       Via via = from.via();
+      boolean warn = from.revalidationFailed();
       synchronized (SharedAsks.this) {
         if (answered && locals.isEmpty()) {
           pending.remove(key.id(), this);
@@ -314,13 +315,13 @@ final class SharedAsks {
               synchronized (SharedAsks.this) {
                 copying = streaming;
               }
-              answer(Reply.of(streaming, via), false);
+              answer(relayed(Reply.of(streaming, via), warn), false);
             },
-            outcome -> copied(outcome, via));
+            outcome -> copied(outcome, via, warn));
       }
     }
 
-    private void copied(Outcome outcome, Via via) {
+    private void copied(Outcome outcome, Via via, boolean warn) {
       StoredArtifact committed = outcome instanceof Outcome.Body b ? b.artifact()
           : outcome instanceof Outcome.Stored s ? s.artifact() : null;
       if (committed != null) {
@@ -339,7 +340,7 @@ final class SharedAsks {
       if (retry) {
         later();
       } else {
-        answer(Reply.of(outcome, via), true);
+        answer(relayed(Reply.of(outcome, via), warn), true);
       }
     }
 
@@ -371,6 +372,33 @@ final class SharedAsks {
         l.answer.accept(l.token == leader ? reply : coalesced(reply));
       }
     }
+  }
+
+  /**
+   * A copy relayed from another node as it is answered here: when the entity said the last
+   * revalidation failed, a stored copy is a {@link Reply.Stale} saying so and bytes still in
+   * flight carry {@link Reply#REVALIDATION_FAILED} in their headers (never stored).
+   */
+  static Reply relayed(Reply reply, boolean revalidationFailed) {
+    if (!revalidationFailed) {
+      return reply;
+    }
+    if (reply instanceof Reply.Stored s) {
+      return new Reply.Stale(s.artifact(), true);
+    }
+    if (reply instanceof Reply.Body b) {
+      return new Reply.Body(b.via(), warned(b.headers()), b.bytes());
+    }
+    if (reply instanceof Reply.Streaming s) {
+      return new Reply.Streaming(s.via(), warned(s.headers()), s.length(), s.downloadId());
+    }
+    return reply;
+  }
+
+  private static List<Header> warned(List<Header> headers) {
+    List<Header> out = new ArrayList<>(headers);
+    out.add(Reply.REVALIDATION_FAILED);
+    return out;
   }
 
   /** The reply as another local waiter of the same ask sees it. */

@@ -207,6 +207,10 @@ class LifecycleTest extends EntityTestBase {
     awaitRetryPause();
     assertEquals(3.0, fallthrough(repo, "entity-stopped"));
     assertFalse(answers.stream().anyMatch(CompletableFuture::isDone), "asked again before the pause ended");
+    // Answered with the node's time moved by one retry pause only, well before the 5 s re-ask
+    // (Waiters.ASK_AGAIN) could run: with the stop handler silenced, no pause is scheduled and
+    // awaitRetryPause above fails.
+    assertTrue(LONGEST_RETRY_PAUSE.multipliedBy(2).compareTo(Waiters.ASK_AGAIN) < 0);
     ticker.advance(LONGEST_RETRY_PAUSE);
     answers.forEach(a -> assertEquals(body, reply(a, Reply.Body.class).bytes()));
     // The stopped entity's fetch plus one of its successor, however many waiters asked again.
@@ -244,6 +248,8 @@ class LifecycleTest extends EntityTestBase {
     ByteString body = ByteString.fromString("after a self-stop");
     upstream.serve(u, body);
     sharding.entityRefFor(FetchEntity.TYPE_KEY, key.id()).tell(FetchEntity.Stop.INSTANCE);
+    // L2: the stop handler's Retry, not the 5 s re-ask, starts the pause (the node's time has not
+    // moved yet; a silenced handler fails here).
     awaitRetryPause();
     ticker.advance(LONGEST_RETRY_PAUSE);
     // Whether the shard has noticed the stop by then is up to the machine: a Join it delivers to
