@@ -245,8 +245,9 @@ class KubernetesManifestTest {
       assertNotEquals("corral", map(podTemplate(job), "metadata", "labels").get("app"), job + " is no contact point");
     }
     Manifests.Doc role = manifests.one("Role", "corral-pod-reader");
-    assertTrue(maps(list(role.body(), "rules")).stream().anyMatch(r -> list(r, "resources").contains("pods")
-        && list(r, "verbs").contains("list")), role.toString());
+    // Least privilege: discovery makes one call, a list of the labelled pods.
+    assertEquals(List.of(Map.of("apiGroups", List.of(""), "resources", List.of("pods"), "verbs", List.of("list"))),
+        maps(list(role.body(), "rules")), role.toString());
     assertEquals("corral", map(podTemplate(corral), "spec").get("serviceAccountName"));
   }
 
