@@ -1,17 +1,12 @@
 package dev.corral.it;
 
 import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsServer;
 import java.io.IOException;
-import java.io.InputStream;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.KeyStore;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.HexFormat;
@@ -22,8 +17,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.stream.Collectors;
-import javax.net.ssl.KeyManagerFactory;
-import javax.net.ssl.SSLContext;
 
 /**
  * A fake Kubernetes API server on 127.0.0.1 over HTTPS, as much of one as Pekko's
@@ -64,28 +57,8 @@ final class FakeKubernetesApi implements AutoCloseable {
     token = HexFormat.of().formatHex(random);
     tokenFile = Files.writeString(dir.resolve("token"), token);
     namespaceFile = Files.writeString(dir.resolve("namespace"), namespace);
-    Path keystore = dir.resolve("api-server.p12");
-    caCertificate = dir.resolve("ca.crt");
-    String keytool = CorralProcess.javaExecutable().resolveSibling("keytool").toString();
-    ClientCommand.run(dir, Map.of(), Duration.ofMinutes(1), List.of(keytool, "-genkeypair", "-alias", "api",
-        "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=127.0.0.1", "-ext", "san=ip:127.0.0.1",
-        "-validity", "2", "-storetype", "PKCS12", "-keystore", keystore.toString(), "-storepass", "changeit",
-        "-keypass", "changeit")).ok();
-    ClientCommand.run(dir, Map.of(), Duration.ofMinutes(1), List.of(keytool, "-exportcert", "-rfc", "-alias", "api",
-        "-keystore", keystore.toString(), "-storepass", "changeit", "-file", caCertificate.toString())).ok();
-    KeyStore ks = KeyStore.getInstance("PKCS12");
-    try (InputStream in = Files.newInputStream(keystore)) {
-      ks.load(in, "changeit".toCharArray());
-    }
-    KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-    kmf.init(ks, "changeit".toCharArray());
-    SSLContext tls = SSLContext.getInstance("TLS");
-    tls.init(kmf.getKeyManagers(), null, null);
-    server = HttpsServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
-    server.setHttpsConfigurator(new HttpsConfigurator(tls));
-    server.setExecutor(pool);
-    server.createContext("/", this::answer);
-    server.start();
+    server = LoopbackHttps.start(dir, "ca", pool, this::answer);
+    caCertificate = LoopbackHttps.certificate(dir, "ca");
   }
 
   /** A fake API server whose files are in {@code dir}, serving the pods of {@code namespace}. */

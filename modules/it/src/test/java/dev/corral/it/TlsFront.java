@@ -1,25 +1,18 @@
 package dev.corral.it;
 
 import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsServer;
 import java.io.IOException;
-import java.io.InputStream;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.KeyStore;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import javax.net.ssl.KeyManagerFactory;
-import javax.net.ssl.SSLContext;
 
 /**
  * An HTTPS front for a node on 127.0.0.1, as a TLS-terminating ingress is: clients that send
@@ -42,28 +35,8 @@ final class TlsFront implements AutoCloseable {
 
   private TlsFront(Path dir, String backend) throws Exception {
     this.backend = backend;
-    Path keystore = dir.resolve("front.p12");
-    certificate = dir.resolve("front.pem");
-    String keytool = CorralProcess.javaExecutable().resolveSibling("keytool").toString();
-    ClientCommand.run(dir, java.util.Map.of(), Duration.ofMinutes(1), List.of(keytool, "-genkeypair", "-alias", "front",
-        "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=127.0.0.1", "-ext", "san=ip:127.0.0.1",
-        "-validity", "2", "-storetype", "PKCS12", "-keystore", keystore.toString(), "-storepass", "changeit",
-        "-keypass", "changeit")).ok();
-    ClientCommand.run(dir, java.util.Map.of(), Duration.ofMinutes(1), List.of(keytool, "-exportcert", "-rfc",
-        "-alias", "front", "-keystore", keystore.toString(), "-storepass", "changeit", "-file", certificate.toString())).ok();
-    KeyStore ks = KeyStore.getInstance("PKCS12");
-    try (InputStream in = Files.newInputStream(keystore)) {
-      ks.load(in, "changeit".toCharArray());
-    }
-    KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-    kmf.init(ks, "changeit".toCharArray());
-    SSLContext tls = SSLContext.getInstance("TLS");
-    tls.init(kmf.getKeyManagers(), null, null);
-    server = HttpsServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
-    server.setHttpsConfigurator(new HttpsConfigurator(tls));
-    server.setExecutor(pool);
-    server.createContext("/", this::forward);
-    server.start();
+    server = LoopbackHttps.start(dir, "front", pool, this::forward);
+    certificate = LoopbackHttps.certificate(dir, "front");
   }
 
   /** An HTTPS front in {@code dir} for {@code backend} ({@code http://127.0.0.1:PORT}). */
