@@ -55,6 +55,12 @@ final class CorralCluster {
     List<String> seeds = cluster.clusterPorts.stream().map(p -> "127.0.0.1:" + p).toList();
     Path password = dir.resolve("journal-password");
     Files.writeString(password, db.password() + "\n");
+    // Started together, the nodes' first InitJoin reaches seeds not in a cluster yet, and Pekko
+    // asks again only after seed-node-timeout: 20 s in corral-cluster.conf, so that a restarted
+    // first seed rejoins rather than forming a cluster of its own. Nodes that never restart
+    // (no fixed ports) join within a few seconds instead; a cluster whose nodes restart keeps 20 s.
+    Path quickJoin = dir.resolve("quick-join.conf");
+    Files.writeString(quickJoin, "pekko.cluster.seed-node-timeout = 3s\n");
     for (int i = 0; i < size; i++) {
       List<String> args = new ArrayList<>(List.of(
           "--cluster-port", String.valueOf(cluster.clusterPorts.get(i)),
@@ -66,6 +72,9 @@ final class CorralCluster {
         args.addAll(List.of("--http-port", String.valueOf(Postgres.freePort()))); // the last flag wins
         // The replica directory names a node by its peer port's URL: keep that across restarts too.
         args.addAll(List.of("--peer-port", String.valueOf(Postgres.freePort())));
+      }
+      if (!fixedHttpPorts) {
+        args.addAll(List.of("--config", quickJoin.toString()));
       }
       args.addAll(extraArgs);
       Start start = new Start("node-" + (i + 1), List.copyOf(javaOpts), dir.resolve("data-" + (i + 1)), List.copyOf(args), repos);
