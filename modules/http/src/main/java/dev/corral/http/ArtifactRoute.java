@@ -240,7 +240,9 @@ final class ArtifactRoute {
       CompletionStage<?> settled;
       if (entity.isStrict()) {
         settled = CompletableFuture.completedFuture(null);
-      } else if (via == Via.HIT || via == Via.STALE) {
+      } else if ((via == Via.HIT || via == Via.STALE) && node.store().lookup(a.key()).isPresent()) {
+        // Served from this node's store. A STALE copy relayed from the key's entity on another
+        // node is not stored here yet: it is still being copied, and is drained like a miss.
         entity.getDataBytes().runWith(Sink.cancelled(), mat);
         settled = CompletableFuture.completedFuture(null);
       } else {

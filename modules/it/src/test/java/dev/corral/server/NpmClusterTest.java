@@ -43,7 +43,10 @@ class NpmClusterTest {
   @BeforeAll
   void start(@TempDir Path dir) throws Exception {
     upstream = FakeUpstream.routed(paths);
-    String hocon = "corral.repos.npm { type = npm, url = \"" + upstream.url("/registry/") + "\", retries = 0 }\n";
+    String hocon = "corral.repos.npm { type = npm, url = \"" + upstream.url("/registry/") + "\", retries = 0 }\n"
+        // Bodies over 64 KiB stream to their waiters while they download (or are copied).
+        + "corral.repos.streamed { type = npm, url = \"" + upstream.url("/registry/") + "\", retries = 0,"
+        + " inline-limit = 64KiB }\n";
     cluster = TestCluster.start(dir, 2, upstream.url("/"), hocon);
     client = TestNode.client();
   }
@@ -193,5 +196,36 @@ class NpmClusterTest {
     assertEquals(200, relayed.statusCode());
     assertEquals("STALE", xCache(relayed));
     assertEquals(warning, relayed.headers().firstValue("Warning").orElse(null));
+  }
+
+  @Test
+  void aLargeStaleAnswerRelayedToANodeWithoutACopyIsServed() throws Exception {
+    // A STALE packument over the cross-node inline limit (half of Artery's 2 MiB large frame) and
+    // over its repository's inline limit is copied from the entity's node, streaming, by a node
+    // that holds none; the rewritten answer waits for that copy to be stored rather than looking
+    // for it in the store at once (a 502 before).
+    String padding = "x".repeat(1_500_000);
+    String json = """
+        {"name":"big","description":"%s","versions":{"1.0.0":{"name":"big","version":"1.0.0",
+         "dist":{"tarball":"%s"}}}}
+        """.formatted(padding, upstream.url("/registry/big/-/big-1.0.0.tgz"));
+    byte[] body = json.getBytes(StandardCharsets.UTF_8);
+    paths.put("/registry/big", (exchange, n) -> TestNode.ok(exchange, body));
+    ArtifactKey key = new ArtifactKey("streamed", upstream.url("/registry/big"), "application/json", null);
+    assertEquals(200, TestNode.get(client, cluster.node(0), "/streamed/big", "Accept", "application/json").statusCode());
+    CorralServer host = cluster.entityHost(key.id()).orElseThrow();
+    CorralServer other = cluster.others(host).get(0);
+    TestNode.await("the entity's node holds a copy", Duration.ofSeconds(20), () -> host.node().store().lookup(key).isPresent());
+    other.node().store().remove(key); // only the entity's node holds it now
+    var held = host.node().store().lookup(key).orElseThrow();
+    host.node().store().touch(key, held.headers(), System.currentTimeMillis() - 3_600_000L);
+    paths.put("/registry/big", (exchange, n) -> FakeUpstream.send(exchange, 500, new byte[0]));
+
+    HttpResponse<byte[]> r = TestNode.get(client, other, "/streamed/big", "Accept", "application/json");
+    assertEquals(200, r.statusCode(), () -> new String(r.body(), StandardCharsets.UTF_8));
+    assertEquals("STALE", xCache(r));
+    String served = new String(r.body(), StandardCharsets.UTF_8);
+    assertTrue(served.contains(padding), "the whole stale packument");
+    assertTrue(served.contains("/streamed/big/-/big-1.0.0.tgz"), "its tarball link rewritten to this node");
   }
 }
