@@ -228,4 +228,51 @@ class NpmClusterTest {
     assertTrue(served.contains(padding), "the whole stale packument");
     assertTrue(served.contains("/streamed/big/-/big-1.0.0.tgz"), "its tarball link rewritten to this node");
   }
+
+  @Test
+  void aStalePackumentAskedOnEveryNodeAtOnceIsRevalidatedOnce() throws Exception {
+    // F1 for revalidation: stale copies on both nodes, 20 requests on each at once while the one
+    // revalidation is held at the upstream: every request is answered (STALE at once) and the
+    // upstream sees one revalidation, cluster-wide.
+    packument("reval", TestNode.bytes(1000, 5));
+    String path = "/registry/reval";
+    ArtifactKey key = new ArtifactKey("npm", upstream.url(path), "application/json", null);
+    for (CorralServer s : cluster.nodes) {
+      assertEquals(200, TestNode.get(client, s, "/npm/reval", "Accept", "application/json").statusCode());
+    }
+    long hourAgo = System.currentTimeMillis() - 3_600_000L;
+    for (CorralServer s : cluster.nodes) {
+      TestNode.await("a copy on every node", Duration.ofSeconds(20), () -> s.node().store().lookup(key).isPresent());
+      var held = s.node().store().lookup(key).orElseThrow();
+      s.node().store().touch(key, held.headers(), hourAgo);
+    }
+    int before = upstream.requests(path);
+    CountDownLatch release = new CountDownLatch(1);
+    FakeUpstream.Handler fresh = paths.get(path);
+    paths.put(path, (exchange, n) -> {
+      TestNode.await(release);
+      fresh.handle(exchange, n);
+    });
+    List<CompletableFuture<HttpResponse<byte[]>>> asked = new java.util.ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      for (CorralServer s : cluster.nodes) {
+        asked.add(client.sendAsync(TestNode.request(s, "/npm/reval").header("Accept", "application/json").build(),
+            HttpResponse.BodyHandlers.ofByteArray()));
+      }
+    }
+    for (CompletableFuture<HttpResponse<byte[]>> f : asked) {
+      HttpResponse<byte[]> r = f.get();
+      assertEquals(200, r.statusCode());
+      assertEquals("STALE", xCache(r), "a copy within max-stale is served while it revalidates");
+    }
+    TestNode.await("the revalidation reached the upstream", Duration.ofSeconds(20), () -> upstream.requests(path) > before);
+    release.countDown();
+    CorralServer host = cluster.entityHost(key.id()).orElseThrow();
+    TestNode.await("the entity's copy is fresh again", Duration.ofSeconds(20),
+        () -> host.node().store().lookup(key).map(a -> a.fetchedAtMillis() > hourAgo).orElse(false));
+    for (CorralServer s : cluster.nodes) {
+      assertEquals(200, TestNode.get(client, s, "/npm/reval", "Accept", "application/json").statusCode());
+    }
+    assertEquals(before + 1, upstream.requests(path), "one revalidation for 40 requests over two nodes");
+  }
 }
