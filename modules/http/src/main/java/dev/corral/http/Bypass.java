@@ -2,6 +2,7 @@ package dev.corral.http;
 
 import static dev.corral.http.Answers.text;
 
+import dev.corral.core.download.FetchSources;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.Upstream;
@@ -27,11 +28,17 @@ final class Bypass {
 
   private final ActorSystem<?> system;
   private final Upstream upstream;
+  private final FetchSources sources;
   private final RequestCounts counts;
 
-  Bypass(ActorSystem<?> system, Upstream upstream, RequestCounts counts) {
+  /**
+   * @param sources where a key's bytes are (asked at each bypass, like a fetch does: a key's URL
+   *     need not be one the upstream serves, a PyPI file's is not)
+   */
+  Bypass(ActorSystem<?> system, Upstream upstream, FetchSources sources, RequestCounts counts) {
     this.system = system;
     this.upstream = upstream;
+    this.sources = sources;
     this.counts = counts;
   }
 
@@ -52,7 +59,8 @@ final class Bypass {
     String repo = key.repo();
     RequestCounts counts = counted ? this.counts : null;
     List<Header> accept = key.variant().isEmpty() ? List.of() : List.of(new Header("Accept", key.variant()));
-    return upstream.get(new UpstreamRequest(repo, key.url(), accept))
+    return sources.of(key)
+        .thenCompose(source -> upstream.get(new UpstreamRequest(repo, source.url(), accept)))
         .thenApply(r -> {
           if (r.status() == 200) {
             var type = ArtifactResponses.contentType(r.headers());
@@ -71,7 +79,8 @@ final class Bypass {
         })
         .exceptionally(e -> {
           Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-          boolean timeout = t instanceof UpstreamException u && u.isTimeout();
+          boolean timeout = t instanceof UpstreamException u && u.isTimeout()
+              || t instanceof FetchSources.Unavailable s && s.isTimeout();
           log.warn("bypass fetch of {} failed: {}", key, t.toString());
           return count(counts, repo, "error", text(timeout ? 504 : 502, "upstream error: " + t.getMessage()));
         });

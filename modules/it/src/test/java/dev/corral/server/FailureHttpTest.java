@@ -68,10 +68,12 @@ class FailureHttpTest {
                  on-budget-exhausted = bypass }
         pybypass { type = pypi, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = %s,
                  on-budget-exhausted = bypass }
+        pydirect { type = pypi, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = %s,
+                 on-budget-exhausted = bypass }
       }
       """.formatted(NEGATIVE_TTL.toMillis() + "ms", n.raw().url("/"), n.raw().url("/"),
           n.url("/"), BUDGET.toMillis() + "ms", n.url("/"), BUDGET.toMillis() + "ms",
-          n.url("/pypi/"), BUDGET.toMillis() + "ms"));
+          n.url("/pypi/"), BUDGET.toMillis() + "ms", n.url("/pypi/"), BUDGET.toMillis() + "ms"));
 
   private void waitersRegistered(int n) {
     TestNode.await(n + " waiters registered", Duration.ofSeconds(20), () -> node.server().cancels().registrations() >= n);
@@ -351,6 +353,10 @@ class FailureHttpTest {
     budgetsRunning(1);
     await(sharedArrived);
     ticker.advance(BUDGET);
+    // Two waits now: the client's for the file, and the file's fetch's own read of the page (K1:
+    // the fetch learns the file's URL and hash itself), which joins the page's shared fetch.
+    budgetsRunning(2);
+    release.countDown();
     HttpResponse<byte[]> r = futures.get(0).get(20, TimeUnit.SECONDS);
     assertEquals(200, r.statusCode());
     assertArrayEquals(wheel, r.body());
@@ -361,6 +367,42 @@ class FailureHttpTest {
     assertEquals(0.0, requests.labelValues("pybypass", "error").get());
     release.countDown();
     fetchesEnded("pybypass");
+  }
+
+  @Test
+  void aBypassedPypiFileIsFetchedFromWhereItsPageSaysItIs() throws Exception {
+    // A PyPI file's key is <page URL><filename> (K1), not a URL the upstream serves: a waiter out
+    // of budget fetches directly from where the page names the file, as the shared fetch does.
+    byte[] wheel = TestNode.bytes(3000, 17);
+    String page = """
+        {"meta":{"api-version":"1.0"},"name":"direct","files":[{"filename":"direct-1.0-py3-none-any.whl",
+         "url":"../../files/direct-1.0-py3-none-any.whl","hashes":{"sha256":"%s"}}]}
+        """.formatted(dev.corral.core.key.Sha256.hex(org.apache.pekko.util.ByteString.fromArray(wheel)));
+    node.paths.put("/pypi/direct/", (exchange, n) -> {
+      exchange.getResponseHeaders().add("Content-Type", "application/vnd.pypi.simple.v1+json");
+      FakeUpstream.send(exchange, 200, page.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    });
+    CountDownLatch release = new CountDownLatch(1);
+    CountDownLatch sharedArrived = new CountDownLatch(1);
+    node.paths.put("/files/direct-1.0-py3-none-any.whl", (exchange, n) -> {
+      if (n == 1) {
+        sharedArrived.countDown();
+        await(release); // the shared fetch is slow; the direct one is not
+      }
+      ok(exchange, wheel);
+    });
+    List<CompletableFuture<HttpResponse<byte[]>>> futures =
+        send(1, "/pydirect/-/files/direct/direct-1.0-py3-none-any.whl");
+    await(sharedArrived);
+    budgetsRunning(1);
+    ticker.advance(BUDGET);
+    HttpResponse<byte[]> r = futures.get(0).get(20, TimeUnit.SECONDS);
+    assertEquals(200, r.statusCode());
+    assertEquals("BYPASS", xCache(r));
+    assertArrayEquals(wheel, r.body());
+    assertEquals(2, node.upstream().requests("/files/direct-1.0-py3-none-any.whl"), "the shared fetch and the direct one");
+    release.countDown();
+    fetchesEnded("pydirect");
   }
 
   @Test

@@ -64,6 +64,8 @@ public final class Download {
    * upstream was asked (K1, B1). Written before the request starts, read after its response.
    */
   private volatile Digest expected;
+  /** The upstream URL the bytes came from, when not the key's own (logged, without its query). */
+  private volatile String fetchedFrom;
 
   /**
    * Where the bytes come from: {@code source} when it is given (other nodes' copy, see
@@ -172,6 +174,10 @@ public final class Download {
         .thenCompose(s -> {
           if (key.expected() == null) {
             expected = s.expected(); // a digest the key names is never replaced
+          }
+          if (!s.url().equals(key.url())) {
+            int query = s.url().indexOf('?');
+            fetchedFrom = query < 0 ? s.url() : s.url().substring(0, query);
           }
           return node.upstream().get(new UpstreamRequest(key.repo(), s.url(), requestHeaders()));
         })
@@ -304,8 +310,8 @@ public final class Download {
       if (expected != null) {
         String actual = expected.algorithm().equals("sha256") ? writer.sha256() : writer.extraDigest();
         if (!expected.hex().equals(actual)) {
-          log.warn("digest mismatch for {}: expected {} but the upstream's bytes hash to {}:{}; nothing stored",
-              key, expected, expected.algorithm(), actual);
+          log.warn("digest mismatch for {}{}: expected {} but the upstream's bytes hash to {}:{}; nothing stored",
+              key, fetchedFrom == null ? "" : " (from " + fetchedFrom + ")", expected, expected.algorithm(), actual);
           writer.close();
           if (stream != null) {
             stream.fail(new IOException("digest mismatch"));

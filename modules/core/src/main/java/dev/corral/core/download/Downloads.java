@@ -54,7 +54,8 @@ public final class Downloads {
     this.sources = java.util.Objects.requireNonNull(sources, "sources");
   }
 
-  FetchSources sources() {
+  /** What this node's fetches ask (see {@link #use}); a bypass asks it too. */
+  public FetchSources sources() {
     return sources;
   }
 

@@ -1,5 +1,7 @@
 package dev.corral.registry.pypi;
 
+import dev.corral.core.download.FetchSource;
+import dev.corral.core.download.FetchSources;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.upstream.Header;
 import dev.corral.registry.AcceptHeader;
@@ -17,6 +19,7 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.regex.Pattern;
+import org.apache.pekko.util.ByteString;
 
 /**
  * A Python simple repository ({@code --repo NAME=pypi:URL}, URL the simple index root
@@ -30,10 +33,11 @@ import java.util.regex.Pattern;
  *       upstream's Content-Type is kept, {@code Vary: Accept} added, and every file link
  *       rewritten to {@code <base>/-/files/<project>/<filename>}.
  *   <li>{@code /NAME/-/files/<project>/<filename>} and {@code <filename>.metadata} (PEP 658):
- *       the file the project's page names, immutable, verified against the page's hash. The page
- *       is read through the cache (fetched if this node has neither form), so the only URLs
- *       Corral fetches are those the configured upstream's own page named, even on another host.
- *       A file the page does not name is 404.
+ *       the file the project's page names, immutable, keyed {@code <page URL><filename>} on
+ *       every node (K1) and verified against the page's hash where it is fetched. The page is
+ *       read through the cache (fetched if this node has neither form), so the only URLs Corral
+ *       fetches are those the configured upstream's own page named, even on another host. A file
+ *       the page does not name is 404.
  *   <li>Anything else, including the root project list, is 404.
  * </ul>
  */
@@ -125,6 +129,15 @@ public final class PypiRepository implements Repository {
     return new Target.Artifact(key, true, Optional.of(rewrite), VARY);
   }
 
+  /**
+   * A file's key: {@code <page URL><filename>}, the same on every node whatever page it holds (K1).
+   * The page is read here only to answer 404 for a file it does not list; where the bytes really
+   * are and what they must hash to is the fetch's business ({@link #source}).
+   */
+  ArtifactKey fileKey(String normalized, String filename) {
+    return ArtifactKey.of(name, pageUrl(normalized) + PathSegment.encode(filename));
+  }
+
   private CompletionStage<Target> file(String project, String filename, Lookup lookup) {
     Optional<String> normalized = normalize(project);
     if (normalized.isEmpty()) {
@@ -133,28 +146,80 @@ public final class PypiRepository implements Repository {
     if (!PathSegment.isPlainName(filename)) {
       return CompletableFuture.completedFuture(new Target.Rejected("not a file name: " + filename));
     }
-    // Read the form this node already holds, so that a file request never fetches a second form.
-    ArtifactKey json = pageKey(normalized.get(), JSON);
-    ArtifactKey html = pageKey(normalized.get(), HTML);
-    ArtifactKey page = lookup.cachedDigest(json).isPresent() ? json
-        : lookup.cachedDigest(html).isPresent() ? html : json;
+    ArtifactKey page = heldPage(normalized.get(), lookup);
     return lookup.body(page, true).thenApply(body -> {
       if (body.isEmpty()) {
         return new Target.NotFound("no such project upstream: " + normalized.get());
       }
-      Map<String, SimpleIndex.File> files = parsed.get(page, body.get(), b -> SimpleIndex.files(b, page.url()));
-      SimpleIndex.File f = files.get(filename);
-      if (f != null) {
-        return Target.Artifact.immutable(new ArtifactKey(name, f.url(), "", f.expected().orElse(null)));
-      }
-      if (filename.endsWith(METADATA)) {
-        SimpleIndex.File of = files.get(filename.substring(0, filename.length() - METADATA.length()));
-        if (of != null && of.metadata()) {
-          return Target.Artifact.immutable(
-              new ArtifactKey(name, of.url() + METADATA, "", of.metadataExpected().orElse(null)));
-        }
+      if (listed(page, body.get(), filename).isPresent()) {
+        return Target.Artifact.immutable(fileKey(normalized.get(), filename));
       }
       return new Target.NotFound("the project's page does not list " + filename);
     });
+  }
+
+  /**
+   * A file's upstream URL and expected {@code sha256}, from its project's page read through the
+   * cache (coalesced cluster-wide): the URL the page names, on whatever host, and its hash (B1).
+   * The form read is the one this node holds, else JSON; both name the same file and hash, and
+   * neither choice touches the key. A page that no longer lists the file, or a project the
+   * upstream no longer has, fails the fetch (nothing is fetched that the page did not name).
+   * Every other key: as keyed.
+   */
+  @Override
+  public CompletionStage<FetchSource> source(ArtifactKey key, Lookup lookup) {
+    Optional<String[]> file = fileOf(key);
+    if (file.isEmpty()) {
+      return FetchSources.AS_KEYED.of(key);
+    }
+    ArtifactKey page = heldPage(file.get()[0], lookup);
+    String filename = file.get()[1];
+    return lookup.body(page, true).thenApply(body -> body
+        .flatMap(b -> listed(page, b, filename))
+        .orElseThrow(() -> new FetchSources.Unavailable(
+            "the project's page no longer lists " + filename, false)));
+  }
+
+  /** The project and file name of a file key ({@link #fileKey}); empty for any other key. */
+  Optional<String[]> fileOf(ArtifactKey key) {
+    if (!key.repo().equals(name) || !key.variant().isEmpty() || key.expected() != null
+        || !key.url().startsWith(root)) {
+      return Optional.empty();
+    }
+    String path = key.url().substring(root.length());
+    int slash = path.indexOf('/');
+    if (slash <= 0) {
+      return Optional.empty();
+    }
+    Optional<String> normalized = normalize(path.substring(0, slash));
+    Optional<String> filename = PathSegment.decode(path.substring(slash + 1));
+    if (normalized.isEmpty() || filename.isEmpty() || !PathSegment.isPlainName(filename.get())
+        || !fileKey(normalized.get(), filename.get()).equals(key)) {
+      return Optional.empty();
+    }
+    return Optional.of(new String[] {normalized.get(), filename.get()});
+  }
+
+  /** The form of the project's page this node holds (JSON first), else JSON. */
+  private ArtifactKey heldPage(String normalized, Lookup lookup) {
+    ArtifactKey json = pageKey(normalized, JSON);
+    ArtifactKey html = pageKey(normalized, HTML);
+    return lookup.cachedDigest(json).isEmpty() && lookup.cachedDigest(html).isPresent() ? html : json;
+  }
+
+  /** Where the page says {@code filename} is and what it hashes to; a {@code .metadata} file too (PEP 658). */
+  private Optional<FetchSource> listed(ArtifactKey page, ByteString body, String filename) {
+    Map<String, SimpleIndex.File> files = parsed.get(page, body, b -> SimpleIndex.files(b, page.url()));
+    SimpleIndex.File f = files.get(filename);
+    if (f != null) {
+      return Optional.of(new FetchSource(f.url(), f.expected().orElse(null)));
+    }
+    if (filename.endsWith(METADATA)) {
+      SimpleIndex.File of = files.get(filename.substring(0, filename.length() - METADATA.length()));
+      if (of != null && of.metadata()) {
+        return Optional.of(new FetchSource(of.url() + METADATA, of.metadataExpected().orElse(null)));
+      }
+    }
+    return Optional.empty();
   }
 }

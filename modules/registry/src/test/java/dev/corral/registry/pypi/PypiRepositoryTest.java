@@ -4,10 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.corral.core.download.FetchSource;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.key.Digest;
 import dev.corral.core.upstream.Header;
@@ -17,6 +19,7 @@ import dev.corral.registry.Target;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletionException;
 import org.apache.pekko.util.ByteString;
 import org.junit.jupiter.api.Test;
 
@@ -140,40 +143,71 @@ class PypiRepositoryTest {
     assertEquals(in, doc, "hashes, core-metadata and the rest are kept");
   }
 
+  FetchSource source(ArtifactKey key) {
+    return repo.source(key, lookup).toCompletableFuture().join();
+  }
+
   @Test
-  void fileResolvesThroughTheCachedPageWithItsHash() {
+  void fileKeyIsTheSameWhateverPageTheNodeHolds() {
+    // K1: a node holding the HTML page (with hashes), one holding the JSON page and one fetching
+    // it make the same key for the same file, and that key carries no digest.
+    lookup.upstream(repo.pageKey("demo-pkg", PypiRepository.JSON), JSON);
+    ArtifactKey fetching = artifact(null, "-", "files", "demo-pkg", "demo_pkg-1.0.0-py3-none-any.whl").key();
+    CachingLookup holdingHtml = new CachingLookup().cache(repo.pageKey("demo-pkg", PypiRepository.HTML), HTML);
+    ArtifactKey html = assertInstanceOf(Target.Artifact.class, repo.resolve(new RepoRequest(
+        List.of("-", "files", "Demo_Pkg", "demo_pkg-1.0.0-py3-none-any.whl"), "/unused", Optional.empty(),
+        Optional.empty(), BASE), holdingHtml).toCompletableFuture().join()).key();
+    assertEquals(ArtifactKey.of("py", ROOT + "demo-pkg/demo_pkg-1.0.0-py3-none-any.whl"), fetching);
+    assertNull(fetching.expected());
+    assertEquals(fetching, html);
+    assertEquals(fetching.id(), html.id());
+  }
+
+  @Test
+  void fileResolvesThroughTheCachedPageAndItsSourceCarriesTheHash() {
     lookup.cache(repo.pageKey("demo-pkg", PypiRepository.HTML), HTML);
     Target.Artifact whl = artifact(null, "-", "files", "Demo_Pkg", "demo_pkg-1.0.0-py3-none-any.whl");
-    assertEquals(new ArtifactKey("py", "http://127.0.0.1:9/files/demo_pkg-1.0.0-py3-none-any.whl", "",
-        new Digest("sha256", SHA_WHL)), whl.key());
     assertFalse(whl.mutable());
     assertTrue(whl.rewrite().isEmpty());
+    assertEquals(new FetchSource("http://127.0.0.1:9/files/demo_pkg-1.0.0-py3-none-any.whl",
+        new Digest("sha256", SHA_WHL)), source(whl.key()));
     Target.Artifact meta = artifact(null, "-", "files", "demo-pkg", "demo_pkg-1.0.0-py3-none-any.whl.metadata");
-    assertEquals(new ArtifactKey("py", "http://127.0.0.1:9/files/demo_pkg-1.0.0-py3-none-any.whl.metadata", "",
-        new Digest("sha256", SHA_META)), meta.key());
+    assertEquals(ArtifactKey.of("py", ROOT + "demo-pkg/demo_pkg-1.0.0-py3-none-any.whl.metadata"), meta.key());
+    assertEquals(new FetchSource("http://127.0.0.1:9/files/demo_pkg-1.0.0-py3-none-any.whl.metadata",
+        new Digest("sha256", SHA_META)), source(meta.key()));
     Target.Artifact sdist = artifact(null, "-", "files", "demo-pkg", "demo-pkg-1.0.0.tar.gz");
-    assertEquals("http://127.0.0.2:7/cdn/demo-pkg-1.0.0.tar.gz?x=1&y=2", sdist.key().url());
-    assertEquals(new Digest("sha256", SHA_SDIST), sdist.key().expected());
+    assertEquals(new FetchSource("http://127.0.0.2:7/cdn/demo-pkg-1.0.0.tar.gz?x=1&y=2",
+        new Digest("sha256", SHA_SDIST)), source(sdist.key()));
     Target.Artifact noHash = artifact(null, "-", "files", "demo-pkg", "demo_pkg-0.9-py3-none-any.whl");
-    assertNull(noHash.key().expected());
+    assertNull(source(noHash.key()).expected());
     // no metadata attribute, no .metadata; unknown and non-http files: 404
     assertInstanceOf(Target.NotFound.class, resolve(null, null, "-", "files", "demo-pkg", "demo-pkg-1.0.0.tar.gz.metadata"));
     assertInstanceOf(Target.NotFound.class, resolve(null, null, "-", "files", "demo-pkg", "passwd"));
     assertInstanceOf(Target.NotFound.class, resolve(null, null, "-", "files", "demo-pkg", "other-1.0.whl"));
     assertEquals(List.of(repo.pageKey("demo-pkg", PypiRepository.HTML)), lookup.bodyCalls.subList(0, 1),
         "read the form that is cached");
+    // a page that no longer lists the file fails the fetch: nothing unnamed is fetched
+    lookup.cached.clear();
+    lookup.cache(repo.pageKey("demo-pkg", PypiRepository.JSON), "{\"meta\":{\"api-version\":\"1.1\"},\"files\":[]}");
+    assertThrows(CompletionException.class, () -> source(whl.key()));
+    // any other key, and a key that names its digest: as keyed
+    ArtifactKey page = repo.pageKey("demo-pkg", PypiRepository.JSON);
+    assertEquals(new FetchSource(page.url(), null), source(page));
+    ArtifactKey named = new ArtifactKey("py", whl.key().url(), "", new Digest("sha256", SHA_WHL));
+    assertEquals(new FetchSource(named.url(), named.expected()), source(named));
   }
 
   @Test
   void fileResolvesThroughTheJsonPageFetchingItWhenNothingIsCached() {
     lookup.upstream(repo.pageKey("demo-pkg", PypiRepository.JSON), JSON);
     Target.Artifact whl = artifact(null, "-", "files", "demo-pkg", "demo_pkg-1.0.0-py3-none-any.whl");
-    assertEquals(new ArtifactKey("py", "http://127.0.0.1:9/files/demo_pkg-1.0.0-py3-none-any.whl", "",
-        new Digest("sha256", SHA_WHL)), whl.key());
+    assertEquals(ArtifactKey.of("py", ROOT + "demo-pkg/demo_pkg-1.0.0-py3-none-any.whl"), whl.key());
     assertEquals(List.of(repo.pageKey("demo-pkg", PypiRepository.JSON)), lookup.bodyCalls);
+    assertEquals(new FetchSource("http://127.0.0.1:9/files/demo_pkg-1.0.0-py3-none-any.whl",
+        new Digest("sha256", SHA_WHL)), source(whl.key()));
     // core-metadata wins over dist-info-metadata (PEP 714)
-    assertEquals(new Digest("sha256", SHA_META),
-        artifact(null, "-", "files", "demo-pkg", "demo_pkg-1.0.0-py3-none-any.whl.metadata").key().expected());
+    assertEquals(new Digest("sha256", SHA_META), source(
+        artifact(null, "-", "files", "demo-pkg", "demo_pkg-1.0.0-py3-none-any.whl.metadata").key()).expected());
     assertInstanceOf(Target.NotFound.class,
         resolve(null, null, "-", "files", "demo-pkg", "demo-pkg-1.0.0.tar.gz.metadata"));
     // a project the upstream does not have
