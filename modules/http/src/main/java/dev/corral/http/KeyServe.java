@@ -176,7 +176,7 @@ final class KeyServe {
   static int status(Failure cause) {
     return switch (cause) {
       case UPSTREAM_TIMEOUT -> 504;
-      case TOO_MANY_WAITERS -> 503;
+      case TOO_MANY_WAITERS, UPSTREAM_BUSY -> 503;
       case UPSTREAM_ERROR, BAD_BYTES, PEER_ERROR, INTERNAL -> 502;
     };
   }

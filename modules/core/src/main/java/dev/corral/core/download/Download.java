@@ -387,6 +387,9 @@ public final class Download {
     }
     if (e instanceof UpstreamException u) {
       log.warn("fetch of {} failed: {}", key, u.getMessage());
+      if (u.isQueueFull()) {
+        return new Outcome.Failed(Failure.UPSTREAM_BUSY, "upstream busy: " + u.getMessage());
+      }
       return u.isTimeout()
           ? new Outcome.Failed(Failure.UPSTREAM_TIMEOUT, "upstream timed out: " + u.getMessage())
           : new Outcome.Failed(Failure.UPSTREAM_ERROR, "upstream error: " + u.getMessage());

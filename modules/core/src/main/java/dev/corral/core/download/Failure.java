@@ -6,6 +6,8 @@ public enum Failure {
   UPSTREAM_ERROR,
   /** The upstream did not answer in time. */
   UPSTREAM_TIMEOUT,
+  /** The upstream's queue of requests waiting for a connection was full: nothing was sent (503). */
+  UPSTREAM_BUSY,
   /** The bytes did not match their expected digest: nothing was stored (SEMANTICS B1). */
   BAD_BYTES,
   /** The waiter was refused: the key already has its maximum of waiters (F4). */

@@ -73,9 +73,11 @@ public final class DiskStore implements ArtifactStore {
       new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
 
   /*
-   * One lock guards the index, the blob reference counts and every rename/delete in blobs/ and
-   * keys/, so a blob is never deleted between a commit finding it and referring to it. Hashing,
-   * fsyncs and reads happen outside it.
+   * One lock guards the index, the blob reference counts and every rename in blobs/ and keys/,
+   * so a blob is never deleted between a commit finding it and referring to it. Hashing, fsyncs,
+   * reads and deletions happen outside it (K2): a file that goes is renamed into tmp/ under the
+   * lock (a cheap rename in one directory tree) and deleted after the lock is released, so a
+   * slow deletion of a large blob never holds up another key's lookup or commit.
    *
    * Not Caffeine: its W-TinyLFU admission may refuse a key that was just fetched (a one-hit
    * newcomer loses to frequent residents), and a fetch just committed must be a hit (F3).
@@ -86,7 +88,15 @@ public final class DiskStore implements ArtifactStore {
   private final Map<String, BlobRefs> blobs = new HashMap<>();
   /** Told the id of each key evicted to make room (outside the lock); for the replica directory. */
   private volatile java.util.function.Consumer<String> onEvicted = keyId -> {};
+  /** Deletes a file renamed into tmp/ under the lock; called outside it. Replaced by tests. */
+  private volatile Deletion deletion = Files::deleteIfExists;
   private long totalSize;
+
+  /** Deletes one file that is no longer wanted. */
+  @FunctionalInterface
+  interface Deletion {
+    void delete(Path file) throws IOException;
+  }
 
   /** Size of one blob and how many keys refer to it. */
   private static final class BlobRefs {
@@ -168,15 +178,17 @@ public final class DiskStore implements ArtifactStore {
     }
     log.warn("blob {} of key {} is missing or has the wrong size; dropping the key",
         found.sha256(), found.key().strip().replace('\n', ' '));
+    List<Path> doomed = new ArrayList<>();
     lock.lock();
     try {
       if (found.equals(index.get(keyId))) {
-        dropKey(keyId);
+        dropKey(keyId, doomed);
       }
     } catch (IOException e) {
       log.warn("could not delete the files of key {}: {}", keyId, e.toString());
     } finally {
       lock.unlock();
+      delete(doomed);
     }
     return Optional.empty();
   }
@@ -209,27 +221,29 @@ public final class DiskStore implements ArtifactStore {
     OwnerOnly.createDirectories(recordPath.getParent());
     Path recordTemp = writeRecordTemp(artifact);
     List<String> evicted = List.of();
+    List<Path> doomed = new ArrayList<>();
     lock.lock();
     try {
-      placeBlob(writer, blobPath, artifact.size());
+      placeBlob(writer, blobPath, artifact.size(), doomed);
       try {
         moveAtomically(recordTemp, recordPath);
       } catch (IOException e) {
         if (!blobs.containsKey(artifact.sha256())) {
-          Files.deleteIfExists(blobPath); // nobody refers to it
+          discard(blobPath, doomed); // nobody refers to it
         }
         throw e;
       }
       StoredArtifact previous = index.put(keyId, artifact);
       addRef(artifact);
       if (previous != null) {
-        release(previous);
+        release(previous, doomed);
       }
-      evicted = evict(keyId);
+      evicted = evict(keyId, doomed);
     } finally {
       lock.unlock();
       Files.deleteIfExists(recordTemp);
       writer.close();
+      delete(doomed);
     }
     for (String gone : evicted) {
       try {
@@ -339,12 +353,19 @@ public final class DiskStore implements ArtifactStore {
 
   @Override
   public boolean remove(ArtifactKey key) throws IOException {
+    List<Path> doomed = new ArrayList<>();
     lock.lock();
     try {
-      return dropKey(key.id());
+      return dropKey(key.id(), doomed);
     } finally {
       lock.unlock();
+      delete(doomed);
     }
+  }
+
+  /** Replaces how files that are no longer wanted are deleted (tests: a deletion that blocks). */
+  void deletion(Deletion deletion) {
+    this.deletion = Objects.requireNonNull(deletion, "deletion");
   }
 
   @Override
@@ -446,11 +467,13 @@ public final class DiskStore implements ArtifactStore {
   // Under the lock
 
   /** Moves the writer's file to blobs/, or drops it if an intact copy is already there. */
-  private void placeBlob(DiskBlobWriter writer, Path blobPath, long size) throws IOException {
+  private void placeBlob(DiskBlobWriter writer, Path blobPath, long size, List<Path> doomed)
+      throws IOException {
     long existing = sizeOrMinusOne(blobPath);
     if (existing == size) {
-      // Same SHA-256 and size: same bytes (a same-size corruption is caught by readAll).
-      Files.deleteIfExists(writer.tempFile());
+      // Same SHA-256 and size: same bytes (a same-size corruption is caught by readAll). The
+      // fresh copy is already in tmp/: deleted after the lock is released.
+      doomed.add(writer.tempFile());
     } else {
       // Absent, or damaged behind our back: the fresh copy replaces it.
       moveAtomically(writer.tempFile(), blobPath);
@@ -468,8 +491,8 @@ public final class DiskStore implements ArtifactStore {
     refs.refs++;
   }
 
-  /** One key less refers to the artifact's blob; deletes the blob when it was the last. */
-  private void release(StoredArtifact artifact) throws IOException {
+  /** One key less refers to the artifact's blob; discards the blob when it was the last. */
+  private void release(StoredArtifact artifact, List<Path> doomed) throws IOException {
     BlobRefs refs = blobs.get(artifact.sha256());
     if (refs == null) {
       return;
@@ -477,22 +500,47 @@ public final class DiskStore implements ArtifactStore {
     if (--refs.refs <= 0) {
       blobs.remove(artifact.sha256());
       totalSize -= refs.size;
-      Files.deleteIfExists(blobPath(artifact.sha256()));
+      discard(blobPath(artifact.sha256()), doomed);
     }
   }
 
-  /** Removes a key from the index and disk. */
-  private boolean dropKey(String keyId) throws IOException {
+  /** Removes a key from the index and discards its files. */
+  private boolean dropKey(String keyId, List<Path> doomed) throws IOException {
     StoredArtifact removed = index.remove(keyId);
     if (removed == null) {
       return false;
     }
     try {
-      Files.deleteIfExists(recordPath(keyId));
+      discard(recordPath(keyId), doomed);
     } finally {
-      release(removed);
+      release(removed, doomed);
     }
     return true;
+  }
+
+  /**
+   * Takes a file out of blobs/ or keys/ by renaming it into tmp/ (cheap, under the lock) and adds
+   * it to {@code doomed}, to be deleted once the lock is released. A file already gone is skipped.
+   */
+  private void discard(Path file, List<Path> doomed) throws IOException {
+    Path gone = tmpDir.resolve(UUID.randomUUID() + ".gone");
+    try {
+      moveAtomically(file, gone);
+    } catch (NoSuchFileException e) {
+      return;
+    }
+    doomed.add(gone);
+  }
+
+  /** Deletes files discarded under the lock; never called while holding it. */
+  private void delete(List<Path> doomed) {
+    for (Path file : doomed) {
+      try {
+        deletion.delete(file);
+      } catch (IOException | RuntimeException e) {
+        log.warn("could not delete {} (the next start-up's tmp sweep will): {}", file, e.toString());
+      }
+    }
   }
 
   /**
@@ -503,6 +551,7 @@ public final class DiskStore implements ArtifactStore {
    *     missing
    */
   private void purgeBlob(String sha256, Object badFile) throws IOException {
+    List<Path> doomed = new ArrayList<>();
     lock.lock();
     try {
       Path path = blobPath(sha256);
@@ -523,16 +572,17 @@ public final class DiskStore implements ArtifactStore {
         }
       }
       for (String keyId : keyIds) {
-        dropKey(keyId);
+        dropKey(keyId, doomed);
       }
-      Files.deleteIfExists(path);
+      discard(path, doomed);
     } finally {
       lock.unlock();
+      delete(doomed);
     }
   }
 
   /** Evicts least recently used keys until the store fits, never {@code keep}. */
-  private List<String> evict(String keep) throws IOException {
+  private List<String> evict(String keep, List<Path> doomed) throws IOException {
     List<String> evicted = new ArrayList<>();
     Iterator<Map.Entry<String, StoredArtifact>> it = index.entrySet().iterator();
     while (totalSize > maxSizeBytes && it.hasNext()) {
@@ -543,9 +593,9 @@ public final class DiskStore implements ArtifactStore {
       it.remove();
       evicted.add(eldest.getKey());
       try {
-        Files.deleteIfExists(recordPath(eldest.getKey()));
+        discard(recordPath(eldest.getKey()), doomed);
       } finally {
-        release(eldest.getValue());
+        release(eldest.getValue(), doomed);
       }
     }
     if (totalSize > maxSizeBytes) {
@@ -586,7 +636,9 @@ public final class DiskStore implements ArtifactStore {
         orphans++;
       }
     }
-    evict(null);
+    List<Path> doomed = new ArrayList<>();
+    evict(null, doomed);
+    delete(doomed);
     log.info("store opened: {} keys, {} bytes; dropped {} broken records, {} orphan blobs, {} temp"
             + " files", index.size(), totalSize, dropped, orphans, tmpDeleted);
   }

@@ -133,17 +133,19 @@ final class SharedAsks {
   void detach(Local local) {
     Shared s = local.shared;
     boolean last;
+    boolean copyRunning;
     synchronized (this) {
       boolean removed = s.locals.remove(local);
       last = removed && s.locals.isEmpty() && !s.answered;
+      copyRunning = s.copyRunning;
       if (last) {
         s.answered = true; // abandoned: no more asks
-        if (s.copying == null && pending.get(s.key.id()) == s && s.copy == null) {
+        if (s.copying == null && pending.get(s.key.id()) == s && !copyRunning) {
           pending.remove(s.key.id());
         }
       }
     }
-    if (last && s.copy == null) {
+    if (last && !copyRunning) {
       s.entity.tell(new FetchEntity.Leave(s.token));
     }
   }
@@ -158,8 +160,11 @@ final class SharedAsks {
     long leader;
     /** Every attached waiter was answered, or all of them left. */
     boolean answered;
-    /** The copy from a peer, once started. */
-    Download copy;
+    /**
+     * A copy from a peer was decided on (under the monitor) and is started or running; it is
+     * started outside the monitor (K2: starting it asks the peer and may open files).
+     */
+    boolean copyRunning;
     /** The copy's growing local download, once its headers are known. */
     Outcome.Streaming copying;
     Duration retryPause = FIRST_RETRY_PAUSE;
@@ -199,10 +204,10 @@ final class SharedAsks {
           ask(); // unanswered (a Join lost with a stopping entity or a dead node): ask again
         }
       }, Waiters.ASK_AGAIN.toNanos(), TimeUnit.NANOSECONDS);
-      // A body from another node is answered on the thread that delivered it (Artery's
-      // large-message stream, which carries nothing else): Pekko's CompletionStage would otherwise
-      // hand every callback to the common pool, one more thread to wake before the waiters hear.
-      // Everything else may read files, so it goes to the common pool as before.
+      // A reply from another node is delivered on Artery's inbound thread, which every message
+      // from that node shares: decoding it (hashing an inline body), answering the waiters (whose
+      // callbacks rewrite and parse bodies) and storing a replica hop to the node's I/O dispatcher
+      // first (K2). Everything else may read files, so it goes to the common pool as before.
       asked.whenCompleteAsync((reply, error) -> {
         if (error != null && isTimeout(error)) {
           return; // Pekko's own timeout: the timer above asks again
@@ -212,7 +217,7 @@ final class SharedAsks {
         }
         again.cancel(false);
         if (error == null && reply instanceof Reply.ForAnotherNode remote) {
-          arrived(node.peers().arrived(remote));
+          node.io().execute(() -> arrived(node.peers().arrived(remote)));
         } else {
           ForkJoinPool.commonPool().execute(() -> asked(reply, error));
         }
@@ -251,16 +256,16 @@ final class SharedAsks {
     }
 
     /**
-     * A reply from another node, on the thread that delivered it: a small body (already checked
-     * against its SHA-256) is answered at once, then kept as a replica here (file I/O, on the I/O
-     * pool, after the waiters have their answer); a copy is started on the common pool.
+     * A reply from another node, on the node's I/O dispatcher (never Artery's inbound thread): a
+     * small body (already checked against its SHA-256) is answered at once, then kept as a replica
+     * here; a copy is started.
      */
     private void arrived(Peers.Arrival arrival) {
       if (arrival instanceof Peers.Arrival.Body b) {
         answer(b.reply(), true);
-        node.io().execute(() -> keepReplica(b));
+        keepReplica(b);
       } else if (arrival instanceof Peers.Arrival.Copy c) {
-        ForkJoinPool.commonPool().execute(() -> startCopy(c));
+        startCopy(c);
       } else {
         Reply.Failed refused = ((Peers.Arrival.Refused) arrival).reply();
         log.warn("a reply for {} from another node was refused: {}", key, refused.reason());
@@ -305,20 +310,23 @@ final class SharedAsks {
           from.fetchedAtMillis());
       Via via = from.via();
       boolean warn = from.revalidationFailed();
+      // Decided under the monitor, started outside it: starting asks the peer and may open files,
+      // and every other key's waiters on this node attach under the same monitor (K2).
       synchronized (SharedAsks.this) {
         if (answered && locals.isEmpty()) {
           pending.remove(key.id(), this);
           return; // every waiter left meanwhile
         }
-        copy = node.downloads().start(key, node.policy(key.repo()).inlineLimit(), null, system, origin,
-            streaming -> {
-              synchronized (SharedAsks.this) {
-                copying = streaming;
-              }
-              answer(relayed(Reply.of(streaming, via), warn), false);
-            },
-            outcome -> copied(outcome, via, warn));
+        copyRunning = true;
       }
+      node.downloads().start(key, node.policy(key.repo()).inlineLimit(), null, system, origin,
+          streaming -> {
+            synchronized (SharedAsks.this) {
+              copying = streaming;
+            }
+            answer(relayed(Reply.of(streaming, via), warn), false);
+          },
+          outcome -> copied(outcome, via, warn));
     }
 
     private void copied(Outcome outcome, Via via, boolean warn) {
@@ -333,7 +341,7 @@ final class SharedAsks {
         retry = outcome instanceof Outcome.Unavailable && !answered;
         if (retry) {
           // The peer no longer had it (a download that just ended, a node that died): ask again.
-          copy = null;
+          copyRunning = false;
           pending.putIfAbsent(key.id(), this);
         }
       }
@@ -358,7 +366,7 @@ final class SharedAsks {
     private void answer(Reply reply, boolean forget) {
       List<Local> answered;
       synchronized (SharedAsks.this) {
-        if (forget && copy == null) {
+        if (forget && !copyRunning) {
           pending.remove(key.id(), this);
         }
         if (this.answered) {

@@ -713,6 +713,48 @@ class DiskStoreTest {
   }
 
   // ---------------------------------------------------------------------------------------------
+  // K2: no deletion under the lock
+
+  @Test
+  void aSlowDeletionDoesNotHoldUpOtherKeys() throws Exception {
+    DiskStore store = open(2500);
+    put(store, key("a"), randomBytes(1000, 21));
+    put(store, key("b"), randomBytes(1000, 22));
+    CountDownLatch deleting = new CountDownLatch(1);
+    CountDownLatch finish = new CountDownLatch(1);
+    store.deletion(file -> {
+      deleting.countDown();
+      try {
+        finish.await(30, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      Files.deleteIfExists(file);
+    });
+    ExecutorService pool = Executors.newFixedThreadPool(2);
+    try {
+      Future<Boolean> removal = pool.submit(() -> store.remove(key("a")));
+      assertTrue(deleting.await(10, TimeUnit.SECONDS), "the removal reached its deletion");
+      // The removal is stuck deleting a's files; another key's lookup and commit go on.
+      Future<Boolean> other = pool.submit(() -> {
+        boolean found = store.lookup(key("b")).isPresent();
+        put(store, key("c"), randomBytes(1000, 23));
+        return found && store.lookup(key("c")).isPresent();
+      });
+      assertTrue(other.get(10, TimeUnit.SECONDS), "b found and c committed during the deletion");
+      assertFalse(removal.isDone());
+      finish.countDown();
+      assertTrue(removal.get(10, TimeUnit.SECONDS));
+      assertTrue(store.lookup(key("a")).isEmpty());
+      assertEquals(List.of(), list(dir.resolve("tmp")));
+      assertEquals(2, list(dir.resolve("blobs")).size());
+    } finally {
+      finish.countDown();
+      pool.shutdownNow();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
   // Helpers
 
   private DiskStore open(long max) throws IOException {

@@ -88,8 +88,10 @@ public final class HttpUpstream implements Upstream {
 
   private final Optional<EgressProxy> proxy;
 
+  /** @param queue the repository's requests waiting for a pool connection (K2: queued, never failed) */
   private record Repo(String name, UpstreamScope scope, UpstreamSettings settings, ConnectionPoolSettings pool,
-      Optional<HttpsConnectionContext> https, Optional<EgressProxy> proxy, ConnectionPoolSettings proxied) {
+      Optional<HttpsConnectionContext> https, Optional<EgressProxy> proxy, ConnectionPoolSettings proxied,
+      PoolQueue queue) {
     /** The pool settings for a request to {@code url}: through the egress proxy unless its host is exempt. */
     ConnectionPoolSettings poolFor(URI url) {
       return url.getHost() != null && EgressProxy.forHost(proxy, url.getHost()).isPresent() ? proxied : pool;
@@ -137,7 +139,7 @@ public final class HttpUpstream implements Upstream {
     ConnectionPoolSettings pool = plain.withConnectionSettings(plain.getConnectionSettings().withTransport(
         ScopedTransport.of(upstream.scope(), system.dispatchers().lookup(DispatcherSelector.blocking()))));
     return new Repo(name, upstream.scope(), upstream.settings(), pool, upstream.tls().connectionContext(), proxy,
-        proxy.map(p -> p.applyTo(plain)).orElse(pool));
+        proxy.map(p -> p.applyTo(plain)).orElse(pool), new PoolQueue(name, upstream.settings().maxConnections()));
   }
 
   /** The pool settings for one repository, set from its settings rather than from configuration. */
@@ -229,6 +231,11 @@ public final class HttpUpstream implements Upstream {
     }
 
     private CompletionStage<UpstreamResponse> onFailure(URI url, int failures, int redirects, Throwable error) {
+      if (unwrap(error) instanceof UpstreamException full && full.isQueueFull()) {
+        count(UpstreamException.QUEUE_FULL); // refused before any request: not retried
+        log.warn("upstream {} request refused: {}", repo.name, full.getMessage());
+        return CompletableFuture.failedFuture(full);
+      }
       Optional<UpstreamScope.Refused> refusal = refusal(error);
       if (refusal.isPresent()) {
         return CompletableFuture.failedFuture(refused(url, refusal.get()));
@@ -250,12 +257,13 @@ public final class HttpUpstream implements Upstream {
       return new UpstreamException("refused", e.getMessage(), false, null);
     }
 
-    private CompletionStage<UpstreamResponse> onResponse(URI url, int failures, int redirects, HttpResponse response) {
+    private CompletionStage<UpstreamResponse> onResponse(URI url, int failures, int redirects, Answered answered) {
+      HttpResponse response = answered.response();
       int status = response.status().intValue();
       count(Integer.toString(status));
       Optional<String> location = response.getHeader("Location").map(HttpHeader::value);
       if (REDIRECTS.contains(status) && location.isPresent()) {
-        response.discardEntityBytes(system);
+        discard(answered);
         if (redirects >= repo.settings.maxRedirects()) {
           throw new UpstreamException(
               "redirect", "more than " + repo.settings.maxRedirects() + " redirects from " + QuerylessUrl.of(url), false, null);
@@ -263,45 +271,65 @@ public final class HttpUpstream implements Upstream {
         return attempt(redirectTarget(url, location.get()), failures, redirects + 1);
       }
       if (status >= 500) {
-        response.discardEntityBytes(system);
+        discard(answered);
         if (failures < repo.settings.retries()) {
           log.debug("upstream {} answered {}, retrying: {}", repo.name, status, QuerylessUrl.of(url));
           return retry(failures, () -> attempt(url, failures + 1, redirects));
         }
         throw new UpstreamException(Integer.toString(status), "upstream answered " + status + " for " + QuerylessUrl.of(url), false, null);
       }
-      return CompletableFuture.completedFuture(toUpstreamResponse(url, response));
+      return CompletableFuture.completedFuture(toUpstreamResponse(url, answered));
     }
 
-    /** The status and headers of one request, or a failure once the first-byte timeout passed. */
-    private CompletionStage<HttpResponse> firstByte(URI url, UpstreamScope.Admission admission) {
+    /**
+     * The status and headers of one request, or a failure once the first-byte timeout passed. The
+     * request first waits its turn in the repository's {@link PoolQueue}; the timeout counts from
+     * when it leaves the queue (its time waiting for a connection is not the upstream's delay).
+     */
+    private CompletionStage<Answered> firstByte(URI url, UpstreamScope.Admission admission) {
       List<HttpHeader> requestHeaders = new ArrayList<>(headers);
       if (admission == UpstreamScope.Admission.WITH_CREDENTIAL) {
         repo.settings.credential().ifPresent(c -> requestHeaders.add(HttpHeader.parse("Authorization", c.authorization())));
       }
       HttpRequest request = HttpRequest.GET(url.toASCIIString()).addHeaders(requestHeaders);
-      CompletableFuture<HttpResponse> bounded = new CompletableFuture<>();
+      return repo.queue.enter().thenCompose(slot -> sent(url, request, slot));
+    }
+
+    private CompletionStage<Answered> sent(URI url, HttpRequest request, PoolQueue.Slot slot) {
+      CompletableFuture<Answered> bounded = new CompletableFuture<>();
       Duration timeout = repo.settings.firstByteTimeout();
       Cancellable timer =
           system.scheduler().scheduleOnce(
               timeout,
               () -> bounded.completeExceptionally(new FirstByteTimeout("no response headers within " + timeout)),
               system.executionContext());
-      http.singleRequest(request, repo.https.orElse(https), repo.poolFor(url), poolLog)
-          .whenComplete(
-              (response, error) -> {
-                timer.cancel();
-                if (error != null) {
-                  bounded.completeExceptionally(error);
-                } else if (!bounded.complete(response)) {
-                  // Too late: nobody will read it. Drained, not cancelled: a cancelled entity
-                  // made Pekko's pool fail the next request queued on that connection. (For a
-                  // large artifact this downloads it once more; it happens only after a
-                  // first-byte timeout.)
-                  response.discardEntityBytes(system);
-                }
-              });
+      CompletionStage<HttpResponse> response;
+      try {
+        response = http.singleRequest(request, repo.https.orElse(https), repo.poolFor(url), poolLog);
+      } catch (RuntimeException e) {
+        response = CompletableFuture.failedFuture(e);
+      }
+      response.whenComplete(
+          (answer, error) -> {
+            timer.cancel();
+            if (error != null) {
+              slot.release();
+              bounded.completeExceptionally(error);
+            } else if (!bounded.complete(new Answered(answer, slot))) {
+              // Too late: nobody will read it. Drained, not cancelled: a cancelled entity
+              // made Pekko's pool fail the next request queued on that connection. (For a
+              // large artifact this downloads it once more; it happens only after a
+              // first-byte timeout.) The slot is held until the connection is free.
+              discard(new Answered(answer, slot));
+            }
+          });
       return bounded;
+    }
+
+    /** Drains a response nobody reads, then frees its slot. */
+    private void discard(Answered answered) {
+      answered.response().discardEntityBytes(system).completionStage()
+          .whenComplete((done, error) -> answered.slot().release());
     }
 
     private CompletionStage<UpstreamResponse> retry(int failures, Supplier<CompletionStage<UpstreamResponse>> next) {
@@ -311,7 +339,8 @@ public final class HttpUpstream implements Upstream {
       return paused.thenCompose(ignored -> next.get());
     }
 
-    private UpstreamResponse toUpstreamResponse(URI url, HttpResponse response) {
+    private UpstreamResponse toUpstreamResponse(URI url, Answered answered) {
+      HttpResponse response = answered.response();
       HttpEntity entity = response.entity();
       String encoding =
           response.getHeader("Content-Encoding").map(h -> h.value().trim().toLowerCase(Locale.ROOT)).orElse("identity");
@@ -329,12 +358,16 @@ public final class HttpUpstream implements Upstream {
           decoder = Coders.Deflate().decoderFlow().asJava();
           break;
         default:
-          response.discardEntityBytes(system);
+          discard(answered);
           throw new UpstreamException("encoding", "unsupported Content-Encoding " + encoding + " from " + QuerylessUrl.of(url), false, null);
       }
 
       OptionalLong declared = entity.getContentLengthOption();
-      Source<ByteString, ?> bytes = entity.getDataBytes();
+      // The slot is freed when the body ends however it ends (the caller must read or cancel it).
+      Source<ByteString, ?> bytes = entity.getDataBytes().watchTermination((mat, done) -> {
+        done.whenComplete((d, e) -> answered.slot().release());
+        return mat;
+      });
       if (declared.isPresent()) {
         bytes = bytes.via(new ExactLength(declared.getAsLong()));
       }
@@ -359,6 +392,9 @@ public final class HttpUpstream implements Upstream {
       metrics.upstreamRequests.labelValues(repo.name, label).inc();
     }
   }
+
+  /** A response and the pool slot its request holds until the response is done with. */
+  private record Answered(HttpResponse response, PoolQueue.Slot slot) {}
 
   private static Throwable bodyFailure(URI url, Duration idle, Throwable e) {
     if (e instanceof UpstreamException) return e;

@@ -9,7 +9,7 @@ import java.util.Optional;
  *
  * @param connectTimeout how long establishing a TCP (and TLS) connection may take
  * @param firstByteTimeout how long an attempt may wait for the status and headers, counted from
- *     the moment it is handed to the connection pool
+ *     the moment it leaves the repository's queue ({@link PoolQueue}) for a pool connection
  * @param idleTimeout how long the body may go without a chunk; a large download is never cut for
  *     being large, only for stalling
  * @param retries how many more attempts one fetch makes after a connect error, a timeout, a reset
@@ -17,7 +17,7 @@ import java.util.Optional;
  * @param retryBackoff the pause before the first retry, doubled before each further one
  * @param maxRedirects how many redirects one fetch follows
  * @param maxConnections the connection pool's limit per upstream host; distinct keys run in
- *     parallel up to this many
+ *     parallel up to this many, and the repository's further requests wait in its {@link PoolQueue}
  * @param maxOpenRequests the pool's queue (a power of two, at least {@code maxConnections})
  * @param credential sent only to the repository's own origin, never to a redirect target elsewhere
  */

@@ -33,6 +33,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.zip.GZIPOutputStream;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.ManualTime;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.settings.ConnectionPoolSettings;
 import org.apache.pekko.stream.javadsl.Sink;
@@ -558,6 +559,75 @@ class HttpUpstreamTest {
       assertArrayEquals(new byte[] {7}, body(response));
     }
     assertEquals(n, up.requests());
+  }
+
+  /** Two connections and Pekko's smallest queue for them (its own buffer fails requests past it). */
+  private static UpstreamSettings twoConnections(UpstreamSettings d) {
+    return new UpstreamSettings(d.connectTimeout(), d.firstByteTimeout(), d.idleTimeout(), 0, Duration.ZERO,
+        d.maxRedirects(), 2, 2, d.credential());
+  }
+
+  @Test
+  void requestsPastThePoolsCapacityWaitForAConnectionInsteadOfFailing() throws Exception {
+    int n = 24;
+    FakeUpstream up = fake((ex, i) -> FakeUpstream.send(ex, 200, new byte[] {7}));
+    HttpUpstream upstream = upstream(up.url("/"), twoConnections(UpstreamSettings.DEFAULTS));
+
+    List<CompletableFuture<byte[]>> bodies = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      bodies.add(upstream.get(UpstreamRequest.get(REPO, up.url("/k" + i))).toCompletableFuture()
+          .thenCompose(response -> response.body()
+              .runWith(Sink.fold(ByteString.emptyByteString(), ByteString::concat), system)
+              .thenApply(ByteString::toArray)));
+    }
+    for (CompletableFuture<byte[]> body : bodies) {
+      assertArrayEquals(new byte[] {7}, body.get(20, SECONDS));
+    }
+    assertEquals(n, up.requests());
+    assertEquals(0, attempts(UpstreamException.QUEUE_FULL));
+  }
+
+  @Test
+  void theFirstByteTimerStartsWhenARequestLeavesTheQueue() throws Exception {
+    // Pekko's manual time, on a system of its own: the timer is the only clock that matters here.
+    ActorTestKit manual = ActorTestKit.create("HttpUpstreamTestManualTime",
+        ManualTime.config().withFallback(com.typesafe.config.ConfigFactory.load()));
+    try {
+      ManualTime time = ManualTime.get(manual.system());
+      CountDownLatch firstArrived = new CountDownLatch(1);
+      CountDownLatch secondArrived = new CountDownLatch(1);
+      CountDownLatch answerFirst = new CountDownLatch(1);
+      CountDownLatch answerSecond = new CountDownLatch(1);
+      FakeUpstream up = fake((ex, i) -> {
+        boolean first = ex.getRequestURI().getPath().endsWith("/first");
+        (first ? firstArrived : secondArrived).countDown();
+        (first ? answerFirst : answerSecond).await(20, SECONDS);
+        FakeUpstream.send(ex, 200, new byte[] {first ? (byte) 1 : (byte) 2});
+      });
+      UpstreamSettings d = UpstreamSettings.DEFAULTS;
+      UpstreamSettings one = new UpstreamSettings(d.connectTimeout(), Duration.ofSeconds(10), Duration.ofSeconds(60),
+          0, Duration.ZERO, d.maxRedirects(), 1, 1, d.credential());
+      HttpUpstream upstream = new HttpUpstream(manual.system(), new Metrics(), Map.of(REPO, new RepoUpstream(up.url("/"), one)));
+
+      CompletableFuture<UpstreamResponse> first = upstream.get(UpstreamRequest.get(REPO, up.url("/first"))).toCompletableFuture();
+      assertTrue(firstArrived.await(20, SECONDS));
+      CompletableFuture<UpstreamResponse> second = upstream.get(UpstreamRequest.get(REPO, up.url("/second"))).toCompletableFuture();
+      time.timePasses(Duration.ofSeconds(8)); // the second waits its turn for 8 s
+      answerFirst.countDown();
+      UpstreamResponse firstResponse = first.get(20, SECONDS);
+      firstResponse.body().runWith(Sink.ignore(), manual.system()).toCompletableFuture().get(20, SECONDS);
+      assertTrue(secondArrived.await(20, SECONDS), "the second left the queue when the first was done");
+      // 16 s after it was asked for, 8 s after it was sent: within its 10 s first-byte timeout.
+      time.timePasses(Duration.ofSeconds(8));
+      answerSecond.countDown();
+      UpstreamResponse secondResponse = second.get(20, SECONDS);
+      assertEquals(200, secondResponse.status());
+      assertArrayEquals(new byte[] {2}, secondResponse.body()
+          .runWith(Sink.fold(ByteString.emptyByteString(), ByteString::concat), manual.system())
+          .toCompletableFuture().get(20, SECONDS).toArray());
+    } finally {
+      manual.shutdownTestKit();
+    }
   }
 
   @Test
