@@ -77,6 +77,11 @@ abstract class EntityTestBase {
     return Duration.ofHours(1);
   }
 
+  /** The other nodes as the node sees them: none, unless a test stands some in. */
+  Peers peers() {
+    return Peers.NONE;
+  }
+
   /** Registers the entities of the cluster's sharding: the fetch entity (a test may register a stand-in). */
   void initEntities() {
     FetchEntity.init(kit.system(), node, idleTimeout());
@@ -99,7 +104,7 @@ abstract class EntityTestBase {
     store = new FaultyStore(DiskStore.open(dataDir, 1L << 30, ticker.clock()));
     node = new Node(store, new HotBlobs(0), KeyRecords.of(kit.system()), upstream, events,
         r -> policies.getOrDefault(r, FetchPolicy.defaults()), ticker, scheduler, ticker.clock(),
-        kit.system().dispatchers().lookup(DispatcherSelector.blocking()), Peers.NONE);
+        kit.system().dispatchers().lookup(DispatcherSelector.blocking()), peers());
     initEntities();
     sharding = ClusterSharding.get(kit.system());
     waiters = new Waiters(sharding, new CancelRegistry(ticker, Duration.ofSeconds(120), 1000), node);
