@@ -23,6 +23,8 @@ import java.util.function.Predicate;
  *       once and later ones are answered with the same stream.
  *   <li>Waiters on other nodes are answered first ({@link #answers}): their replies still cross
  *       the network, and this node's are answered at once.
+ *   <li>A copy from holders that fails by their fault is followed by another download in the same
+ *       flight ({@link #fellThrough}): the waiters still registered wait for it.
  * </ul>
  *
  * @param <W> where a waiter's reply goes (the entity uses an actor ref)
