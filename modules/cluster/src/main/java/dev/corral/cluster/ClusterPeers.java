@@ -5,7 +5,6 @@ import dev.corral.core.fetch.Peers;
 import dev.corral.core.fetch.Reply;
 import dev.corral.core.fetch.Via;
 import dev.corral.core.store.StoredArtifact;
-import dev.corral.core.upstream.Upstream;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
@@ -79,7 +78,7 @@ public final class ClusterPeers implements Peers {
   }
 
   @Override
-  public Upstream copy(List<String> holders, String sha256) {
+  public HolderCopy copy(List<String> holders, String sha256) {
     return new PeerCopy(client, holders, PeerEndpoint.blobPath(sha256), system);
   }
 }

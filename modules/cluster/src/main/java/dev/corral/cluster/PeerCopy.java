@@ -1,9 +1,10 @@
 package dev.corral.cluster;
 
-import dev.corral.core.upstream.Upstream;
+import dev.corral.core.fetch.Peers;
 import dev.corral.core.upstream.UpstreamRequest;
 import dev.corral.core.upstream.UpstreamResponse;
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -19,21 +20,24 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One blob (or one running download) as other nodes give it, as an {@link Upstream}: the holders
+ * One blob (or one running download) as other nodes give it, as an {@link dev.corral.core.upstream.Upstream}: the holders
  * are asked in order, and the first that answers 200 with its exact length gives the bytes. When
  * its transfer breaks, the body goes on from the byte where it broke with a {@code Range} request:
  * to the same holder first (a dropped connection), then to the next ones, each asked once. A rest
  * that does not start at that byte, or is not exactly the remaining length, fails the body. The
  * downloader hashes and checks the whole (SEMANTICS L3, B1), so a holder can never make this node
- * store other bytes. The request's URL is not used: this upstream gives only its one blob.
+ * store other bytes. The request's URL is not used: this upstream gives only its one blob. It
+ * remembers every holder it asked ({@link #asked}), so that a copy that failed drops them.
  */
-final class PeerCopy implements Upstream {
+final class PeerCopy implements Peers.HolderCopy {
   private static final Logger log = LoggerFactory.getLogger(PeerCopy.class);
 
   private final PeerBlobs client;
   private final List<String> holders;
   private final String path;
   private final ActorSystem<?> system;
+  /** Guarded by itself. */
+  private final List<String> asked = new ArrayList<>();
 
   PeerCopy(PeerBlobs client, List<String> holders, String path, ActorSystem<?> system) {
     this.client = client;
@@ -47,18 +51,34 @@ final class PeerCopy implements Upstream {
     return from(0, request);
   }
 
+  @Override
+  public List<String> asked() {
+    synchronized (asked) {
+      return List.copyOf(asked);
+    }
+  }
+
+  private void asking(String holder) {
+    synchronized (asked) {
+      if (!asked.contains(holder)) {
+        asked.add(holder);
+      }
+    }
+  }
+
   private CompletionStage<UpstreamResponse> from(int i, UpstreamRequest request) {
     if (i >= holders.size()) {
       return CompletableFuture.failedFuture(new IOException("no holder gave " + path));
     }
     String holder = holders.get(i);
-    CompletionStage<UpstreamResponse> asked;
+    asking(holder);
+    CompletionStage<UpstreamResponse> first;
     try {
-      asked = client.get(holder, path, 0);
+      first = client.get(holder, path, 0);
     } catch (RuntimeException e) {
-      asked = CompletableFuture.failedFuture(e);
+      first = CompletableFuture.failedFuture(e);
     }
-    return asked
+    return first
         .handle((response, error) -> {
           if (error == null && response.status() == 200 && response.contentLength().isPresent()) {
             long total = response.contentLength().getAsLong();
@@ -89,6 +109,7 @@ final class PeerCopy implements Upstream {
       long offset = received.get();
       String holder = holders.get((from + attempt.getAndIncrement()) % count);
       log.info("copy of {} broke at byte {} of {}; resuming from {}", path, offset, total, holder);
+      asking(holder);
       CompletionStage<Source<ByteString, NotUsed>> rest = client.get(holder, path, offset).thenApply(r -> {
         boolean fits = r.status() == 206
             && r.header("Content-Range").orElse("").startsWith("bytes " + offset + "-")

@@ -129,4 +129,28 @@ class PeerCopyTest {
         .get(new UpstreamRequest("r", "http://upstream.example/a", List.of())).toCompletableFuture().get(10, TimeUnit.SECONDS));
     assertEquals(IOException.class, none.getCause().getClass());
   }
+
+  @Test
+  void itNamesTheHoldersItAskedSoThatAFailedCopyDropsThemAndNoOther() throws Exception {
+    // Issue 13 item 4: the entity drops from the key's record exactly the holders a failed copy
+    // asked, for the first bytes or to resume, and goes on to the others.
+    holders.put("http://127.0.0.1:31", offset -> offset == 0 ? serving(1000).get(0)
+        : CompletableFuture.failedFuture(new IOException("connection refused")));
+    PeerCopy failing = new PeerCopy(client,
+        List.of("http://127.0.0.1:30", "http://127.0.0.1:31", "http://127.0.0.1:32"), PATH, kit.system());
+    UpstreamResponse r = failing.get(new UpstreamRequest("r", "http://upstream.example/a", List.of()))
+        .toCompletableFuture().get(10, TimeUnit.SECONDS);
+    assertThrows(ExecutionException.class, () -> r.body()
+        .runWith(Sink.fold(ByteString.emptyByteString(), ByteString::concat), kit.system())
+        .toCompletableFuture().get(10, TimeUnit.SECONDS));
+    assertEquals(List.of("http://127.0.0.1:30", "http://127.0.0.1:31", "http://127.0.0.1:32"), failing.asked(),
+        "refused the first bytes; broke and could not resume; asked to resume");
+
+    holders.put("http://127.0.0.1:33", serving(BODY.length));
+    PeerCopy whole = new PeerCopy(client, List.of("http://127.0.0.1:33", "http://127.0.0.1:34"), PATH, kit.system());
+    UpstreamResponse ok = whole.get(new UpstreamRequest("r", "http://upstream.example/a", List.of()))
+        .toCompletableFuture().get(10, TimeUnit.SECONDS);
+    ok.body().runWith(Sink.ignore(), kit.system()).toCompletableFuture().get(10, TimeUnit.SECONDS);
+    assertEquals(List.of("http://127.0.0.1:33"), whole.asked(), "a holder never asked is never blamed");
+  }
 }

@@ -294,11 +294,53 @@ public final class FetchEntity {
     if (holders.isEmpty()) {
       run(flight, Download.Origin.UPSTREAM, false);
     } else {
-      StoredArtifact a = r.cached();
-      run(flight, new Download.Origin(node.peers().copy(holders, a.sha256()), a.sha256(), a.headers(), true,
-          a.fetchedAtMillis()), true);
+      copyFrom(flight, holders, r.cached());
     }
     return Behaviors.same();
+  }
+
+  /**
+   * The flight copies the recorded bytes from {@code holders}. Only they are asked: when the copy
+   * fails by their fault, {@link #fellThrough} decides what comes next.
+   */
+  private void copyFrom(Flight<ActorRef<Reply>> flight, List<String> holders, StoredArtifact recorded) {
+    Peers.HolderCopy copy = node.peers().copy(holders, recorded.sha256());
+    flight.copying(copy, holders, recorded);
+    run(flight, new Download.Origin(copy, recorded.sha256(), recorded.headers(), false,
+        recorded.fetchedAtMillis()), true);
+  }
+
+  /**
+   * Issue 13 item 4: a copy that failed by its holders' fault (none gave the bytes, the transfer
+   * broke past resuming, or the bytes were short or not the recorded ones) is the holders'
+   * failure, not the key's. The holders it asked are dropped from the record, and the same flight
+   * goes on to the holders not asked yet, then to the upstream once (W2's bounded retries), its
+   * waiters still waiting. Those already answered with the failed copy's stream saw it cut short,
+   * never complete; a request after them finds the next download.
+   */
+  private Behavior<Command> fellThrough(Flight<ActorRef<Reply>> flight, Outcome failed) {
+    List<String> asked = flight.copy().asked();
+    List<String> untried = flight.fellThrough();
+    log.warn("copying {} from {} failed ({}); dropping them from its record and fetching it from {}",
+        flight.key, asked, describe(failed), untried.isEmpty() ? "the upstream" : untried);
+    record.update(r -> {
+      Record out = r;
+      for (String holder : asked) {
+        out = out.dropped(holder);
+      }
+      return out;
+    }, ctx.getSelf(), RecordWritten::new);
+    if (untried.isEmpty()) {
+      run(flight, Download.Origin.UPSTREAM, false);
+    } else {
+      copyFrom(flight, untried, flight.recorded());
+    }
+    return Behaviors.same();
+  }
+
+  private static String describe(Outcome failed) {
+    return failed instanceof Outcome.Failed f ? f.cause() + ": " + f.reason()
+        : failed instanceof Outcome.Unavailable u ? u.reason() : failed.toString();
   }
 
   private void run(Flight<ActorRef<Reply>> flight, Download.Origin origin, boolean fromPeer) {
@@ -319,6 +361,9 @@ public final class FetchEntity {
   }
 
   private Behavior<Command> finished(Flight<ActorRef<Reply>> flight, Finished msg) {
+    if (flight.copy() != null && Peers.HolderCopy.failedBy(msg.outcome())) {
+      return fellThrough(flight, msg.outcome());
+    }
     String repo = flight.key.repo();
     node.events().fetchCompleted(repo, Duration.ofNanos(node.ticker().read() - msg.startedNanos()));
     ended(flight);

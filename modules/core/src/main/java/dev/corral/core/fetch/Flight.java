@@ -23,6 +23,8 @@ import java.util.function.Predicate;
  *       once and later ones are answered with the same stream.
  *   <li>Waiters on other nodes are answered first ({@link #answers}): their replies still cross
  *       the network, and this node's are answered at once.
+ *   <li>A copy from holders that fails by their fault is followed by another download in the same
+ *       flight ({@link #fellThrough}): the waiters still registered wait for it.
  * </ul>
  *
  * @param <W> where a waiter's reply goes (the entity uses an actor ref)
@@ -53,6 +55,12 @@ final class Flight<W> {
   private boolean fromPeer;
   /** The fetch holds one of the repository's slots for fetches nobody waits for (C3). */
   boolean orphanSlot;
+  /** The holders' copy the running download reads, or null when it reads the upstream. */
+  private Peers.HolderCopy copy;
+  /** The holders not asked yet by any copy of this flight (a copy that fails goes on to them). */
+  private List<String> untried = List.of();
+  /** What the key's record says the holders hold (kept for the next copy after a failed one). */
+  private StoredArtifact recorded;
 
   /**
    * @param leader the token of the waiter whose request is the fetch's MISS, or {@link #NO_LEADER}
@@ -97,6 +105,40 @@ final class Flight<W> {
   void started(Download value, boolean copiedFromPeer) {
     this.download = value;
     this.fromPeer = copiedFromPeer;
+  }
+
+  /** The download about to start copies {@code recorded} from {@code holders} through {@code value}. */
+  void copying(Peers.HolderCopy value, List<String> holders, StoredArtifact recorded) {
+    this.copy = value;
+    this.untried = List.copyOf(holders);
+    this.recorded = recorded;
+  }
+
+  /** What the key's record says the holders hold, once a copy was started. */
+  StoredArtifact recorded() {
+    return recorded;
+  }
+
+  /** The holders' copy the running download reads, or null. */
+  Peers.HolderCopy copy() {
+    return copy;
+  }
+
+  /**
+   * The running copy failed by its holders' fault: the flight goes on with another download (the
+   * waiters still registered wait for it; those answered with the failed stream are gone).
+   * Returns the holders that copy did not ask.
+   */
+  List<String> fellThrough() {
+    List<String> asked = copy.asked();
+    // A copy that names none asked is taken to have asked them all: never the same holders twice.
+    List<String> rest = asked.isEmpty() ? List.of() : untried.stream().filter(h -> !asked.contains(h)).toList();
+    copy = null;
+    untried = List.of();
+    download = null;
+    streaming = null;
+    fromPeer = false;
+    return rest;
   }
 
   /** The large body streams: every waiter so far is answered with it; later ones join it. */

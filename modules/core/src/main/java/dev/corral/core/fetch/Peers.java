@@ -22,7 +22,10 @@ import java.util.Optional;
  *       node with what it made; neither throws, and an arrival whose bytes can be checked is
  *       checked before it is answered.
  *   <li>{@link #copy} reads bytes the holders have committed; the downloader still verifies them
- *       against the SHA-256 before anything is stored.
+ *       against the SHA-256 before anything is stored. It says which holders it asked
+ *       ({@link HolderCopy#asked}), so that a copy that failed by their fault
+ *       ({@link HolderCopy#failedBy}) drops them from the key's record and the fetch goes on
+ *       without them (issue 13 item 4).
  * </ul>
  */
 public interface Peers {
@@ -52,7 +55,35 @@ public interface Peers {
    * The committed blob {@code sha256} as the holders give it, asked in order: an upstream whose
    * every {@code get} answers 200 with the exact length, or fails when no holder gives it.
    */
-  Upstream copy(List<String> holders, String sha256);
+  HolderCopy copy(List<String> holders, String sha256);
+
+  /**
+   * Other nodes' copy of one blob, read as an upstream by one download, which remembers the
+   * holders it asked (for the first bytes or to resume a broken transfer).
+   */
+  interface HolderCopy extends Upstream {
+    /** The holders asked so far, each once, in the order they were first asked. */
+    List<String> asked();
+
+    /**
+     * Whether a download of a holder's copy that ended in {@code outcome} failed by the holders'
+     * fault: none gave the bytes, the transfer broke past resuming, or the bytes were short or not
+     * the recorded ones. Such a failure is the holders', never the key's: the fetch goes on to
+     * other holders, then the upstream.
+     */
+    static boolean failedBy(Outcome outcome) {
+      if (outcome instanceof Outcome.Unavailable) {
+        return true;
+      }
+      if (outcome instanceof Outcome.Failed f) {
+        return switch (f.cause()) {
+          case BAD_BYTES, UPSTREAM_ERROR, UPSTREAM_TIMEOUT, PEER_ERROR -> true;
+          case TOO_MANY_WAITERS, UPSTREAM_BUSY, INTERNAL -> false;
+        };
+      }
+      return false;
+    }
+  }
 
   /** What a reply from another node asks the waiter's node to do. */
   sealed interface Arrival {
@@ -97,7 +128,7 @@ public interface Peers {
     }
 
     @Override
-    public Upstream copy(List<String> holders, String sha256) {
+    public HolderCopy copy(List<String> holders, String sha256) {
       throw new IllegalStateException("a node on its own has no holders to copy from");
     }
   };

@@ -56,6 +56,8 @@ final class SharedAsks {
   private static final Logger log = LoggerFactory.getLogger(SharedAsks.class);
   private static final Duration FIRST_RETRY_PAUSE = Duration.ofMillis(20);
   private static final Duration MAX_RETRY_PAUSE = Duration.ofMillis(500);
+  /** How often one ask is made again after a holder's copy failed (W2's bounded retries). */
+  static final int MAX_HOLDER_FAILURES = 1;
 
   private final ClusterSharding sharding;
   private final Node node;
@@ -168,6 +170,8 @@ final class SharedAsks {
     /** The copy's growing local download, once its headers are known. */
     Outcome.Streaming copying;
     Duration retryPause = FIRST_RETRY_PAUSE;
+    /** Copies of this ask that failed by their holder's fault; guarded by {@code SharedAsks.this}. */
+    int holderFailures;
 
     Shared(ArtifactKey key, boolean mutable) {
       this.key = key;
@@ -326,19 +330,21 @@ final class SharedAsks {
             }
             answer(relayed(Reply.of(streaming, via), warn), false);
           },
-          outcome -> copied(outcome, via, warn));
+          outcome -> copied(from, outcome, via, warn));
     }
 
-    private void copied(Outcome outcome, Via via, boolean warn) {
+    private void copied(Peers.Arrival.Copy from, Outcome outcome, Via via, boolean warn) {
       StoredArtifact committed = outcome instanceof Outcome.Body b ? b.artifact()
           : outcome instanceof Outcome.Stored s ? s.artifact() : null;
       if (committed != null) {
         holding(committed);
       }
+      boolean failedByHolder = holderFailed(from, outcome);
       boolean retry;
       synchronized (SharedAsks.this) {
         pending.remove(key.id(), this);
-        retry = outcome instanceof Outcome.Unavailable && !answered;
+        retry = !answered && (outcome instanceof Outcome.Unavailable
+            || (failedByHolder && holderFailures++ < MAX_HOLDER_FAILURES));
         if (retry) {
           // The peer no longer had it (a download that just ended, a node that died): ask again.
           copyRunning = false;
@@ -350,6 +356,26 @@ final class SharedAsks {
       } else {
         answer(relayed(Reply.of(outcome, via), warn), true);
       }
+    }
+
+    /**
+     * Issue 13 item 4 on the waiter's node: a copy of a holder's committed blob that failed by the
+     * holder's fault (it no longer had it, the transfer broke past resuming, the bytes were short
+     * or not the recorded ones) tells the entity that holder dropped the bytes, so the record stops
+     * offering it; the ask is then made again (once) while any local waiter still waits. A copy of
+     * a download still running is the entity's own fetch, which answers for itself.
+     */
+    private boolean holderFailed(Peers.Arrival.Copy from, Outcome outcome) {
+      if (from.sha256() == null || !(from.source() instanceof Peers.HolderCopy copy)
+          || !Peers.HolderCopy.failedBy(outcome)) {
+        return false;
+      }
+      for (String holder : copy.asked()) {
+        log.warn("the copy of {} from {} failed ({}); telling its entity that node no longer holds it",
+            key, holder, outcome);
+        entity.tell(new FetchEntity.Dropped(holder));
+      }
+      return true;
     }
 
     private void holding(StoredArtifact a) {
