@@ -99,7 +99,7 @@ class PeerRepliesTest extends EntityTestBase {
       }
 
       @Override
-      public Upstream copy(List<String> holders, String sha256) {
+      public HolderCopy copy(List<String> holders, String sha256) {
         throw new UnsupportedOperationException();
       }
     };
