@@ -101,6 +101,8 @@ public final class FetchEntity {
 
   private record RecordWritten(long revision, Throwable failure) implements Command {}
 
+  private enum RetryRecordWrite implements Command { INSTANCE }
+
   private record RecordRead(long flightId, Record record) implements Command {}
 
   // ---- sharding -------------------------------------------------------------------------------
@@ -334,7 +336,7 @@ public final class FetchEntity {
       String self = node.peers().self().orElse(null);
       record.update(r -> r.committed(committed, self), ctx.getSelf(), RecordWritten::new);
     } else if (flight.revalidating != null && outcome instanceof Outcome.NotFound) {
-      record.write(Record.EMPTY, ctx.getSelf(), RecordWritten::new); // gone upstream
+      record.update(Record::cleared, ctx.getSelf(), RecordWritten::new); // gone upstream
     }
     return idle();
   }
@@ -402,7 +404,12 @@ public final class FetchEntity {
   private BehaviorBuilder<Command> records(BehaviorBuilder<Command> b) {
     return b
         .onMessage(RecordWritten.class, w -> {
-          record.written(w.revision(), w.failure(), ctx.getSelf(), RecordWritten::new);
+          record.written(w.revision(), w.failure(), ctx.getSelf(), RecordWritten::new)
+              .ifPresent(pause -> ctx.scheduleOnce(pause, ctx.getSelf(), RetryRecordWrite.INSTANCE));
+          return Behaviors.same();
+        })
+        .onMessage(RetryRecordWrite.class, r -> {
+          record.retry(ctx.getSelf(), RecordWritten::new);
           return Behaviors.same();
         })
         .onMessage(Holding.class, h -> {

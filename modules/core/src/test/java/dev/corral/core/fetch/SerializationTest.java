@@ -154,6 +154,9 @@ class SerializationTest {
     Record r = (Record) roundTrip(
         new Record(ARTIFACT, List.of("http://127.0.0.1:1", "http://127.0.0.1:2")));
     assertEquals(List.of("http://127.0.0.1:1", "http://127.0.0.1:2"), r.holders());
+    Record tombstone = (Record) roundTrip(r.purged(1234L));
+    assertEquals(1234L, tombstone.purgedAtMillis());
+    assertEquals(1234L, ((Record) roundTrip(tombstone.committed(ARTIFACT, "http://127.0.0.1:1"))).purgedAtMillis());
   }
 
   @Test
@@ -168,6 +171,7 @@ class SerializationTest {
         Serializers.manifestFor(serializer, Record.EMPTY)).get();
     assertEquals(ARTIFACT.sha256(), r.cached().sha256());
     assertEquals(List.of(), r.holders());
+    assertEquals(0L, r.purgedAtMillis(), "never purged");
   }
 
   @Test
