@@ -8,6 +8,7 @@ import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Upstream;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.typed.Cluster;
@@ -76,6 +77,16 @@ public final class ClusterPeers implements Peers {
   @Override
   public Arrival arrived(Reply.ForAnotherNode reply) {
     return CrossNodeReplies.decode(reply, (peerUrl, path) -> new PeerCopy(client, List.of(peerUrl), path, system));
+  }
+
+  @Override
+  public CompletionStage<Boolean> dropCopy(String holder, String keyId) {
+    return client.delete(holder, PeerEndpoint.keyPath(keyId)).thenApply(status -> {
+      if (status == 200 || status == 404) {
+        return status == 200;
+      }
+      throw new IllegalStateException(holder + " answered " + status);
+    });
   }
 
   @Override

@@ -339,9 +339,25 @@ public final class DiskStore implements ArtifactStore {
 
   @Override
   public boolean remove(ArtifactKey key) throws IOException {
+    return remove(key.id());
+  }
+
+  @Override
+  public boolean remove(String keyId) throws IOException {
     lock.lock();
     try {
-      return dropKey(key.id());
+      return dropKey(keyId);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  @Override
+  public Optional<StoredArtifact> held(String keyId) {
+    lock.lock();
+    try {
+      // containsKey first: only a key that is held is touched in access order.
+      return index.containsKey(keyId) ? Optional.of(index.get(keyId)) : Optional.empty();
     } finally {
       lock.unlock();
     }

@@ -88,6 +88,10 @@ class SerializationTest {
     roundTrip(new FetchEntity.Join(ArtifactKey.of("r", "http://upstream.example/b"), 7L, replyTo));
     roundTrip(new FetchEntity.Leave(Long.MIN_VALUE));
     roundTrip(new FetchEntity.Purge(done));
+    ActorRef<FetchEntity.Purged> purged = kit.<FetchEntity.Purged>createTestProbe().ref();
+    roundTrip(new FetchEntity.PurgeAll("http://127.0.0.1:8080", purged));
+    roundTrip(new FetchEntity.PurgeAll(null, purged));
+    roundTrip(new FetchEntity.Purged(2, 1, true, true));
     roundTrip(new FetchEntity.Holding("http://127.0.0.1:8080", "b".repeat(64)));
     roundTrip(new FetchEntity.Dropped("http://127.0.0.1:8080"));
     roundTrip(FetchEntity.Stop.INSTANCE);
