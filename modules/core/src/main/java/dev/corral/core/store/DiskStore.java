@@ -131,9 +131,11 @@ public final class DiskStore implements ArtifactStore {
   // ArtifactStore
 
   /**
-   * Sets who is told, after each commit, the ids of the keys evicted to make room for it (so the
-   * cluster's record of who holds a key's bytes can drop this node). Called outside the store's
-   * lock; must not block.
+   * Sets who is told the ids of the keys this store stopped holding by itself: evicted to make
+   * room after a commit, or dropped because their blob turned out missing, of the wrong size or
+   * corrupt (F2), so that the cluster's record of who holds a key's bytes drops this node. Not told
+   * of {@link #remove} (a purge, which clears the record itself). Called outside the store's lock;
+   * must not block.
    */
   public void onEvicted(java.util.function.Consumer<String> listener) {
     onEvicted = listener;
@@ -168,15 +170,19 @@ public final class DiskStore implements ArtifactStore {
     }
     log.warn("blob {} of key {} is missing or has the wrong size; dropping the key",
         found.sha256(), found.key().strip().replace('\n', ' '));
+    boolean dropped = false;
     lock.lock();
     try {
       if (found.equals(index.get(keyId))) {
-        dropKey(keyId);
+        dropped = dropKey(keyId);
       }
     } catch (IOException e) {
       log.warn("could not delete the files of key {}: {}", keyId, e.toString());
     } finally {
       lock.unlock();
+    }
+    if (dropped) {
+      tellEvicted(List.of(keyId)); // a bad copy leaves the replica directory as an evicted one does
     }
     return Optional.empty();
   }
@@ -231,14 +237,19 @@ public final class DiskStore implements ArtifactStore {
       Files.deleteIfExists(recordTemp);
       writer.close();
     }
-    for (String gone : evicted) {
+    tellEvicted(evicted);
+    return artifact;
+  }
+
+  /** Tells the eviction listener, outside the lock, of keys this node no longer holds. */
+  private void tellEvicted(List<String> keyIds) {
+    for (String gone : keyIds) {
       try {
         onEvicted.accept(gone);
       } catch (RuntimeException e) {
         log.warn("eviction listener failed for {}: {}", gone, e.toString());
       }
     }
-    return artifact;
   }
 
   @Override
@@ -519,6 +530,7 @@ public final class DiskStore implements ArtifactStore {
    *     missing
    */
   private void purgeBlob(String sha256, Object badFile) throws IOException {
+    List<String> dropped = List.of();
     lock.lock();
     try {
       Path path = blobPath(sha256);
@@ -541,9 +553,11 @@ public final class DiskStore implements ArtifactStore {
       for (String keyId : keyIds) {
         dropKey(keyId);
       }
+      dropped = keyIds;
       Files.deleteIfExists(path);
     } finally {
       lock.unlock();
+      tellEvicted(dropped);
     }
   }
 
