@@ -376,7 +376,7 @@ public final class FetchEntity {
     Record r = read.record();
     Optional<String> self = node.peers().self();
     List<String> holders = r.cached() == null ? List.of()
-        : r.holders().stream().filter(h -> self.isEmpty() || !h.equals(self.get())).toList();
+        : node.peers().live(r.holders()).stream().filter(h -> self.isEmpty() || !h.equals(self.get())).toList();
     if (holders.isEmpty()) {
       run(flight, Download.Origin.UPSTREAM, false);
     } else {
