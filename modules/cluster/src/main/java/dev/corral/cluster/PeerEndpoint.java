@@ -81,7 +81,8 @@ public final class PeerEndpoint {
       }
     }
     if (request.method() != HttpMethods.GET) {
-      return text(405, "peer endpoints answer GET only").addHeader(RawHeader.create("Allow", "GET"));
+      return text(405, "peer endpoints answer GET (and DELETE of /-/peer/keys/<key id>)")
+          .addHeader(RawHeader.create("Allow", "GET"));
     }
     Matcher blob = BLOB.matcher(path);
     if (blob.matches()) {

@@ -86,7 +86,7 @@ public final class FetchEntity {
   public record Purge(ActorRef<Done> replyTo) implements Command {}
 
   /**
-   * Purge the key cluster-wide (SEMANTICS, purge): the record becomes a tombstone tagged
+   * Purge the key cluster-wide (issue 13 item 2): the record becomes a tombstone tagged
    * {@value Record#PURGED_TAG} (so a holder that is down now drops its copy when it starts,
    * {@code MissedPurges}), every holder it lists except {@code purgedBy} (the node that took the
    * request and removed its own copy already; null for none) is told to delete its copy, and a

@@ -15,7 +15,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Purges this node missed while it was down (SEMANTICS, purge): run once at start, before the front
+ * Purges this node missed while it was down (issue 13 item 2): run once at start, before the front
  * door binds, it reads every record tagged {@value Record#PURGED_TAG} and drops each local copy
  * fetched before its key's last purge ({@link StoredArtifact#fetchedAtMillis()} not after
  * {@link Record#purgedAtMillis()}). A copy fetched since (from the upstream, or from a holder that
