@@ -47,8 +47,11 @@ class ClusterPurgeTest {
     return TestNode.bytes(3000, path.hashCode() * 31L + nth);
   }
 
+  private Path dir;
+
   @BeforeAll
   void start(@TempDir Path dir) throws Exception {
+    this.dir = dir;
     upstream = new FakeUpstream((exchange, n) -> {
       String path = exchange.getRequestURI().getPath();
       if (path.startsWith("/held/")) {
@@ -121,5 +124,28 @@ class ClusterPurgeTest {
     HttpResponse<byte[]> r = waiting.get(30, TimeUnit.SECONDS);
     assertEquals(200, r.statusCode());
     assertArrayEquals(body(path, 1), r.body());
+  }
+
+  @Test
+  void aPurgeWhoseRecordCannotBeReadIs503AndStillRemovesThisNodesCopy() throws Exception {
+    String path = "/p/no-record.bin";
+    ArtifactKey key = ArtifactKey.of("up", upstream.url(path));
+    CorralServer s = cluster.node(0);
+    assertEquals(200, TestNode.get(client, s, "/up" + path).statusCode());
+    // The records' table goes away for a moment: the entity cannot read who holds the key.
+    String url = "jdbc:h2:file:" + dir.resolve("shared-db").resolve("corral")
+        + ";DB_CLOSE_ON_EXIT=FALSE;DATABASE_TO_UPPER=false";
+    try (java.sql.Connection c = java.sql.DriverManager.getConnection(url, "sa", "");
+        java.sql.Statement st = c.createStatement()) {
+      st.execute("ALTER TABLE \"durable_state\" RENAME TO \"durable_state_away\"");
+      try {
+        HttpResponse<String> r = purge(s, "/up" + path);
+        assertEquals(503, r.statusCode(), r.body());
+        assertTrue(r.body().contains("\"copies\":1"), "this node's copy went: " + r.body());
+        assertFalse(s.node().store().lookup(key).isPresent());
+      } finally {
+        st.execute("ALTER TABLE \"durable_state_away\" RENAME TO \"durable_state\"");
+      }
+    }
   }
 }
