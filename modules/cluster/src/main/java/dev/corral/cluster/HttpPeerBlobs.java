@@ -71,6 +71,15 @@ public final class HttpPeerBlobs implements PeerBlobs {
         .thenApply(this::toResponse);
   }
 
+  @Override
+  public CompletionStage<Integer> delete(String peerUrl, String path) {
+    return http.singleRequest(HttpRequest.DELETE(peerUrl + path), https, pool, system.classicSystem().log())
+        .thenApply(response -> {
+          response.discardEntityBytes(system);
+          return response.status().intValue();
+        });
+  }
+
   private UpstreamResponse toResponse(HttpResponse response) {
     OptionalLong length = response.entity().getContentLengthOption();
     Source<ByteString, ?> bytes = response.entity().getDataBytes();

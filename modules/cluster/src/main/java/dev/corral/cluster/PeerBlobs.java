@@ -14,4 +14,9 @@ public interface PeerBlobs {
    * bytes=<offset>-} (answered 206 with a Content-Range).
    */
   CompletionStage<UpstreamResponse> get(String peerUrl, String path, long offset);
+
+  /** DELETEs {@code peerUrl + path}; completes with the status (the body is discarded). */
+  default CompletionStage<Integer> delete(String peerUrl, String path) {
+    return java.util.concurrent.CompletableFuture.failedFuture(new UnsupportedOperationException("delete"));
+  }
 }

@@ -38,10 +38,14 @@ import org.apache.pekko.util.ByteString;
  * Both answer 200 with an exact {@code Content-Length}, or 206 for a single {@code Range:
  * bytes=N-} / {@code bytes=N-M} (to resume a copy); 404 when not held (any more), 400 for any
  * other path, 405 for any other method, 416 for a range beyond the end.
+ *
+ * <p>{@code DELETE /-/peer/keys/<key id>}: the key's fetch entity tells a holder to delete its
+ * copy (a cluster-wide purge); 200 when it was held, 404 when not. Any other DELETE is 405.
  */
 public final class PeerEndpoint {
   public static final String PREFIX = "/-/peer/";
   private static final Pattern BLOB = Pattern.compile("/-/peer/blobs/([0-9a-f]{64})");
+  private static final Pattern KEY = Pattern.compile("/-/peer/keys/([0-9a-f]{64})");
   private static final Pattern DOWNLOAD = Pattern.compile("/-/peer/downloads/([0-9]{1,18})");
   private static final Pattern RANGE = Pattern.compile("bytes=([0-9]{1,18})-([0-9]{0,18})");
 
@@ -50,6 +54,11 @@ public final class PeerEndpoint {
   /** Where a committed blob is read, under a node's peer base URL. */
   static String blobPath(String sha256) {
     return PREFIX + "blobs/" + sha256;
+  }
+
+  /** Where a holder is told to delete its copy of a key, under a node's peer base URL. */
+  static String keyPath(String keyId) {
+    return PREFIX + "keys/" + keyId;
   }
 
   /** Where a download in progress is read, under a node's peer base URL. */
@@ -63,8 +72,17 @@ public final class PeerEndpoint {
 
   /** Answers a request whose path starts with {@link #PREFIX}. */
   public HttpResponse handle(HttpRequest request, String path) {
+    Matcher key = KEY.matcher(path);
+    if (request.method() == HttpMethods.DELETE && key.matches()) {
+      try {
+        return node.store().remove(key.group(1)) ? text(200, "deleted") : text(404, "not held here");
+      } catch (java.io.IOException e) {
+        return text(500, "could not delete: " + e.getMessage());
+      }
+    }
     if (request.method() != HttpMethods.GET) {
-      return text(405, "peer endpoints answer GET only").addHeader(RawHeader.create("Allow", "GET"));
+      return text(405, "peer endpoints answer GET (and DELETE of /-/peer/keys/<key id>)")
+          .addHeader(RawHeader.create("Allow", "GET"));
     }
     Matcher blob = BLOB.matcher(path);
     if (blob.matches()) {

@@ -14,6 +14,8 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.function.BooleanSupplier;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
@@ -59,8 +61,22 @@ final class AdminRoutes {
     this.ready = ready;
   }
 
-  HttpResponse handle(HttpRequest request, String raw, PublicBase.Addresses addresses) {
+  CompletionStage<HttpResponse> handle(HttpRequest request, String raw, PublicBase.Addresses addresses) {
     String path = RequestPath.withoutQuery(raw);
+    if (path.startsWith("/-/cache/")) {
+      if (request.method() != HttpMethods.DELETE) {
+        return done(text(405, "purge with DELETE").addHeader(RawHeader.create("Allow", "DELETE")));
+      }
+      return purge(request, addresses, "/" + path.substring("/-/cache/".length()), RequestPath.query(raw));
+    }
+    return done(handleAtOnce(request, path));
+  }
+
+  private static CompletionStage<HttpResponse> done(HttpResponse r) {
+    return CompletableFuture.completedFuture(r);
+  }
+
+  private HttpResponse handleAtOnce(HttpRequest request, String path) {
     boolean get = request.method() == HttpMethods.GET || request.method() == HttpMethods.HEAD;
     if (get && path.equals("/-/health/live")) {
       return text(200, "live");
@@ -77,62 +93,85 @@ final class AdminRoutes {
       }
       return metrics();
     }
-    if (path.startsWith("/-/cache/")) {
-      if (request.method() != HttpMethods.DELETE) {
-        return text(405, "purge with DELETE").addHeader(RawHeader.create("Allow", "DELETE"));
-      }
-      return purge(request, addresses, "/" + path.substring("/-/cache/".length()), RequestPath.query(raw));
-    }
     return text(404, "no such endpoint");
   }
 
-  private HttpResponse purge(HttpRequest request, PublicBase.Addresses addresses, String repoPath, Optional<String> query) {
+  /**
+   * Purges the key cluster-wide: this node's copy is removed here, then the key's entity
+   * ({@link FetchEntity.PurgeAll}) tombstones the record and tells every other holder to delete
+   * its copy. 200 with {@code {"copies","unreachable","fetchRunning"}} when a copy went (or a
+   * fetch runs), 404 when nothing was held, 503 when the record could not be reached (this node's
+   * copy is gone all the same; the tombstone is written when the database answers).
+   */
+  private CompletionStage<HttpResponse> purge(HttpRequest request, PublicBase.Addresses addresses, String repoPath,
+      Optional<String> query) {
     if (adminToken.isEmpty()) {
-      return text(403, "purge is disabled: no admin token is configured");
+      return done(text(403, "purge is disabled: no admin token is configured"));
     }
     String client = addresses == null || addresses.remote() == null ? "-"
         : addresses.remote().getHostString() + ":" + addresses.remote().getPort();
     if (!adminTokenPresented(request)) {
       audit.info("purge refused: no valid admin token, client={} path={}", client, repoPath);
-      return adminTokenRequired();
+      return done(adminTokenRequired());
     }
     RequestPath parsed = RequestPath.parse(repoPath, true);
     if (parsed instanceof RequestPath.Rejected r) {
-      return text(400, r.reason());
+      return done(text(400, r.reason()));
     }
     RequestPath.Ok ok = (RequestPath.Ok) parsed;
     Repository repo = repos.get(ok.repo());
     if (repo == null) {
-      return text(404, "unknown repository: " + ok.repo());
+      return done(text(404, "unknown repository: " + ok.repo()));
     }
-    Optional<ArtifactKey> key;
+    Optional<ArtifactKey> found;
     try {
-      key = artifacts.cachedKey(request, addresses, repo, ok, query);
+      found = artifacts.cachedKey(request, addresses, repo, ok, query);
     } catch (Exception e) {
-      return text(500, "purge failed: " + e.getMessage());
+      return done(text(500, "purge failed: " + e.getMessage()));
     }
-    if (key.isEmpty()) {
-      return text(404, "no artifact at this path");
+    if (found.isEmpty()) {
+      return done(text(404, "no artifact at this path"));
     }
-
+    ArtifactKey key = found.get();
     boolean held;
     try {
-      held = node.store().remove(key.get());
+      held = node.store().remove(key);
     } catch (IOException e) {
-      audit.info("purge failed: by=admin-token client={} key={} error={}", client, key.get(), e.toString());
-      return text(500, "purge failed: " + e.getMessage());
+      audit.info("purge failed: by=admin-token client={} key={} error={}", client, key, e.toString());
+      return done(text(500, "purge failed: " + e.getMessage()));
     }
-    // This node's copy is gone now; the key's record (which lists the holders) is cleared next.
-    audit.info("purge by=admin-token client={} key={} copies={}", client, key.get(), held ? 1 : 0);
-    ClusterSharding.get(system)
-        .entityRefFor(FetchEntity.TYPE_KEY, key.get().id())
-        .ask(FetchEntity.Purge::new, Duration.ofSeconds(10))
-        .whenComplete((done, e) -> {
-          if (e != null) {
-            log.warn("purge of {} reached this node's store but not its entity: {}", key.get(), e.toString());
+    int here = held ? 1 : 0;
+    // This node's copy is gone now; the key's entity clears the record and the other holders.
+    String self = node.peers().self().orElse(null);
+    return ClusterSharding.get(system)
+        .entityRefFor(FetchEntity.TYPE_KEY, key.id())
+        .<FetchEntity.Purged>ask(replyTo -> new FetchEntity.PurgeAll(self, replyTo), PURGE_TIMEOUT)
+        .handle((purged, e) -> {
+          if (e != null || !purged.recordRead()) {
+            String why = e != null ? e.toString() : "the record could not be read";
+            log.warn("purge of {} reached this node's store but not the key's record: {}", key, why);
+            audit.info("purge by=admin-token client={} key={} copies={} record=unreachable", client, key, here);
+            return json(503, here, 0, purged != null && purged.fetchRunning(),
+                "the key's record could not be reached: other nodes' copies were not purged");
           }
+          int copies = here + purged.copies();
+          audit.info("purge by=admin-token client={} key={} copies={} unreachable={} fetchRunning={}", client, key,
+              copies, purged.unreachable(), purged.fetchRunning());
+          if (copies == 0 && purged.unreachable() == 0 && !purged.fetchRunning()) {
+            return json(404, 0, 0, false, "not cached");
+          }
+          return json(200, copies, purged.unreachable(), purged.fetchRunning(), null);
         });
-    return held ? text(200, "purged") : text(404, "not cached");
+  }
+
+  /** How long a purge waits for the key's entity (which waits for the holders). */
+  static final Duration PURGE_TIMEOUT = Duration.ofSeconds(20);
+
+  private static HttpResponse json(int status, int copies, int unreachable, boolean fetchRunning, String error) {
+    String body = "{\"copies\":" + copies + ",\"unreachable\":" + unreachable + ",\"fetchRunning\":" + fetchRunning
+        + (error == null ? "" : ",\"error\":\"" + error + "\"") + "}\n";
+    return HttpResponse.create().withStatus(status)
+        .withEntity(HttpEntities.create(ContentTypes.APPLICATION_JSON, body));
   }
 
   private boolean adminTokenPresented(HttpRequest request) {

@@ -292,7 +292,7 @@ public final class FrontDoor {
   private CompletionStage<HttpResponse> route(HttpRequest request, String raw, PublicBase.Addresses addresses) {
     try {
       if (raw.startsWith("/-/")) {
-        return CompletableFuture.completedFuture(admin.handle(request, raw, addresses));
+        return admin.handle(request, raw, addresses);
       }
       if (draining.get()) {
         return done(counts.count("", "error", text(503, "this node is stopping")

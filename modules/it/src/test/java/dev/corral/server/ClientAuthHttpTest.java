@@ -269,9 +269,10 @@ class ClientAuthHttpTest {
     assertEquals(3, lines.size(), lines.toString());
     assertTrue(lines.get(0).matches("purge refused: no valid admin token, client=127\\.0\\.0\\.1:\\d+ path=/up/audited/a"),
         lines.get(0));
-    assertTrue(lines.get(1).matches("purge by=admin-token client=127\\.0\\.0\\.1:\\d+ key=.*audited/a.* copies=1"),
-        lines.get(1));
-    assertTrue(lines.get(2).endsWith(" copies=0"), lines.get(2));
+    // Copies cluster-wide (this node's and the other holders'), holders not reached, a running fetch.
+    assertTrue(lines.get(1).matches("purge by=admin-token client=127\\.0\\.0\\.1:\\d+ key=.*audited/a.*"
+        + " copies=1 unreachable=0 fetchRunning=false"), lines.get(1));
+    assertTrue(lines.get(2).contains(" copies=0 "), lines.get(2));
     for (String l : audit.list.stream().map(ILoggingEvent::getFormattedMessage).toList()) {
       assertFalse(l.contains(ADMIN_TOKEN) || l.contains(CI_TOKEN), l);
     }

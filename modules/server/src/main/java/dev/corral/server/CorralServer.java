@@ -10,6 +10,7 @@ import dev.corral.http.metrics.Metrics;
 import dev.corral.core.fetch.FetchEntity;
 import dev.corral.core.fetch.FetchPolicy;
 import dev.corral.core.record.KeyRecords;
+import dev.corral.core.record.MissedPurges;
 import dev.corral.core.fetch.Node;
 import dev.corral.core.fetch.Timers;
 import dev.corral.core.wait.Waiters;
@@ -143,6 +144,8 @@ public final class CorralServer implements AutoCloseable {
       Metrics metrics = new Metrics();
       Executor io = system.dispatchers().lookup(DispatcherSelector.blocking());
       DiskStore store = DiskStore.open(dataDir.resolve("store"), settings.maxSizeBytes(), Clock.systemUTC());
+      // Purges this node missed while it was down: its copies go before anything is served.
+      MissedPurges.of(system, store).drop(system).toCompletableFuture().get(60, TimeUnit.SECONDS);
       Map<String, RepoUpstream> upstreams = new HashMap<>();
       Map<String, FetchPolicy> policies = new HashMap<>();
       Map<String, Repository> repos = new LinkedHashMap<>();

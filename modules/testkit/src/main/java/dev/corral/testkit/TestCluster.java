@@ -31,6 +31,7 @@ public final class TestCluster implements AutoCloseable {
   private final String[] extraArgs;
   private final String shared;
   private Address seed;
+  private final java.util.Map<CorralServer, Path> dirs = new java.util.concurrent.ConcurrentHashMap<>();
 
   /** The holders the key's record lists, as node {@code s} reads it from the shared database. */
   public static List<String> holders(CorralServer s, dev.corral.core.key.ArtifactKey key) {
@@ -75,10 +76,26 @@ public final class TestCluster implements AutoCloseable {
 
   /** Starts one more node (joining the first), without waiting for it to be Up. */
   public CorralServer add() throws Exception {
-    int i = nodes.size();
+    return start(dir.resolve("node" + nodes.size() + "-" + System.nanoTime()));
+  }
+
+  /** The directory a node was started in (its data: store and all). */
+  public Path dirOf(CorralServer s) {
+    return dirs.get(s);
+  }
+
+  /**
+   * Starts a node again from the directory of a stopped one (its store as it was left), joining
+   * the first, without waiting for it to be Up.
+   */
+  public CorralServer restart(Path nodeDir) throws Exception {
+    return start(nodeDir);
+  }
+
+  private CorralServer start(Path nodeDir) throws Exception {
     String seeds = seed == null ? "" : "pekko.cluster.seed-nodes = [\"" + seed + "\"]\n";
-    CorralServer s = TestNode.start(dir.resolve("node" + i + "-" + System.nanoTime()), upstreamBase,
-        shared + seeds + hocon, extraArgs);
+    CorralServer s = TestNode.start(nodeDir, upstreamBase, shared + seeds + hocon, extraArgs);
+    dirs.put(s, nodeDir);
     if (seed == null) {
       seed = Cluster.get(s.system()).selfMember().address();
     }

@@ -11,6 +11,7 @@ import dev.corral.core.store.StoredArtifact;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -84,6 +85,25 @@ public final class FetchEntity {
   /** Forget what is cached for the key (the node removed the bytes from its own store). */
   public record Purge(ActorRef<Done> replyTo) implements Command {}
 
+  /**
+   * Purge the key cluster-wide (issue 13 item 2): the record becomes a tombstone tagged
+   * {@value Record#PURGED_TAG} (so a holder that is down now drops its copy when it starts,
+   * {@code MissedPurges}), every holder it lists except {@code purgedBy} (the node that took the
+   * request and removed its own copy already; null for none) is told to delete its copy, and a
+   * remembered not-found is forgotten. A fetch running now finishes for its waiters and commits
+   * its bytes as usual; the reply says so ({@link Purged#fetchRunning()}).
+   */
+  public record PurgeAll(String purgedBy, ActorRef<Purged> replyTo) implements Command {}
+
+  /**
+   * What a {@link PurgeAll} did: {@code copies} holders deleted their copy, {@code unreachable}
+   * could not be asked, {@code fetchRunning}: a fetch was running and will commit what it
+   * fetches; {@code recordRead}: false when the record could not be read (its holders are
+   * unknown; the tombstone is still written, with retries).
+   */
+  public record Purged(int copies, int unreachable, boolean fetchRunning, boolean recordRead)
+      implements CborSerializable {}
+
   /** The node at {@code peerUrl} committed a verified copy of the key's bytes (replica directory). */
   public record Holding(String peerUrl, String sha256) implements Command {}
 
@@ -100,6 +120,13 @@ public final class FetchEntity {
   private record Finished(long fetchId, Outcome outcome, long startedNanos) implements Command {}
 
   private record RecordWritten(long revision, Throwable failure) implements Command {}
+
+  private enum RetryRecordWrite implements Command { INSTANCE }
+
+  private record PurgeRecordRead(PurgeAll purge, boolean fetchRunning, Record record) implements Command {}
+
+  /** How long a purge waits for the record (which lists the holders) before it answers 503. */
+  static final Duration PURGE_RECORD_READ_TIMEOUT = Duration.ofSeconds(5);
 
   private record RecordRead(long flightId, Record record) implements Command {}
 
@@ -137,12 +164,14 @@ public final class FetchEntity {
   private final ActorContext<Command> ctx;
   private final KeyRecords.Writer record;
   private final String persistenceId;
+  private final String entityId; // the key's id
   private final Freshness freshness;
   private long fetchIds;
 
   private FetchEntity(String entityId, Node node, Duration idleTimeout,
       ActorRef<ClusterSharding.ShardCommand> shard, ActorContext<Command> ctx) {
     this.node = node;
+    this.entityId = entityId;
     this.persistenceId = PersistenceId.of(TYPE_KEY.name(), entityId).id();
     this.record = node.records().writer(persistenceId);
     this.idleTimeout = idleTimeout;
@@ -157,6 +186,7 @@ public final class FetchEntity {
     ctx.setReceiveTimeout(idleTimeout, Idle.INSTANCE);
     return records(Behaviors.receive(Command.class))
         .onMessage(Join.class, this::joinIdle)
+        .onMessage(PurgeAll.class, p -> purgeAll(p, false))
         .onMessage(Idle.class, idle -> passivateIfDone())
         .onMessage(Stop.class, stop -> Behaviors.stopped())
         .onAnyMessage(FetchEntity::ignored)
@@ -208,9 +238,64 @@ public final class FetchEntity {
           join.replyTo().tell(new Reply.Retry("the fetch entity is passivating"));
           return Behaviors.same();
         })
+        .onMessage(PurgeAll.class, p -> purgeAll(p, false))
         .onMessage(Stop.class, stop -> Behaviors.stopped())
         .onAnyMessage(FetchEntity::ignored)
         .build();
+  }
+
+  // ---- purge: cluster-wide --------------------------------------------------------------------
+
+  /** Reads the record for its holders (bounded), then {@link #purgeRead} writes the tombstone. */
+  private Behavior<Command> purgeAll(PurgeAll purge, boolean fetchRunning) {
+    freshness.purged();
+    ActorRef<Command> self = ctx.getSelf();
+    node.records().read(persistenceId).toCompletableFuture()
+        .orTimeout(PURGE_RECORD_READ_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
+        .whenComplete((got, error) -> {
+          if (error != null) {
+            log.warn("purge of {}: could not read its record: {}", persistenceId, error.toString());
+          }
+          self.tell(new PurgeRecordRead(purge, fetchRunning,
+              error != null ? null : got.value().orElse(Record.EMPTY)));
+        });
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> purgeRead(PurgeRecordRead read) {
+    PurgeAll purge = read.purge();
+    long now = node.clock().millis();
+    // Written even when the read failed: the writer reads again and retries (the tombstone is
+    // what a holder that missed the purge reads when it starts).
+    record.update(r -> r.purged(now), ctx.getSelf(), RecordWritten::new);
+    if (read.record() == null) {
+      purge.replyTo().tell(new Purged(0, 0, read.fetchRunning(), false));
+      return Behaviors.same();
+    }
+    List<String> holders = read.record().holders().stream()
+        .filter(h -> !h.equals(purge.purgedBy())).toList();
+    List<CompletableFuture<Boolean>> asked = holders.stream()
+        .map(h -> node.peers().dropCopy(h, entityId).toCompletableFuture()
+            .exceptionally(e -> {
+              log.warn("purge of {}: holder {} could not be asked to drop its copy: {}", persistenceId, h, e.toString());
+              return null;
+            }))
+        .toList();
+    boolean fetchRunning = read.fetchRunning();
+    CompletableFuture.allOf(asked.toArray(CompletableFuture[]::new)).whenComplete((v, e) -> {
+      int copies = 0;
+      int unreachable = 0;
+      for (CompletableFuture<Boolean> a : asked) {
+        Boolean dropped = a.getNow(null);
+        if (dropped == null) {
+          unreachable++;
+        } else if (dropped) {
+          copies++;
+        }
+      }
+      purge.replyTo().tell(new Purged(copies, unreachable, fetchRunning, true));
+    });
+    return Behaviors.same();
   }
 
   // ---- in flight: one fetch and its waiters ---------------------------------------------------
@@ -255,6 +340,7 @@ public final class FetchEntity {
   private Behavior<Command> inFlight(Flight<ActorRef<Reply>> flight) {
     return records(Behaviors.receive(Command.class))
         .onMessage(Join.class, join -> joinInFlight(flight, join))
+        .onMessage(PurgeAll.class, p -> purgeAll(p, true))
         .onMessage(Leave.class, leave -> leave(flight, leave))
         .onMessage(RecordRead.class, read -> read.flightId() == flight.id ? recordRead(flight, read) : Behaviors.same())
         .onMessage(HeadersKnown.class, h -> h.fetchId() == flight.id ? headersKnown(flight, h) : Behaviors.same())
@@ -290,7 +376,7 @@ public final class FetchEntity {
     Record r = read.record();
     Optional<String> self = node.peers().self();
     List<String> holders = r.cached() == null ? List.of()
-        : r.holders().stream().filter(h -> self.isEmpty() || !h.equals(self.get())).toList();
+        : node.peers().live(r.holders()).stream().filter(h -> self.isEmpty() || !h.equals(self.get())).toList();
     if (holders.isEmpty()) {
       run(flight, Download.Origin.UPSTREAM, false);
     } else {
@@ -379,7 +465,7 @@ public final class FetchEntity {
       String self = node.peers().self().orElse(null);
       record.update(r -> r.committed(committed, self), ctx.getSelf(), RecordWritten::new);
     } else if (flight.revalidating != null && outcome instanceof Outcome.NotFound) {
-      record.write(Record.EMPTY, ctx.getSelf(), RecordWritten::new); // gone upstream
+      record.update(Record::cleared, ctx.getSelf(), RecordWritten::new); // gone upstream
     }
     return idle();
   }
@@ -447,7 +533,12 @@ public final class FetchEntity {
   private BehaviorBuilder<Command> records(BehaviorBuilder<Command> b) {
     return b
         .onMessage(RecordWritten.class, w -> {
-          record.written(w.revision(), w.failure(), ctx.getSelf(), RecordWritten::new);
+          record.written(w.revision(), w.failure(), ctx.getSelf(), RecordWritten::new)
+              .ifPresent(pause -> ctx.scheduleOnce(pause, ctx.getSelf(), RetryRecordWrite.INSTANCE));
+          return Behaviors.same();
+        })
+        .onMessage(RetryRecordWrite.class, r -> {
+          record.retry(ctx.getSelf(), RecordWritten::new);
           return Behaviors.same();
         })
         .onMessage(Holding.class, h -> {
@@ -458,6 +549,7 @@ public final class FetchEntity {
           record.update(r -> r.dropped(d.peerUrl()), ctx.getSelf(), RecordWritten::new);
           return Behaviors.same();
         })
+        .onMessage(PurgeRecordRead.class, this::purgeRead)
         .onMessage(Purge.class, p -> {
           freshness.purged();
           record.write(Record.EMPTY, ctx.getSelf(), RecordWritten::new);

@@ -6,6 +6,8 @@ import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.Upstream;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 
 /**
  * The other nodes of the cluster as the fetch entity and the waiters see them: the replica
@@ -83,6 +85,23 @@ public interface Peers {
       }
       return false;
     }
+  }
+
+  /**
+   * Tells {@code holder} to delete its copy of the key {@code keyId} (a cluster-wide purge):
+   * completes true when it held one, false when it did not, and fails when it cannot be asked.
+   */
+  default CompletionStage<Boolean> dropCopy(String holder, String keyId) {
+    return CompletableFuture.failedFuture(new IllegalStateException("no other node to ask"));
+  }
+
+  /**
+   * The holders a fetch may copy from: those of {@code holders} not known to have left the
+   * cluster (a node downed or gone is no longer offered, SEMANTICS L3). A holder this node has not
+   * heard of yet is kept (the copy from it fails over like any other).
+   */
+  default List<String> live(List<String> holders) {
+    return holders;
   }
 
   /** What a reply from another node asks the waiter's node to do. */

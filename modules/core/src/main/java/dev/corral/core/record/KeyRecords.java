@@ -1,6 +1,7 @@
 package dev.corral.core.record;
 
 import dev.corral.core.record.Record;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.Optional;
@@ -48,25 +49,39 @@ public final class KeyRecords {
     return new Writer(persistenceId);
   }
 
+  /** How many times one change is tried before it is given up (logged as an error). */
+  public static final int MAX_TRIES = 5;
+
+  /** The pause before the first retry of a failed write; it doubles with each further try. */
+  public static final Duration FIRST_RETRY = Duration.ofMillis(200);
+
   /**
    * One entity's writes: at most one in flight, the newest changes queued behind it. Used only from
    * its entity's thread; completions come back to the entity as messages. A change is a function
    * of the current record (read once, with its revision, before the first write; the entity is the
    * only writer of its key), so that the replica directory's updates never lose each other.
+   *
+   * <p>A failed write is not lost: its change goes back in front of the queue and is tried again
+   * after a pause ({@link #written} says how long; the entity schedules {@link #retry}), against
+   * the record read afresh, up to {@link #MAX_TRIES} times.
    */
   public final class Writer {
     private final String persistenceId;
     private long revision = -1; // unknown until read
     private Record current; // the record at that revision
     private boolean writing;
+    private boolean retryDue;
+    private int failures;
+    private UnaryOperator<Record> inFlight;
     private UnaryOperator<Record> pending;
 
     private Writer(String persistenceId) {
       this.persistenceId = persistenceId;
     }
 
+    /** A write is in flight or waits for its retry. */
     public boolean writing() {
-      return writing;
+      return writing || retryDue;
     }
 
     public <M> void write(Record record, ActorRef<M> self, BiFunction<Long, Throwable, M> done) {
@@ -77,20 +92,50 @@ public final class KeyRecords {
     public <M> void update(UnaryOperator<Record> change, ActorRef<M> self, BiFunction<Long, Throwable, M> done) {
       UnaryOperator<Record> before = pending;
       pending = before == null ? change : r -> change.apply(before.apply(r));
-      if (!writing) {
+      if (!writing()) {
         next(self, done);
       }
     }
 
-    public <M> void written(long newRevision, Throwable failure, ActorRef<M> self, BiFunction<Long, Throwable, M> done) {
+    /**
+     * The write in flight ended. After a failure, the pause after which the entity is to call
+     * {@link #retry} (the failed change, then whatever was queued since); empty otherwise, or
+     * when the change has failed {@link #MAX_TRIES} times (then it is given up, and logged).
+     */
+    public <M> Optional<Duration> written(long newRevision, Throwable failure, ActorRef<M> self,
+        BiFunction<Long, Throwable, M> done) {
       writing = false;
+      UnaryOperator<Record> failed = inFlight;
+      inFlight = null;
       if (failure != null) {
         revision = -1; // read it again before the next write
         current = null;
-        log.warn("could not write the record of {}: {}", persistenceId, failure.toString());
+        failures++;
+        if (failures < MAX_TRIES) {
+          log.warn("could not write the record of {} (try {} of {}): {}", persistenceId, failures, MAX_TRIES,
+              failure.toString());
+          UnaryOperator<Record> after = pending;
+          pending = after == null ? failed : r -> after.apply(failed.apply(r));
+          retryDue = true;
+          return Optional.of(FIRST_RETRY.multipliedBy(1L << (failures - 1)));
+        }
+        log.error("gave up writing the record of {} after {} tries: {}", persistenceId, failures, failure.toString());
       } else {
         revision = newRevision;
       }
+      failures = 0;
+      if (pending != null) {
+        next(self, done);
+      }
+      return Optional.empty();
+    }
+
+    /** The pause after a failed write is over: the change is tried again. */
+    public <M> void retry(ActorRef<M> self, BiFunction<Long, Throwable, M> done) {
+      if (!retryDue) {
+        return;
+      }
+      retryDue = false;
       if (pending != null) {
         next(self, done);
       }
@@ -99,6 +144,7 @@ public final class KeyRecords {
     private <M> void next(ActorRef<M> self, BiFunction<Long, Throwable, M> done) {
       UnaryOperator<Record> change = pending;
       pending = null;
+      inFlight = change;
       writing = true;
       CompletionStage<GetObjectResult<Record>> known = revision >= 0
           ? CompletableFuture.completedFuture(new GetObjectResult<>(Optional.ofNullable(current), revision))
@@ -108,7 +154,8 @@ public final class KeyRecords {
             Record base = got.value().orElse(Record.EMPTY);
             Record record = change.apply(base);
             current = record; // read by the entity's thread only after the write's message
-            return store.upsertObject(persistenceId, got.revision() + 1, record, "").thenApply(d -> got.revision() + 1);
+            return store.upsertObject(persistenceId, got.revision() + 1, record, record.tag())
+                .thenApply(d -> got.revision() + 1);
           })
           .whenComplete((rev, error) -> self.tell(done.apply(rev == null ? -1L : rev, error)));
     }

@@ -65,6 +65,19 @@ public interface ArtifactStore {
   boolean remove(ArtifactKey key) throws IOException;
 
   /**
+   * The artifact stored under the key id (for purges, which know keys by id only); empty when not
+   * held. Its blob is not checked.
+   */
+  default Optional<StoredArtifact> held(String keyId) {
+    return Optional.empty();
+  }
+
+  /** Forgets the key with this id, as {@link #remove}. True if it was held. */
+  default boolean remove(String keyId) throws IOException {
+    return false;
+  }
+
+  /**
    * The size of the committed blob named {@code sha256}, when this store holds one (whichever key
    * refers to it). For the internal peer endpoint, which serves blobs by content address.
    */

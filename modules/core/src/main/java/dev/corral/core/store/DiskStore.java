@@ -141,9 +141,11 @@ public final class DiskStore implements ArtifactStore {
   // ArtifactStore
 
   /**
-   * Sets who is told, after each commit, the ids of the keys evicted to make room for it (so the
-   * cluster's record of who holds a key's bytes can drop this node). Called outside the store's
-   * lock; must not block.
+   * Sets who is told the ids of the keys this store stopped holding by itself: evicted to make
+   * room after a commit, or dropped because their blob turned out missing, of the wrong size or
+   * corrupt (F2), so that the cluster's record of who holds a key's bytes drops this node. Not told
+   * of {@link #remove} (a purge, which clears the record itself). Called outside the store's lock;
+   * must not block.
    */
   public void onEvicted(java.util.function.Consumer<String> listener) {
     onEvicted = listener;
@@ -179,16 +181,20 @@ public final class DiskStore implements ArtifactStore {
     log.warn("blob {} of key {} is missing or has the wrong size; dropping the key",
         found.sha256(), found.key().strip().replace('\n', ' '));
     List<Path> doomed = new ArrayList<>();
+    boolean dropped = false;
     lock.lock();
     try {
       if (found.equals(index.get(keyId))) {
-        dropKey(keyId, doomed);
+        dropped = dropKey(keyId, doomed);
       }
     } catch (IOException e) {
       log.warn("could not delete the files of key {}: {}", keyId, e.toString());
     } finally {
       lock.unlock();
       delete(doomed);
+    }
+    if (dropped) {
+      tellEvicted(List.of(keyId)); // a bad copy leaves the replica directory as an evicted one does
     }
     return Optional.empty();
   }
@@ -245,14 +251,19 @@ public final class DiskStore implements ArtifactStore {
       writer.close();
       delete(doomed);
     }
-    for (String gone : evicted) {
+    tellEvicted(evicted);
+    return artifact;
+  }
+
+  /** Tells the eviction listener, outside the lock, of keys this node no longer holds. */
+  private void tellEvicted(List<String> keyIds) {
+    for (String gone : keyIds) {
       try {
         onEvicted.accept(gone);
       } catch (RuntimeException e) {
         log.warn("eviction listener failed for {}: {}", gone, e.toString());
       }
     }
-    return artifact;
   }
 
   @Override
@@ -353,13 +364,29 @@ public final class DiskStore implements ArtifactStore {
 
   @Override
   public boolean remove(ArtifactKey key) throws IOException {
+    return remove(key.id());
+  }
+
+  @Override
+  public boolean remove(String keyId) throws IOException {
     List<Path> doomed = new ArrayList<>();
     lock.lock();
     try {
-      return dropKey(key.id(), doomed);
+      return dropKey(keyId, doomed);
     } finally {
       lock.unlock();
       delete(doomed);
+    }
+  }
+
+  @Override
+  public Optional<StoredArtifact> held(String keyId) {
+    lock.lock();
+    try {
+      // containsKey first: only a key that is held is touched in access order.
+      return index.containsKey(keyId) ? Optional.of(index.get(keyId)) : Optional.empty();
+    } finally {
+      lock.unlock();
     }
   }
 
@@ -552,6 +579,7 @@ public final class DiskStore implements ArtifactStore {
    */
   private void purgeBlob(String sha256, Object badFile) throws IOException {
     List<Path> doomed = new ArrayList<>();
+    List<String> dropped = List.of();
     lock.lock();
     try {
       Path path = blobPath(sha256);
@@ -574,10 +602,12 @@ public final class DiskStore implements ArtifactStore {
       for (String keyId : keyIds) {
         dropKey(keyId, doomed);
       }
+      dropped = keyIds;
       discard(path, doomed);
     } finally {
       lock.unlock();
       delete(doomed);
+      tellEvicted(dropped);
     }
   }
 

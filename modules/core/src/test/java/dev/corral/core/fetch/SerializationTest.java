@@ -88,6 +88,10 @@ class SerializationTest {
     roundTrip(new FetchEntity.Join(ArtifactKey.of("r", "http://upstream.example/b"), 7L, replyTo));
     roundTrip(new FetchEntity.Leave(Long.MIN_VALUE));
     roundTrip(new FetchEntity.Purge(done));
+    ActorRef<FetchEntity.Purged> purged = kit.<FetchEntity.Purged>createTestProbe().ref();
+    roundTrip(new FetchEntity.PurgeAll("http://127.0.0.1:8080", purged));
+    roundTrip(new FetchEntity.PurgeAll(null, purged));
+    roundTrip(new FetchEntity.Purged(2, 1, true, true));
     roundTrip(new FetchEntity.Holding("http://127.0.0.1:8080", "b".repeat(64)));
     roundTrip(new FetchEntity.Dropped("http://127.0.0.1:8080"));
     roundTrip(FetchEntity.Stop.INSTANCE);
@@ -154,6 +158,9 @@ class SerializationTest {
     Record r = (Record) roundTrip(
         new Record(ARTIFACT, List.of("http://127.0.0.1:1", "http://127.0.0.1:2")));
     assertEquals(List.of("http://127.0.0.1:1", "http://127.0.0.1:2"), r.holders());
+    Record tombstone = (Record) roundTrip(r.purged(1234L));
+    assertEquals(1234L, tombstone.purgedAtMillis());
+    assertEquals(1234L, ((Record) roundTrip(tombstone.committed(ARTIFACT, "http://127.0.0.1:1"))).purgedAtMillis());
   }
 
   @Test
@@ -168,6 +175,7 @@ class SerializationTest {
         Serializers.manifestFor(serializer, Record.EMPTY)).get();
     assertEquals(ARTIFACT.sha256(), r.cached().sha256());
     assertEquals(List.of(), r.holders());
+    assertEquals(0L, r.purgedAtMillis(), "never purged");
   }
 
   @Test

@@ -43,6 +43,7 @@ class KeyRecordsTest {
   static final class HeldStore implements DurableStateUpdateStore<Record> {
     final ConcurrentLinkedQueue<CompletableFuture<GetObjectResult<Record>>> reads = new ConcurrentLinkedQueue<>();
     final ConcurrentLinkedQueue<Object[]> upserts = new ConcurrentLinkedQueue<>();
+    final ConcurrentLinkedQueue<String> tags = new ConcurrentLinkedQueue<>();
     final ConcurrentLinkedQueue<CompletableFuture<Done>> upsertResults = new ConcurrentLinkedQueue<>();
 
     @Override
@@ -56,6 +57,7 @@ class KeyRecordsTest {
     public CompletionStage<Done> upsertObject(String persistenceId, long revision, Record value, String tag) {
       CompletableFuture<Done> f = new CompletableFuture<>();
       upserts.add(new Object[] {revision, value});
+      tags.add(tag);
       upsertResults.add(f);
       return f;
     }
@@ -120,7 +122,7 @@ class KeyRecordsTest {
   }
 
   @Test
-  void aFailedWriteReadsTheRevisionAgainBeforeTheNext() {
+  void aFailedWriteIsTriedAgainAfterAPauseAgainstTheRecordReadAfresh() {
     HeldStore store = new HeldStore();
     KeyRecords.Writer writer = new KeyRecords(store).writer("Fetch|f");
     TestProbe<Written> self = kit.createTestProbe();
@@ -129,13 +131,61 @@ class KeyRecordsTest {
     store.reads.poll().completeExceptionally(new IllegalStateException("database down"));
     Written failed = self.receiveMessage(Duration.ofSeconds(5));
     assertNotNull(failed.failure());
-    writer.written(failed.revision(), failed.failure(), self.ref(), Written::new);
-    assertFalse(writer.writing());
+    Optional<Duration> pause = writer.written(failed.revision(), failed.failure(), self.ref(), Written::new);
+    assertEquals(Optional.of(KeyRecords.FIRST_RETRY), pause, "the failed change is to be tried again");
+    assertTrue(writer.writing(), "a retry is due: the entity must not passivate");
 
-    writer.write(record("b"), self.ref(), Written::new);
+    writer.update(r -> r.holding("http://127.0.0.1:2", "a"), self.ref(), Written::new);
+    assertTrue(store.reads.isEmpty(), "nothing is written before the pause is over");
+    writer.retry(self.ref(), Written::new);
     assertEquals(1, store.reads.size(), "the revision is read again");
     store.reads.poll().complete(new GetObjectResult<>(Optional.of(record("old")), 7));
     self.awaitAssert(() -> { assertEquals(1, store.upserts.size()); return null; });
-    assertEquals(8L, store.upserts.poll()[0]);
+    Object[] retried = store.upserts.poll();
+    assertEquals(8L, retried[0]);
+    Record r = (Record) retried[1];
+    assertEquals("a", r.cached().sha256(), "the failed change is not lost");
+    assertEquals(List.of("http://127.0.0.1:2"), r.holders(), "nor is the change queued behind it");
+  }
+
+  @Test
+  void aWriteThatKeepsFailingIsTriedFiveTimesWithGrowingPausesThenGivenUp() {
+    HeldStore store = new HeldStore();
+    KeyRecords.Writer writer = new KeyRecords(store).writer("Fetch|g");
+    TestProbe<Written> self = kit.createTestProbe();
+
+    writer.write(record("a"), self.ref(), Written::new);
+    List<Optional<Duration>> pauses = new java.util.ArrayList<>();
+    for (int i = 0; i < KeyRecords.MAX_TRIES; i++) {
+      self.awaitAssert(() -> { assertEquals(1, store.reads.size()); return null; });
+      store.reads.poll().completeExceptionally(new IllegalStateException("database down"));
+      Written failed = self.receiveMessage(Duration.ofSeconds(5));
+      Optional<Duration> pause = writer.written(failed.revision(), failed.failure(), self.ref(), Written::new);
+      pauses.add(pause);
+      pause.ifPresent(p -> writer.retry(self.ref(), Written::new));
+    }
+    Duration first = KeyRecords.FIRST_RETRY;
+    assertEquals(List.of(Optional.of(first), Optional.of(first.multipliedBy(2)), Optional.of(first.multipliedBy(4)),
+        Optional.of(first.multipliedBy(8)), Optional.empty()), pauses);
+    assertFalse(writer.writing());
+    assertTrue(store.reads.isEmpty(), "given up: bounded");
+  }
+
+  @Test
+  void aPurgedRecordIsWrittenWithThePurgedTagAndKeepsItsPurgeTimeThroughLaterCommits() {
+    HeldStore store = new HeldStore();
+    KeyRecords.Writer writer = new KeyRecords(store).writer("Fetch|p");
+    TestProbe<Written> self = kit.createTestProbe();
+    writer.update(r -> r.purged(1234), self.ref(), Written::new);
+    store.reads.poll().complete(new GetObjectResult<>(Optional.of(record("old")), 1));
+    self.awaitAssert(() -> { assertEquals(1, store.tags.size()); return null; });
+    assertEquals(Record.PURGED_TAG, store.tags.poll());
+    Record tombstone = (Record) store.upserts.poll()[1];
+    assertNull(tombstone.cached());
+    assertEquals(1234, tombstone.purgedAtMillis());
+    Record later = tombstone.committed(record("new").cached(), "http://127.0.0.1:1");
+    assertEquals(1234, later.purgedAtMillis());
+    assertEquals(Record.PURGED_TAG, later.tag());
+    assertEquals("", record("x").tag());
   }
 }

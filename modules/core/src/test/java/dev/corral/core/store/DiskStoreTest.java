@@ -458,6 +458,37 @@ class DiskStoreTest {
   }
 
   @Test
+  void aCopyFoundBadIsReportedAsAnEvictionSoTheRecordDropsThisHolder() throws IOException {
+    // Issue 13 item 3: a holder whose copy turned out missing or bad leaves the key's record
+    // through the same path as an eviction.
+    DiskStore store = open(BIG);
+    List<String> gone = new java.util.concurrent.CopyOnWriteArrayList<>();
+    store.onEvicted(gone::add);
+    StoredArtifact missing = put(store, key("missing"), randomBytes(100, 60));
+    StoredArtifact shortened = put(store, key("short"), randomBytes(100, 61));
+    byte[] bytes = randomBytes(1000, 62);
+    StoredArtifact corrupt = put(store, key("corrupt"), bytes);
+    put(store, key("same"), bytes); // a second key of the corrupt blob
+    StoredArtifact fine = put(store, key("fine"), randomBytes(100, 63));
+    Files.delete(store.blobPath(missing.sha256()));
+    Files.write(store.blobPath(shortened.sha256()), randomBytes(99, 61));
+    byte[] flipped = bytes.clone();
+    flipped[10] ^= 1;
+    Files.write(store.blobPath(corrupt.sha256()), flipped);
+
+    assertTrue(store.lookup(key("missing")).isEmpty());
+    assertTrue(store.lookup(key("short")).isEmpty());
+    assertThrows(IOException.class, () -> store.readAll(corrupt));
+    assertTrue(store.lookup(key("fine")).isPresent());
+    assertEquals(java.util.Set.of(missing.keyId(), shortened.keyId(), corrupt.keyId(), key("same").id()),
+        java.util.Set.copyOf(gone));
+    assertEquals(4, gone.size(), "each once: " + gone);
+    store.remove(fine.keyId());
+    assertEquals(4, gone.size(), "a removal (purge) is not an eviction");
+    assertFalse(gone.contains(fine.keyId()));
+  }
+
+  @Test
   void aKeyWhoseBlobHasTheWrongSizeIsNotReturned() throws IOException {
     DiskStore store = open(BIG);
     StoredArtifact a = put(store, key("a"), randomBytes(100, 52));

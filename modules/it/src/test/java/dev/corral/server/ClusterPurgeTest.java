@@ -1,0 +1,151 @@
+package dev.corral.server;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.testkit.TestCluster;
+import dev.corral.testkit.TestNode;
+import dev.corral.testkit.upstream.FakeUpstream;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Purge is cluster-wide (issue 13 item 2): {@code DELETE /-/cache/...} on one node goes to the
+ * key's entity, which tombstones the record and tells every holder to delete its copy; the reply
+ * counts the copies that went and says whether a fetch was running.
+ *
+ * <p>The upstream's body for a path changes with each request for it, so a node that served its
+ * old copy after the purge would be seen serving the first body.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class ClusterPurgeTest {
+  private static final String TOKEN = "purge-admin-token";
+  private FakeUpstream upstream;
+  private TestCluster cluster;
+  private final HttpClient client = TestNode.client();
+  /** The upstream holds its answer for /held/ paths until this opens. */
+  private final CountDownLatch release = new CountDownLatch(1);
+  private final CountDownLatch heldAsked = new CountDownLatch(1);
+
+  static byte[] body(String path, int nth) {
+    return TestNode.bytes(3000, path.hashCode() * 31L + nth);
+  }
+
+  private Path dir;
+
+  @BeforeAll
+  void start(@TempDir Path dir) throws Exception {
+    this.dir = dir;
+    upstream = new FakeUpstream((exchange, n) -> {
+      String path = exchange.getRequestURI().getPath();
+      if (path.startsWith("/held/")) {
+        heldAsked.countDown();
+        release.await(30, TimeUnit.SECONDS);
+      }
+      TestNode.ok(exchange, body(path, n));
+    });
+    Path token = dir.resolve("admin-token");
+    Files.writeString(token, TOKEN + "\n");
+    cluster = TestCluster.start(dir, 3, upstream.url("/"), "", "--admin-token-file", token.toString());
+  }
+
+  @AfterAll
+  void stop() {
+    release.countDown();
+    if (cluster != null) {
+      cluster.close();
+    }
+    upstream.close();
+  }
+
+  private HttpResponse<String> purge(CorralServer s, String target) throws Exception {
+    return client.send(TestNode.request(s, "/-/cache" + target).DELETE()
+        .header("Authorization", "Bearer " + TOKEN).build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+  }
+
+  @Test
+  void aPurgeOnOneNodeRemovesEveryHoldersCopyAndTheNextRequestsFetchOnce() throws Exception {
+    String path = "/p/every.bin";
+    ArtifactKey key = ArtifactKey.of("up", upstream.url(path));
+    for (CorralServer s : cluster.nodes) {
+      HttpResponse<byte[]> r = TestNode.get(client, s, "/up" + path);
+      assertEquals(200, r.statusCode());
+      assertArrayEquals(body(path, 1), r.body());
+    }
+    assertEquals(1, upstream.requests(path));
+    CorralServer any = cluster.node(0);
+    TestNode.await("all three hold it", Duration.ofSeconds(20), () -> TestCluster.holders(any, key).size() == 3);
+
+    HttpResponse<String> purged = purge(cluster.node(1), "/up" + path);
+    assertEquals(200, purged.statusCode(), purged.body());
+    assertTrue(purged.body().contains("\"copies\":3"), purged.body());
+    assertTrue(purged.body().contains("\"unreachable\":0"), purged.body());
+    assertTrue(purged.body().contains("\"fetchRunning\":false"), purged.body());
+    for (CorralServer s : cluster.nodes) {
+      assertFalse(s.node().store().lookup(key).isPresent(), "a holder still has its copy");
+    }
+    assertEquals(0, TestCluster.holders(any, key).size(), "the record lists no holder");
+
+    // Every node now serves the body fetched after the purge, fetched once for all of them.
+    for (CorralServer s : cluster.nodes) {
+      HttpResponse<byte[]> r = TestNode.get(client, s, "/up" + path);
+      assertEquals(200, r.statusCode());
+      assertArrayEquals(body(path, 2), r.body(), "the old bytes came back");
+    }
+    assertEquals(2, upstream.requests(path));
+    assertEquals(404, purge(cluster.node(2), "/up/p/never-cached.bin").statusCode());
+  }
+
+  @Test
+  void aPurgeWhileAFetchRunsSaysSoAndTheFetchStillAnswersItsWaiter() throws Exception {
+    String path = "/held/running.bin";
+    CompletableFuture<HttpResponse<byte[]>> waiting = TestNode.getAsync(client, cluster.node(0), "/up" + path);
+    assertTrue(heldAsked.await(20, TimeUnit.SECONDS), "the fetch reached the upstream");
+    HttpResponse<String> purged = purge(cluster.node(2), "/up" + path);
+    assertEquals(200, purged.statusCode(), purged.body());
+    assertTrue(purged.body().contains("\"fetchRunning\":true"), purged.body());
+    release.countDown();
+    HttpResponse<byte[]> r = waiting.get(30, TimeUnit.SECONDS);
+    assertEquals(200, r.statusCode());
+    assertArrayEquals(body(path, 1), r.body());
+  }
+
+  @Test
+  void aPurgeWhoseRecordCannotBeReadIs503AndStillRemovesThisNodesCopy() throws Exception {
+    String path = "/p/no-record.bin";
+    ArtifactKey key = ArtifactKey.of("up", upstream.url(path));
+    CorralServer s = cluster.node(0);
+    assertEquals(200, TestNode.get(client, s, "/up" + path).statusCode());
+    // The records' table goes away for a moment: the entity cannot read who holds the key.
+    String url = "jdbc:h2:file:" + dir.resolve("shared-db").resolve("corral")
+        + ";DB_CLOSE_ON_EXIT=FALSE;DATABASE_TO_UPPER=false";
+    try (java.sql.Connection c = java.sql.DriverManager.getConnection(url, "sa", "");
+        java.sql.Statement st = c.createStatement()) {
+      st.execute("ALTER TABLE \"durable_state\" RENAME TO \"durable_state_away\"");
+      try {
+        HttpResponse<String> r = purge(s, "/up" + path);
+        assertEquals(503, r.statusCode(), r.body());
+        assertTrue(r.body().contains("\"copies\":1"), "this node's copy went: " + r.body());
+        assertFalse(s.node().store().lookup(key).isPresent());
+      } finally {
+        st.execute("ALTER TABLE \"durable_state_away\" RENAME TO \"durable_state\"");
+      }
+    }
+  }
+}
