@@ -90,6 +90,15 @@ public final class FetchEntity {
   /** The node at {@code peerUrl} no longer holds the key's bytes (it evicted them). */
   public record Dropped(String peerUrl) implements Command {}
 
+  /**
+   * A waiter's budget ran out: has the key's fetch begun (status and headers known)? Then the
+   * waiter keeps waiting for it (W3). Answered in every state: no fetch is {@code Begun(false)}.
+   */
+  public record AskBegun(ActorRef<Begun> replyTo) implements Command {}
+
+  /** The answer to {@link AskBegun}. */
+  public record Begun(boolean begun) implements CborSerializable {}
+
   /** Sharding's stop message for passivation and hand-off. */
   public enum Stop implements Command { INSTANCE }
 
@@ -157,6 +166,7 @@ public final class FetchEntity {
     ctx.setReceiveTimeout(idleTimeout, Idle.INSTANCE);
     return records(Behaviors.receive(Command.class))
         .onMessage(Join.class, this::joinIdle)
+        .onMessage(AskBegun.class, ask -> notBegun(ask))
         .onMessage(Idle.class, idle -> passivateIfDone())
         .onMessage(Stop.class, stop -> Behaviors.stopped())
         .onAnyMessage(FetchEntity::ignored)
@@ -208,6 +218,7 @@ public final class FetchEntity {
           join.replyTo().tell(new Reply.Retry("the fetch entity is passivating"));
           return Behaviors.same();
         })
+        .onMessage(AskBegun.class, ask -> notBegun(ask))
         .onMessage(Stop.class, stop -> Behaviors.stopped())
         .onAnyMessage(FetchEntity::ignored)
         .build();
@@ -256,6 +267,10 @@ public final class FetchEntity {
     return records(Behaviors.receive(Command.class))
         .onMessage(Join.class, join -> joinInFlight(flight, join))
         .onMessage(Leave.class, leave -> leave(flight, leave))
+        .onMessage(AskBegun.class, ask -> {
+          ask.replyTo().tell(new Begun(flight.started() && flight.download().begun()));
+          return Behaviors.same();
+        })
         .onMessage(RecordRead.class, read -> read.flightId() == flight.id ? recordRead(flight, read) : Behaviors.same())
         .onMessage(HeadersKnown.class, h -> h.fetchId() == flight.id ? headersKnown(flight, h) : Behaviors.same())
         .onMessage(Finished.class, f -> f.fetchId() == flight.id ? finished(flight, f) : Behaviors.same())
@@ -419,6 +434,11 @@ public final class FetchEntity {
           p.replyTo().tell(Done.getInstance());
           return Behaviors.same();
         });
+  }
+
+  private static Behavior<Command> notBegun(AskBegun ask) {
+    ask.replyTo().tell(new Begun(false));
+    return Behaviors.same();
   }
 
   /** Messages of another state (a late Leave, an Idle that raced a Join, an old fetch's). */

@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.Future;
@@ -148,6 +149,42 @@ final class SharedAsks {
     }
   }
 
+  /**
+   * How long this node waits for the entity to say whether a fetch has begun; no answer in time
+   * counts as not begun (the waiter whose budget ran out is then answered as before).
+   */
+  static final Duration BEGUN_ASK_TIMEOUT = Duration.ofSeconds(2);
+
+  /**
+   * Whether the outcome the waiter waits for has begun (W3): this node copies it from a peer
+   * already, or the entity's fetch has its status and headers. Concurrent checks of one ask share
+   * one {@link FetchEntity.AskBegun}.
+   */
+  CompletionStage<Boolean> begun(Local local) {
+    Shared s = local.shared;
+    CompletableFuture<Boolean> check;
+    synchronized (this) {
+      if (s.copy != null) {
+        return CompletableFuture.completedFuture(true);
+      }
+      if (s.begunCheck != null) {
+        return s.begunCheck;
+      }
+      check = new CompletableFuture<>();
+      s.begunCheck = check;
+    }
+    s.entity.<FetchEntity.Begun>ask(FetchEntity.AskBegun::new, BEGUN_ASK_TIMEOUT)
+        .whenComplete((answer, error) -> {
+          synchronized (SharedAsks.this) {
+            if (s.begunCheck == check) {
+              s.begunCheck = null;
+            }
+          }
+          check.complete(error == null && answer.begun());
+        });
+    return check;
+  }
+
   /** One key's ask on this node, then maybe its copy from a peer. */
   final class Shared {
     final ArtifactKey key;
@@ -163,6 +200,8 @@ final class SharedAsks {
     /** The copy's growing local download, once its headers are known. */
     Outcome.Streaming copying;
     Duration retryPause = FIRST_RETRY_PAUSE;
+    /** The {@link FetchEntity.AskBegun} in flight for this ask, if any. */
+    CompletableFuture<Boolean> begunCheck;
 
     Shared(ArtifactKey key, boolean mutable) {
       this.key = key;
