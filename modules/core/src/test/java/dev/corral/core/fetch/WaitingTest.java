@@ -157,8 +157,7 @@ class WaitingTest extends EntityTestBase {
         lengthKnown ? OptionalLong.of(body.size()) : OptionalLong.empty())));
     int n = 3;
     List<CompletableFuture<Waiters.Answer>> answers = ask(key, n);
-    awaitRequests(u, 1);
-    barrier(key);
+    awaitAssert(() -> assertTrue(begun(key), "the fetch has its status and headers"));
 
     // One chunk every quarter budget: twice the budget in all, each waiter's budget runs out twice.
     for (int i = 0; i < chunks; i++) {
@@ -174,6 +173,11 @@ class WaitingTest extends EntityTestBase {
     }
     assertEquals(0.0, fallthrough(repo, "budget"));
     assertEquals(1, upstream.count(u));
+  }
+
+  /** Asks the key's entity whether its fetch has begun (status and headers known). */
+  private boolean begun(ArtifactKey key) {
+    return entity(key).<FetchEntity.Begun>ask(FetchEntity.AskBegun::new, WAIT).toCompletableFuture().join().begun();
   }
 
   @Test
