@@ -200,6 +200,8 @@ final class SharedAsks {
     /** The copy's growing local download, once its headers are known. */
     Outcome.Streaming copying;
     Duration retryPause = FIRST_RETRY_PAUSE;
+    /** The copy holds one of this node's orphan slots: nobody here reads it (C3). */
+    boolean orphanSlot;
     /** The {@link FetchEntity.AskBegun} in flight for this ask, if any. */
     CompletableFuture<Boolean> begunCheck;
 
@@ -355,12 +357,42 @@ final class SharedAsks {
                 copying = streaming;
               }
               answer(relayed(Reply.of(streaming, via), warn), false);
+              node.downloads().find(streaming.downloadId()).ifPresent(blob -> blob.whenUnread(this::unread));
             },
             outcome -> copied(outcome, via, warn));
       }
     }
 
+    /**
+     * C3: nobody on this node reads the copy any more. It runs on to warm this node's store when
+     * the repository has a free orphan slot here, else it is aborted (and forgotten at once, so a
+     * new request asks again rather than joining it).
+     */
+    private void unread() {
+      Download aborted;
+      synchronized (SharedAsks.this) {
+        if (orphanSlot || copy == null) {
+          return;
+        }
+        if (node.tryTakeOrphanSlot(key.repo())) {
+          orphanSlot = true;
+          return;
+        }
+        aborted = copy;
+        pending.remove(key.id(), this);
+      }
+      aborted.abort("nobody reads this node's copy and the repository's orphan fetch slots are full");
+    }
+
     private void copied(Outcome outcome, Via via, boolean warn) {
+      boolean slot;
+      synchronized (SharedAsks.this) {
+        slot = orphanSlot;
+        orphanSlot = false;
+      }
+      if (slot) {
+        node.releaseOrphanSlot(key.repo());
+      }
       StoredArtifact committed = outcome instanceof Outcome.Body b ? b.artifact()
           : outcome instanceof Outcome.Stored s ? s.artifact() : null;
       if (committed != null) {
