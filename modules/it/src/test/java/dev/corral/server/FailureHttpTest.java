@@ -10,6 +10,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.corral.core.fetch.FetchEntity;
+import dev.corral.core.key.ArtifactKey;
 import dev.corral.testkit.ManualScheduler;
 import dev.corral.testkit.ManualTicker;
 import dev.corral.testkit.RawHttp;
@@ -29,6 +31,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -273,7 +276,11 @@ class FailureHttpTest {
     await(arrived); // the fetch's request is at the upstream (its connection may open after the budgets start)
     ticker.advance(BUDGET.minusNanos(1));
     assertEquals(0.0, node.server().metrics().fallthrough.labelValues("slow", "budget").get(), "out of budget too soon");
-    ticker.advance(Duration.ofNanos(1)); // returns once every due budget has run: 20 waiters out of budget
+    // Every due budget has run and asked the entity whether the fetch has begun (W3): it has no
+    // status yet, so the 20 waiters are out of budget once the entity's answer is back.
+    ticker.advance(Duration.ofNanos(1));
+    TestNode.await("20 budget fall-throughs counted", Duration.ofSeconds(20),
+        () -> node.server().metrics().fallthrough.labelValues("slow", "budget").get() >= 20.0);
     assertEquals(20.0, node.server().metrics().fallthrough.labelValues("slow", "budget").get(),
         "20 budget fall-throughs counted");
     for (CompletableFuture<HttpResponse<byte[]>> f : futures) {
@@ -291,6 +298,51 @@ class FailureHttpTest {
     assertEquals("HIT", xCache(r));
     assertArrayEquals(body, r.body());
     assertEquals(1, node.upstream().requests("/slow/a"));
+  }
+
+  @Test
+  void aBodyStillArrivingWhenTheBudgetRunsOutTwiceReachesEveryWaiter() throws Exception {
+    // W3: the budget stops when status and headers are known; 4 MiB is under the inline limit,
+    // so it is answered only once complete, two budgets after its headers came.
+    byte[] body = TestNode.bytes(4 * MIB, 17);
+    CountDownLatch halfSent = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    node.paths.put("/slow/trickled", (exchange, n) -> {
+      exchange.sendResponseHeaders(200, body.length);
+      exchange.getResponseBody().write(body, 0, body.length / 2);
+      exchange.getResponseBody().flush();
+      halfSent.countDown();
+      await(release);
+      exchange.getResponseBody().write(body, body.length / 2, body.length - body.length / 2);
+    });
+    int clients = 5;
+    List<CompletableFuture<HttpResponse<byte[]>>> futures = send(clients, "/slow/slow/trickled");
+    budgetsRunning(clients);
+    await(halfSent);
+    // The headers were sent; the fetch has begun once the node has read them.
+    ArtifactKey key = ArtifactKey.of("slow", node.url("/slow/trickled"));
+    TestNode.await("the fetch has begun", Duration.ofSeconds(20), () -> begun(key));
+    for (int i = 0; i < 2; i++) {
+      ticker.advance(BUDGET);
+      // Each budget that ran out asked whether the fetch has begun; it has: armed again.
+      budgetsRunning(clients);
+      assertFalse(futures.stream().anyMatch(CompletableFuture::isDone), "answered before the body ended");
+    }
+    release.countDown();
+    for (CompletableFuture<HttpResponse<byte[]>> f : futures) {
+      HttpResponse<byte[]> r = f.get(20, TimeUnit.SECONDS);
+      assertEquals(200, r.statusCode());
+      assertArrayEquals(body, r.body());
+    }
+    assertEquals(0.0, node.server().metrics().fallthrough.labelValues("slow", "budget").get());
+    assertEquals(1, node.upstream().requests("/slow/trickled"));
+  }
+
+  /** Asks the key's entity whether its fetch has begun (status and headers known). */
+  private boolean begun(ArtifactKey key) {
+    return ClusterSharding.get(node.server().system()).entityRefFor(FetchEntity.TYPE_KEY, key.id())
+        .<FetchEntity.Begun>ask(FetchEntity.AskBegun::new, Duration.ofSeconds(5))
+        .toCompletableFuture().join().begun();
   }
 
   @Test

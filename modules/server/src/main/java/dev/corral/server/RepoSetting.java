@@ -33,7 +33,7 @@ public enum RepoSetting {
       "\"504\": answer 504; \"bypass\": fetch directly, uncached (X-Cache: BYPASS)"),
   MAX_WAITERS("max-waiters", true, null, "Waiters on one artifact key, at most (more get 503)"),
   MAX_ORPHAN_FETCHES("max-orphan-fetches", true, null,
-      "Fetches kept running after their last waiter left, at most"),
+      "Downloads kept running on a node after their last waiter or reader left, at most"),
   INLINE_LIMIT("inline-limit", true, null,
       "Bodies up to this size are answered only once complete and verified"),
   CREDENTIALS("credentials", false, null,

@@ -66,6 +66,8 @@ public final class Download {
   private volatile Digest expected;
   /** The upstream URL the bytes came from, when not the key's own (logged, without its query). */
   private volatile String fetchedFrom;
+  /** The status and headers of the answer that gives the bytes are known (W3). */
+  private volatile boolean begun;
 
   /**
    * Where the bytes come from: {@code source} when it is given (other nodes' copy, see
@@ -123,6 +125,15 @@ public final class Download {
     done.handle((outcome, error) -> error == null ? outcome : fetch.failure(error))
         .thenAccept(onDone);
     return fetch;
+  }
+
+  /**
+   * Whether the outcome has begun: the status and headers of the answer are known, though its
+   * body may still be arriving (SEMANTICS W3: a waiter's budget stops here; a slow body is then
+   * bounded by the upstream's idle timeout, not by the budget).
+   */
+  public boolean begun() {
+    return begun;
   }
 
   /** Aborts the download (the entity stopped, or nobody waits and no orphan slot is free). */
@@ -206,6 +217,7 @@ public final class Download {
 
   private CompletionStage<Outcome> onResponse(UpstreamResponse response, String expectedSha256, List<Header> fixedHeaders,
       Consumer<Outcome.Streaming> onStreaming) {
+    begun = true;
     int status = response.status();
     if (status == 404 || status == 410) {
       response.body().runWith(Sink.cancelled(), system);

@@ -40,6 +40,9 @@ public final class GrowingBlob {
   private int readers = 1; // the writer's own reference, released by complete/fail
   private final List<CompletableFuture<Long>> parked = new ArrayList<>();
   private Supplier<Source<ByteString, NotUsed>> committed;
+  /** A reader has followed the file at least once. */
+  private boolean everRead;
+  private Runnable onUnread;
 
   /**
    * @param file the download's temporary file (still readable after it is renamed into place)
@@ -105,6 +108,28 @@ public final class GrowingBlob {
   }
 
   /**
+   * Runs {@code action} (on the thread of the reader that let go) each time the last reader lets
+   * go while the download still runs, and now if that has already happened: nobody reads the
+   * body any more, neither a client of this node nor another node's copy (SEMANTICS C3: the
+   * download is then an orphan). Not before a first reader came: waiters told to stream it are
+   * still on their way.
+   */
+  public void whenUnread(Runnable action) {
+    boolean now;
+    synchronized (lock) {
+      onUnread = action;
+      now = unread();
+    }
+    if (now) {
+      action.run();
+    }
+  }
+
+  private boolean unread() {
+    return everRead && readers == 1 && !verified && failure == null;
+  }
+
+  /**
    * One reader's stream of the whole body. A reader that starts after the download has ended and
    * every earlier reader let go of the file reads the committed bytes instead (or fails, when
    * nothing was committed).
@@ -119,6 +144,7 @@ public final class GrowingBlob {
           synchronized (lock) {
             if (readers > 0) {
               readers++;
+              everRead = true;
               return follow(offset);
             }
             if (committed != null) {
@@ -204,9 +230,14 @@ public final class GrowingBlob {
 
   private void release() {
     boolean close;
+    Runnable unreadNow;
     synchronized (lock) {
       readers--;
       close = readers == 0;
+      unreadNow = unread() ? onUnread : null;
+    }
+    if (unreadNow != null) {
+      unreadNow.run();
     }
     if (close) {
       try {

@@ -3,6 +3,7 @@ package dev.corral.core.fetch;
 import dev.corral.core.CborSerializable;
 import dev.corral.core.download.Download;
 import dev.corral.core.download.Failure;
+import dev.corral.core.download.GrowingBlob;
 import dev.corral.core.download.Outcome;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.record.KeyRecords;
@@ -110,6 +111,15 @@ public final class FetchEntity {
   /** The node at {@code peerUrl} no longer holds the key's bytes (it evicted them). */
   public record Dropped(String peerUrl) implements Command {}
 
+  /**
+   * A waiter's budget ran out: has the key's fetch begun (status and headers known)? Then the
+   * waiter keeps waiting for it (W3). Answered in every state: no fetch is {@code Begun(false)}.
+   */
+  public record AskBegun(ActorRef<Begun> replyTo) implements Command {}
+
+  /** The answer to {@link AskBegun}. */
+  public record Begun(boolean begun) implements CborSerializable {}
+
   /** Sharding's stop message for passivation and hand-off. */
   public enum Stop implements Command { INSTANCE }
 
@@ -118,6 +128,9 @@ public final class FetchEntity {
   private record HeadersKnown(long fetchId, Outcome.Streaming outcome) implements Command {}
 
   private record Finished(long fetchId, Outcome outcome, long startedNanos) implements Command {}
+
+  /** Nobody reads the streaming body of fetch {@code fetchId} any more (C3). */
+  private record Unread(long fetchId) implements Command {}
 
   private record RecordWritten(long revision, Throwable failure) implements Command {}
 
@@ -187,6 +200,7 @@ public final class FetchEntity {
     return records(Behaviors.receive(Command.class))
         .onMessage(Join.class, this::joinIdle)
         .onMessage(PurgeAll.class, p -> purgeAll(p, false))
+        .onMessage(AskBegun.class, ask -> notBegun(ask))
         .onMessage(Idle.class, idle -> passivateIfDone())
         .onMessage(Stop.class, stop -> Behaviors.stopped())
         .onAnyMessage(FetchEntity::ignored)
@@ -239,6 +253,7 @@ public final class FetchEntity {
           return Behaviors.same();
         })
         .onMessage(PurgeAll.class, p -> purgeAll(p, false))
+        .onMessage(AskBegun.class, ask -> notBegun(ask))
         .onMessage(Stop.class, stop -> Behaviors.stopped())
         .onAnyMessage(FetchEntity::ignored)
         .build();
@@ -342,8 +357,13 @@ public final class FetchEntity {
         .onMessage(Join.class, join -> joinInFlight(flight, join))
         .onMessage(PurgeAll.class, p -> purgeAll(p, true))
         .onMessage(Leave.class, leave -> leave(flight, leave))
+        .onMessage(AskBegun.class, ask -> {
+          ask.replyTo().tell(new Begun(flight.started() && flight.download().begun()));
+          return Behaviors.same();
+        })
         .onMessage(RecordRead.class, read -> read.flightId() == flight.id ? recordRead(flight, read) : Behaviors.same())
         .onMessage(HeadersKnown.class, h -> h.fetchId() == flight.id ? headersKnown(flight, h) : Behaviors.same())
+        .onMessage(Unread.class, u -> u.fetchId() == flight.id ? unread(flight) : Behaviors.same())
         .onMessage(Finished.class, f -> f.fetchId() == flight.id ? finished(flight, f) : Behaviors.same())
         .onMessage(Stop.class, stop -> Behaviors.stopped())
         .onAnyMessage(FetchEntity::ignored)
@@ -443,7 +463,33 @@ public final class FetchEntity {
     for (Flight.Answer<ActorRef<Reply>> a : flight.headersKnown(msg.outcome())) {
       send(a.replyTo(), msg.outcome(), a.via());
     }
+    ActorRef<Command> self = ctx.getSelf();
+    long id = flight.id;
+    node.downloads().find(msg.outcome().downloadId())
+        .ifPresent(blob -> blob.whenUnread(() -> self.tell(new Unread(id))));
     return Behaviors.same();
+  }
+
+  /**
+   * C3: a streaming body that nobody reads any more (no client of this node, no other node's
+   * copy) is an orphan like a fetch every waiter left: it runs on to warm the cache when the
+   * repository has a free orphan slot on this node, else it is aborted.
+   */
+  private Behavior<Command> unread(Flight<ActorRef<Reply>> flight) {
+    if (flight.orphanSlot) {
+      return Behaviors.same();
+    }
+    Optional<GrowingBlob> blob = node.downloads().find(flight.streaming().downloadId());
+    if (blob.isEmpty() || blob.get().references() > 1) {
+      return Behaviors.same(); // ended meanwhile, or a reader came (back)
+    }
+    if (node.tryTakeOrphanSlot(flight.key.repo())) {
+      flight.orphanSlot = true;
+      return Behaviors.same();
+    }
+    flight.download().abort("nobody reads the body and the repository's orphan fetch slots are full");
+    ended(flight);
+    return idle();
   }
 
   private Behavior<Command> finished(Flight<ActorRef<Reply>> flight, Finished msg) {
@@ -556,6 +602,11 @@ public final class FetchEntity {
           p.replyTo().tell(Done.getInstance());
           return Behaviors.same();
         });
+  }
+
+  private static Behavior<Command> notBegun(AskBegun ask) {
+    ask.replyTo().tell(new Begun(false));
+    return Behaviors.same();
   }
 
   /** Messages of another state (a late Leave, an Idle that raced a Join, an old fetch's). */

@@ -157,15 +157,16 @@ public final class Node {
 
   /**
    * Takes one of the repository's slots for a fetch that keeps running with no waiter left
-   * (SEMANTICS C3). False when the repository already runs its maximum of such fetches.
+   * (SEMANTICS C3). False when the repository already runs its maximum of such fetches. The
+   * slots are this node's: its entities' fetches and its copies from other nodes nobody reads.
    */
-  boolean tryTakeOrphanSlot(String repo) {
+  public boolean tryTakeOrphanSlot(String repo) {
     return orphanSlots
         .computeIfAbsent(repo, r -> new Semaphore(policy(r).maxOrphanFetches()))
         .tryAcquire();
   }
 
-  void releaseOrphanSlot(String repo) {
+  public void releaseOrphanSlot(String repo) {
     Semaphore s = orphanSlots.get(repo);
     if (s != null) {
       s.release();

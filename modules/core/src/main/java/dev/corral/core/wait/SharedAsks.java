@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.Future;
@@ -152,6 +153,42 @@ final class SharedAsks {
     }
   }
 
+  /**
+   * How long this node waits for the entity to say whether a fetch has begun; no answer in time
+   * counts as not begun (the waiter whose budget ran out is then answered as before).
+   */
+  static final Duration BEGUN_ASK_TIMEOUT = Duration.ofSeconds(2);
+
+  /**
+   * Whether the outcome the waiter waits for has begun (W3): this node copies it from a peer
+   * already, or the entity's fetch has its status and headers. Concurrent checks of one ask share
+   * one {@link FetchEntity.AskBegun}.
+   */
+  CompletionStage<Boolean> begun(Local local) {
+    Shared s = local.shared;
+    CompletableFuture<Boolean> check;
+    synchronized (this) {
+      if (s.copyRunning) {
+        return CompletableFuture.completedFuture(true);
+      }
+      if (s.begunCheck != null) {
+        return s.begunCheck;
+      }
+      check = new CompletableFuture<>();
+      s.begunCheck = check;
+    }
+    s.entity.<FetchEntity.Begun>ask(FetchEntity.AskBegun::new, BEGUN_ASK_TIMEOUT)
+        .whenComplete((answer, error) -> {
+          synchronized (SharedAsks.this) {
+            if (s.begunCheck == check) {
+              s.begunCheck = null;
+            }
+          }
+          check.complete(error == null && answer.begun());
+        });
+    return check;
+  }
+
   /** One key's ask on this node, then maybe its copy from a peer. */
   final class Shared {
     final ArtifactKey key;
@@ -172,6 +209,12 @@ final class SharedAsks {
     Duration retryPause = FIRST_RETRY_PAUSE;
     /** Copies of this ask that failed by their holder's fault; guarded by {@code SharedAsks.this}. */
     int holderFailures;
+    /** The running copy, once started (set outside the monitor's decision, under it). */
+    Download copy;
+    /** The copy holds one of this node's orphan slots: nobody here reads it (C3). */
+    boolean orphanSlot;
+    /** The {@link FetchEntity.AskBegun} in flight for this ask, if any. */
+    CompletableFuture<Boolean> begunCheck;
 
     Shared(ArtifactKey key, boolean mutable) {
       this.key = key;
@@ -323,17 +366,52 @@ final class SharedAsks {
         }
         copyRunning = true;
       }
-      node.downloads().start(key, node.policy(key.repo()).inlineLimit(), null, system, origin,
+      Download started = node.downloads().start(key, node.policy(key.repo()).inlineLimit(), null, system, origin,
           streaming -> {
             synchronized (SharedAsks.this) {
               copying = streaming;
             }
             answer(relayed(Reply.of(streaming, via), warn), false);
+            node.downloads().find(streaming.downloadId()).ifPresent(blob -> blob.whenUnread(this::unread));
           },
           outcome -> copied(from, outcome, via, warn));
+      synchronized (SharedAsks.this) {
+        if (copyRunning) {
+          copy = started;
+        }
+      }
+    }
+
+    /**
+     * C3: nobody on this node reads the copy any more. It runs on to warm this node's store when
+     * the repository has a free orphan slot here, else it is aborted (and forgotten at once, so a
+     * new request asks again rather than joining it).
+     */
+    private void unread() {
+      Download aborted;
+      synchronized (SharedAsks.this) {
+        if (orphanSlot || copy == null) {
+          return;
+        }
+        if (node.tryTakeOrphanSlot(key.repo())) {
+          orphanSlot = true;
+          return;
+        }
+        aborted = copy;
+        pending.remove(key.id(), this);
+      }
+      aborted.abort("nobody reads this node's copy and the repository's orphan fetch slots are full");
     }
 
     private void copied(Peers.Arrival.Copy from, Outcome outcome, Via via, boolean warn) {
+      boolean slot;
+      synchronized (SharedAsks.this) {
+        slot = orphanSlot;
+        orphanSlot = false;
+      }
+      if (slot) {
+        node.releaseOrphanSlot(key.repo());
+      }
       StoredArtifact committed = outcome instanceof Outcome.Body b ? b.artifact()
           : outcome instanceof Outcome.Stored s ? s.artifact() : null;
       if (committed != null) {
@@ -348,6 +426,7 @@ final class SharedAsks {
         if (retry) {
           // The peer no longer had it (a download that just ended, a node that died): ask again.
           copyRunning = false;
+          copy = null;
           pending.putIfAbsent(key.id(), this);
         }
       }

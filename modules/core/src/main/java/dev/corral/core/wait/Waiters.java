@@ -108,12 +108,9 @@ public final class Waiters {
         } else {
           // The budget runs on the node's scheduler, in the node's time (a manual one in tests).
           long budget = node.policy(key.repo()).waiterBudget().toNanos();
-          Future<?> timer = node.scheduler().schedule(node.io(), () -> {
-            if (result.complete(TimedOut.INSTANCE)) {
-              leave(attached);
-            }
-          }, budget, TimeUnit.NANOSECONDS);
-          result.whenComplete((answer, error) -> timer.cancel(false)); // answered: forget the timer
+          AtomicReference<Future<?>> timer = new AtomicReference<>();
+          budget(result, attached, budget, timer);
+          result.whenComplete((answer, error) -> timer.get().cancel(false)); // answered: forget the timer
         }
       }
     }
@@ -125,6 +122,34 @@ public final class Waiters {
       }
       cancels.release(token);
     });
+  }
+
+  /**
+   * Arms the waiter's budget. When it runs out the waiter's outcome is checked: one that has
+   * begun (status and headers known, W3; a small, chunked or compressed body is answered only
+   * once complete) is waited for through another budget, so a slow body is bounded by the
+   * upstream's idle timeout, not by the budget; otherwise the waiter is timed out.
+   */
+  private void budget(CompletableFuture<Answer> result, AtomicReference<SharedAsks.Local> attached, long budget,
+      AtomicReference<Future<?>> timer) {
+    timer.set(node.scheduler().schedule(node.io(), () -> {
+      SharedAsks.Local local = attached.get();
+      if (local == null || result.isDone()) {
+        return;
+      }
+      shared.begun(local).whenComplete((begun, error) -> {
+        if (Boolean.TRUE.equals(begun)) {
+          if (!result.isDone()) {
+            budget(result, attached, budget, timer);
+            if (result.isDone()) {
+              timer.get().cancel(false); // answered while the budget was armed again
+            }
+          }
+        } else if (result.complete(TimedOut.INSTANCE)) {
+          leave(attached);
+        }
+      });
+    }, budget, TimeUnit.NANOSECONDS));
   }
 
   private void leave(AtomicReference<SharedAsks.Local> attached) {

@@ -6,11 +6,16 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.corral.core.download.GrowingBlob;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.upstream.UpstreamResponse;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
+import org.apache.pekko.stream.BoundedSourceQueue;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
 import org.junit.jupiter.api.Test;
 
@@ -161,6 +166,70 @@ class CancellationTest extends EntityTestBase {
     abandon(third);
     gate3.complete(ScriptedUpstream.ok(ByteString.fromString("3")));
     awaitAssert(() -> assertTrue(node.store().lookup(third).isPresent()));
+  }
+
+  @Test
+  void c3_twentyAbandonedLargeDownloadsWithALimitOfTwoLeaveTwoRunning() {
+    // C3: how many waiter-less fetches may run per upstream is bounded; a large streaming
+    // download whose readers all hung up is one of them.
+    FetchPolicy d = FetchPolicy.defaults();
+    String repo = repo(policy(1024, d.negativeTtl(), d.waiterBudget(), d.maxWaiters(), 2));
+    int keys = 20;
+    int size = 64 * 1024;
+    List<ArtifactKey> abandoned = new ArrayList<>();
+    List<BoundedSourceQueue<ByteString>> bodies = new ArrayList<>();
+    for (int i = 0; i < keys; i++) {
+      ArtifactKey key = ArtifactKey.of(repo, url("abandoned-large"));
+      var body = Source.<ByteString>queue(4).preMaterialize(kit.system());
+      upstream.on(key.url(), r -> CompletableFuture.completedFuture(
+          ScriptedUpstream.of(200, body.second(), OptionalLong.of(size))));
+      body.first().offer(bytes(1024, i)); // the first KiB; the rest never comes while the test looks
+      bodies.add(body.first());
+      abandoned.add(key);
+      // A client streams the body, reads its first chunk and hangs up.
+      Reply.Streaming streaming = reply(ask(key), Reply.Streaming.class);
+      node.downloads().find(streaming.downloadId()).orElseThrow().reader()
+          .take(1).runWith(Sink.ignore(), kit.system()).toCompletableFuture().join();
+    }
+    awaitAssert(() -> assertEquals(2.0, inflight(repo), "downloads nobody reads, still running"));
+
+    // The two that kept a slot run to the end and are committed; the others were aborted.
+    for (int i = 0; i < keys; i++) {
+      try {
+        bodies.get(i).offer(bytes(size - 1024, 100 + i));
+        bodies.get(i).complete();
+      } catch (IllegalStateException aborted) {
+        // the download was aborted: its body is no longer read
+      }
+    }
+    awaitAssert(() -> assertEquals(0.0, inflight(repo)));
+    assertEquals(2, abandoned.stream().filter(k -> node.store().lookup(k).isPresent()).count(), "committed");
+  }
+
+  @Test
+  void c3_aStreamingDownloadStillReadByOneClientIsNoOrphan() {
+    // C3: A waiter leaving never disturbs the others: one reader of two hanging up aborts nothing,
+    // even with no orphan slot at all.
+    FetchPolicy d = FetchPolicy.defaults();
+    String repo = repo(policy(1024, d.negativeTtl(), d.waiterBudget(), d.maxWaiters(), 0));
+    ArtifactKey key = ArtifactKey.of(repo, url("still-read"));
+    int size = 64 * 1024;
+    ByteString first = bytes(1024, 1);
+    ByteString rest = bytes(size - 1024, 2);
+    var body = Source.<ByteString>queue(4).preMaterialize(kit.system());
+    upstream.on(key.url(), r -> CompletableFuture.completedFuture(ScriptedUpstream.of(200, body.second(), OptionalLong.of(size))));
+    body.first().offer(first);
+    GrowingBlob blob = node.downloads().find(reply(ask(key), Reply.Streaming.class).downloadId()).orElseThrow();
+    CompletableFuture<ByteString> staying = blob.reader().runFold(ByteString.emptyByteString(), ByteString::concat, kit.system())
+        .toCompletableFuture();
+    awaitAssert(() -> assertEquals(2, blob.references(), "the download's writer and the staying reader"));
+    blob.reader().take(1).runWith(Sink.ignore(), kit.system()).toCompletableFuture().join();
+    barrier(key);
+
+    body.first().offer(rest);
+    body.first().complete();
+    assertEquals(first.concat(rest), staying.join());
+    awaitAssert(() -> assertTrue(node.store().lookup(key).isPresent()));
   }
 
   /** One waiter asks for the key, its fetch starts, and it leaves. */

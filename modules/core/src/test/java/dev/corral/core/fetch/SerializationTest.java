@@ -95,6 +95,10 @@ class SerializationTest {
     roundTrip(new FetchEntity.Holding("http://127.0.0.1:8080", "b".repeat(64)));
     roundTrip(new FetchEntity.Dropped("http://127.0.0.1:8080"));
     roundTrip(FetchEntity.Stop.INSTANCE);
+    ActorRef<FetchEntity.Begun> begunTo = kit.<FetchEntity.Begun>createTestProbe().ref();
+    assertEquals(begunTo, ((FetchEntity.AskBegun) roundTrip(new FetchEntity.AskBegun(begunTo))).replyTo());
+    roundTrip(new FetchEntity.Begun(true));
+    roundTrip(new FetchEntity.Begun(false));
   }
 
   @Test

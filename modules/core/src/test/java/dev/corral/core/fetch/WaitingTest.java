@@ -120,14 +120,64 @@ class WaitingTest extends EntityTestBase {
     assertFalse(answers.stream().anyMatch(CompletableFuture::isDone), "answered before the budget ran out");
     assertEquals(0.0, fallthrough(repo, "budget"));
 
-    ticker.advance(Duration.ofNanos(1)); // returns once the due budgets have run
+    // The due budgets have run; each asked the entity whether the fetch has begun (it has not:
+    // no status yet), and is timed out when the entity's answer comes back.
+    ticker.advance(Duration.ofNanos(1));
     for (var a : answers) {
-      assertTrue(a.isDone(), "still waiting when its budget ran out");
-      assertSame(Waiters.TimedOut.INSTANCE, a.join());
+      assertSame(Waiters.TimedOut.INSTANCE, answer(a), "still waiting when its budget ran out");
     }
     assertEquals(2.0, fallthrough(repo, "budget"));
     assertEquals(0.0, fallthrough(repo, "entity-stopped"));
     assertEquals(1, upstream.count(u), "a timed-out waiter does not go to the upstream itself");
+  }
+
+  @Test
+  void w3_aBodyOfKnownLengthTrickledOverTwiceTheBudgetReachesEveryWaiter() {
+    // W3: A waiter waits at most its budget for the outcome to begin (status and headers known).
+    // 4 MiB is under the inline limit: answered only once complete, long after the budget.
+    trickledOverTwiceTheBudget(true);
+  }
+
+  @Test
+  void w3_aChunkedBodyTrickledOverTwiceTheBudgetReachesEveryWaiter() {
+    // W3: ... for chunked or compressed (decoded, so of unknown length) answers too.
+    trickledOverTwiceTheBudget(false);
+  }
+
+  private void trickledOverTwiceTheBudget(boolean lengthKnown) {
+    Duration budget = Duration.ofMillis(400);
+    String repo = repo(withBudget(budget));
+    String u = url("trickled");
+    ArtifactKey key = ArtifactKey.of(repo, u);
+    int chunks = 8;
+    ByteString body = bytes(4 << 20, 13);
+    int chunk = body.size() / chunks;
+    var trickle = Source.<ByteString>queue(chunks + 1).preMaterialize(kit.system());
+    upstream.on(u, r -> CompletableFuture.completedFuture(ScriptedUpstream.of(200, trickle.second(),
+        lengthKnown ? OptionalLong.of(body.size()) : OptionalLong.empty())));
+    int n = 3;
+    List<CompletableFuture<Waiters.Answer>> answers = ask(key, n);
+    awaitAssert(() -> assertTrue(begun(key), "the fetch has its status and headers"));
+
+    // One chunk every quarter budget: twice the budget in all, each waiter's budget runs out twice.
+    for (int i = 0; i < chunks; i++) {
+      trickle.first().offer(body.slice(i * chunk, (i + 1) * chunk));
+      ticker.advance(budget.dividedBy(4));
+      // Each budget that ran out asked whether the fetch has begun, and, as it has, was armed again.
+      awaitAssert(() -> assertEquals(n, scheduler.dueWithin(budget), "budgets armed again"));
+      assertFalse(answers.stream().anyMatch(CompletableFuture::isDone), "answered before the body ended");
+    }
+    trickle.first().complete();
+    for (var a : answers) {
+      assertEquals(body, reply(a, Reply.Body.class).bytes());
+    }
+    assertEquals(0.0, fallthrough(repo, "budget"));
+    assertEquals(1, upstream.count(u));
+  }
+
+  /** Asks the key's entity whether its fetch has begun (status and headers known). */
+  private boolean begun(ArtifactKey key) {
+    return entity(key).<FetchEntity.Begun>ask(FetchEntity.AskBegun::new, WAIT).toCompletableFuture().join().begun();
   }
 
   @Test
