@@ -1,5 +1,6 @@
 package dev.corral.http;
 
+import dev.corral.core.download.GrowingBlob;
 import dev.corral.core.fetch.Via;
 import dev.corral.core.store.ArtifactStore;
 import dev.corral.core.store.HotBlobs;
@@ -119,9 +120,46 @@ final class ArtifactResponses {
     return CompletableFuture.completedFuture(Optional.of(response));
   }
 
-  /** A large body still downloading: the whole of it, streamed as it arrives (no ranges yet). */
-  HttpResponse streaming(Via via, int status, List<Header> headers, long length, Source<ByteString, NotUsed> body) {
-    return base(via, headers, status).withEntity(HttpEntities.create(contentType(headers), length, body));
+  /**
+   * A large body still downloading, answered as soon as its status and headers are known: 304
+   * when the request's {@code If-None-Match} / {@code If-Modified-Since} match them; for a single
+   * {@code Range}, 206 with that part read from the growing download (bytes that have arrived
+   * flow at once, later ones as they arrive, and the body's last byte only once verified, as for
+   * a whole body, B2), 416 past the announced length; otherwise the whole body as it arrives.
+   */
+  HttpResponse streaming(HttpRequest request, Via via, int status, List<Header> headers, long length,
+      GrowingBlob growing) {
+    Optional<HttpResponse> conditional = conditional(request, via, headers, length);
+    if (conditional.isPresent()) {
+      return conditional.get();
+    }
+    ContentType type = contentType(headers);
+    ByteRange range = ByteRange.select(request.method().name(), header(request, "Range"), header(request, "If-Range"),
+        value(headers, "etag"), value(headers, "last-modified"), length);
+    if (range instanceof ByteRange.Partial p) {
+      return base(via, headers, 206)
+          .addHeader(RawHeader.create("Content-Range", p.contentRange(length)))
+          .withEntity(HttpEntities.create(type, p.length(), part(growing.reader(p.offset()), p.length())));
+    }
+    if (range instanceof ByteRange.Unsatisfiable) {
+      return unsatisfiable(via, headers, length);
+    }
+    return base(via, headers, status).withEntity(HttpEntities.create(type, length, growing.reader()));
+  }
+
+  /** The first {@code length} bytes of {@code from}; ends (and lets go of the download) there. */
+  static Source<ByteString, NotUsed> part(Source<ByteString, NotUsed> from, long length) {
+    return Source.lazySource(() -> {
+          long[] left = {length};
+          return from
+              .map(chunk -> {
+                ByteString c = chunk.size() > left[0] ? chunk.take((int) left[0]) : chunk;
+                left[0] -= c.size();
+                return c;
+              })
+              .takeWhile(c -> left[0] > 0, true);
+        })
+        .mapMaterializedValue(m -> NotUsed.getInstance());
   }
 
   private Optional<HttpResponse> conditional(HttpRequest request, Via via, List<Header> headers, long size) {

@@ -146,7 +146,7 @@ final class KeyServe {
       if (growing.isPresent()) {
         // A reader that starts after the download ended reads the committed bytes (GrowingBlob).
         return done(served(repo, s.via(), warned(s.headers(),
-            responses.streaming(s.via(), 200, s.headers(), s.length(), growing.get().reader()))));
+            responses.streaming(request, s.via(), 200, s.headers(), s.length(), growing.get()))));
       }
       // The download ended between the reply and now: serve what it committed, if anything.
       Optional<StoredArtifact> stored = node.store().lookup(key);

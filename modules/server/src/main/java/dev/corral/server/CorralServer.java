@@ -235,6 +235,7 @@ public final class CorralServer implements AutoCloseable {
   private void drainOnShutdown(Duration drainTimeout) {
     CoordinatedShutdown cs = CoordinatedShutdown.get(system);
     cs.addTask(CoordinatedShutdown.PhaseServiceUnbind(), "corral-unbind", () -> {
+      node.drain(); // entities here start no fetch for other nodes' waiters from now on
       frontDoor.drain();
       return binding.unbind().thenApply(d -> Done.getInstance());
     });

@@ -217,7 +217,7 @@ public final class FetchEntity {
     // missing or corrupt is not found by lookup, so it is fetched again.
     Optional<StoredArtifact> stored = node.store().lookup(join.key());
     if (stored.isEmpty()) {
-      return startFetch(join.key(), join, null);
+      return refusedWhileDraining(join) ? Behaviors.same() : startFetch(join.key(), join, null);
     }
     FetchPolicy policy = node.policy(join.key().repo());
     long now = node.clock().millis();
@@ -228,10 +228,27 @@ public final class FetchEntity {
     // A stale copy of mutable metadata: one conditional fetch; a copy within max-stale is
     // answered at once (STALE), an older one makes its request wait for the outcome.
     if (!policy.mayServeStale(stored.get(), now)) {
-      return startFetch(join.key(), join, stored.get());
+      return refusedWhileDraining(join) ? Behaviors.same() : startFetch(join.key(), join, stored.get());
     }
     sendStale(join.replyTo(), stored.get());
-    return freshness.mayRevalidate() ? startFetch(join.key(), null, stored.get()) : Behaviors.same();
+    // A draining node starts no revalidation: the key's next entity, on a node that stays, will.
+    return freshness.mayRevalidate() && !node.draining()
+        ? startFetch(join.key(), null, stored.get()) : Behaviors.same();
+  }
+
+  /**
+   * L4: a draining node's entity starts no fetch for another node's waiter. Its shard is about
+   * to be handed off, and a fetch started now would hold up the drain or be aborted by the
+   * hand-off (then fetched again upstream by the next entity). The waiter is told to ask again
+   * ({@link Reply.Retry}); once the shard has moved, its Join reaches the key's new entity.
+   * Waiters on this node (requests taken before the drain began) are still served here.
+   */
+  private boolean refusedWhileDraining(Join join) {
+    if (!node.draining() || isLocal(join.replyTo())) {
+      return false;
+    }
+    join.replyTo().tell(new Reply.Retry("the node of the fetch entity is draining"));
+    return true;
   }
 
   private Behavior<Command> passivateIfDone() {

@@ -35,6 +35,7 @@ public final class Node {
   private final KeyRecords records;
   private final Map<String, Semaphore> orphanSlots = new ConcurrentHashMap<>();
   private final Peers peers;
+  private volatile boolean draining;
 
   /**
    * @param io an executor for blocking file work (the actor system's blocking-io dispatcher)
@@ -101,6 +102,20 @@ public final class Node {
   /** Fetches running on this node now; a graceful stop waits for none (SEMANTICS L4). */
   public int fetchesInFlight() {
     return fetchesInFlight.get();
+  }
+
+  /**
+   * The node stops taking work (SEMANTICS L4): from now on its entities refuse Joins from other
+   * nodes that would start a fetch here, so that the waiters ask again once the key's shard has
+   * moved to a node that stays, instead of starting fetches that a hand-off would abort.
+   */
+  public void drain() {
+    draining = true;
+  }
+
+  /** True once {@link #drain()} was called: the node is stopping. */
+  public boolean draining() {
+    return draining;
   }
 
   void fetchStarted(String repo) {
