@@ -54,7 +54,8 @@ public final class Downloads {
     this.sources = java.util.Objects.requireNonNull(sources, "sources");
   }
 
-  FetchSources sources() {
+  /** What a fetch of a key asks and verifies against; a bypass fetch asks it too (B1). */
+  public FetchSources sources() {
     return sources;
   }
 
