@@ -46,7 +46,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * of the node's time), {@code raw} and {@code rawbig} (a raw-socket upstream that can cut
  * bodies short; {@code rawbig} streams bodies above 64 KiB), {@code slow} (waiter budget 500 ms,
  * answers 504) and {@code bypass} (the same budget, then a direct fetch), {@code pybypass} and
- * {@code pyverify} (PyPI, the same budget, then a direct fetch).
+ * {@code pyverify} (PyPI, the same budget, then a direct fetch), {@code m2verify} (Maven, the same).
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class FailureHttpTest {
@@ -71,10 +71,13 @@ class FailureHttpTest {
                  on-budget-exhausted = bypass }
         pyverify { type = pypi, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = %s,
                  on-budget-exhausted = bypass }
+        m2verify { type = maven, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = %s,
+                 on-budget-exhausted = bypass }
       }
       """.formatted(NEGATIVE_TTL.toMillis() + "ms", n.raw().url("/"), n.raw().url("/"),
           n.url("/"), BUDGET.toMillis() + "ms", n.url("/"), BUDGET.toMillis() + "ms",
-          n.url("/pypi/"), BUDGET.toMillis() + "ms", n.url("/pypi/"), BUDGET.toMillis() + "ms"));
+          n.url("/pypi/"), BUDGET.toMillis() + "ms", n.url("/pypi/"), BUDGET.toMillis() + "ms",
+          n.url("/m2/"), BUDGET.toMillis() + "ms"));
 
   private void waitersRegistered(int n) {
     TestNode.await(n + " waiters registered", Duration.ofSeconds(20), () -> node.server().cancels().registrations() >= n);
@@ -368,14 +371,13 @@ class FailureHttpTest {
 
   /**
    * B1 has no opt-out (issue 13 item 8): a direct fetch after the budget ran out verifies against
-   * the digest a fetch of the key would (here the page's sha256) and cuts the client's stream
-   * before its last byte when the body does not match; a body that matches is passed whole.
+   * the digest a fetch of the key would (here the page's sha256, part of a PyPI file's key) and
+   * cuts the client's stream before its last byte when the body does not match; a body that
+   * matches is passed whole.
    */
   @Test
   void aBypassedBodyThatDoesNotMatchItsDigestNeverReachesTheClientComplete() throws Exception {
     byte[] wheel = TestNode.bytes(300 * 1024, 17);
-    byte[] corrupt = wheel.clone();
-    corrupt[corrupt.length / 2] ^= 0x01; // same size, one bit off
     String page = """
         {"meta":{"api-version":"1.0"},"name":"verified","files":[{"filename":"verified-1.0-py3-none-any.whl",
          "url":"../../files/verified-1.0-py3-none-any.whl","hashes":{"sha256":"%s"}}]}
@@ -384,19 +386,43 @@ class FailureHttpTest {
       exchange.getResponseHeaders().add("Content-Type", "application/vnd.pypi.simple.v1+json");
       FakeUpstream.send(exchange, 200, page.getBytes(java.nio.charset.StandardCharsets.UTF_8));
     });
+    bypassedCorruptBodyIsCut("pyverify", "/-/files/verified/verified-1.0-py3-none-any.whl",
+        "/files/verified-1.0-py3-none-any.whl", wheel);
+  }
+
+  /**
+   * The same where the digest is one the fetch learns, not the key's ({@code FetchSources}): a
+   * Maven jar's {@code .sha1}, read through the cache by the bypass as by a fetch.
+   */
+  @Test
+  void aBypassedBodyIsVerifiedAgainstTheDigestTheFetchWouldLearn() throws Exception {
+    byte[] jar = TestNode.bytes(200 * 1024, 18);
+    String sha1 = java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-1").digest(jar));
+    node.paths.put("/m2/g/a/1/a-1.jar.sha1", (exchange, n) -> ok(exchange, sha1.getBytes(ISO_8859_1)));
+    bypassedCorruptBodyIsCut("m2verify", "/g/a/1/a-1.jar", "/m2/g/a/1/a-1.jar", jar);
+  }
+
+  /**
+   * {@code good} at {@code upstreamPath}: the shared fetch of {@code /repo/path} is held; a waiter
+   * out of budget fetches directly and gets {@code good} with one bit off, then (a second waiter)
+   * {@code good} itself; then the shared fetch commits {@code good}.
+   */
+  private void bypassedCorruptBodyIsCut(String repo, String path, String upstreamPath, byte[] good) throws Exception {
+    byte[] corrupt = good.clone();
+    corrupt[corrupt.length / 2] ^= 0x01; // same size, one bit off
     CountDownLatch release = new CountDownLatch(1);
     CountDownLatch sharedArrived = new CountDownLatch(1);
     AtomicBoolean tampered = new AtomicBoolean(true);
-    node.paths.put("/files/verified-1.0-py3-none-any.whl", (exchange, n) -> {
+    node.paths.put(upstreamPath, (exchange, n) -> {
       if (n == 1) {
         sharedArrived.countDown();
         await(release); // the shared fetch is slow; the direct ones are not
-        ok(exchange, wheel);
+        ok(exchange, good);
         return;
       }
-      ok(exchange, tampered.get() ? corrupt : wheel);
+      ok(exchange, tampered.get() ? corrupt : good);
     });
-    String file = "/pyverify/-/files/verified/verified-1.0-py3-none-any.whl";
+    String file = "/" + repo + path;
 
     CompletableFuture<HttpResponse<byte[]>> bad = send(1, file).get(0);
     budgetsRunning(1);
@@ -410,22 +436,22 @@ class FailureHttpTest {
       // the connection was cut short of the Content-Length: what a client must see
       assertTrue(e.getCause() instanceof java.io.IOException, e.toString());
     }
-    assertEquals(2, node.upstream().requests("/files/verified-1.0-py3-none-any.whl"), "the shared fetch and one direct fetch");
+    assertEquals(2, node.upstream().requests(upstreamPath), "the shared fetch and one direct fetch");
 
     tampered.set(false);
-    CompletableFuture<HttpResponse<byte[]>> good = send(1, file).get(0);
+    CompletableFuture<HttpResponse<byte[]>> matching = send(1, file).get(0);
     budgetsRunning(1);
     ticker.advance(BUDGET);
-    HttpResponse<byte[]> r = good.get(20, TimeUnit.SECONDS);
+    HttpResponse<byte[]> r = matching.get(20, TimeUnit.SECONDS);
     assertEquals(200, r.statusCode());
     assertEquals("BYPASS", xCache(r));
-    assertArrayEquals(wheel, r.body(), "a body that matches is passed whole");
+    assertArrayEquals(good, r.body(), "a body that matches is passed whole");
 
     release.countDown();
-    fetchesEnded("pyverify");
+    fetchesEnded(repo);
     HttpResponse<byte[]> hit = node.get(file);
     assertEquals("HIT", xCache(hit));
-    assertArrayEquals(wheel, hit.body());
+    assertArrayEquals(good, hit.body());
   }
 
   @Test
