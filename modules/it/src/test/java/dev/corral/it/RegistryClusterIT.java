@@ -34,7 +34,11 @@ class RegistryClusterIT {
   @RegisterExtension static final Postgres postgres = new Postgres();
   /** The npm tree of {@link #twoNpmInstallsOfOneTreeOnTwoNodesFetchEachFileOnceAndAThirdInstallNone}. */
   private static final int TREE_SIZE = 60;
-  /** Its packages with 1 MiB of incompressible data: tarballs over the tree repository's 256 KiB inline limit. */
+  /**
+   * Its packages with 1.5 MiB of incompressible data: tarballs over the tree repository's 256 KiB
+   * inline limit (they stream to waiters) and over the 1 MiB cross-node one (they stream between
+   * nodes from the peer endpoint).
+   */
   private static final List<Integer> TREE_LARGE = List.of(2, 9, 22, 41, 58);
   private final CorralProcesses processes = new CorralProcesses();
   private final ExecutorService pool = Executors.newFixedThreadPool(3);
@@ -55,7 +59,7 @@ class RegistryClusterIT {
     npmFixture = NpmClientIT.startFixture(temp.resolve("npm-upstream"));
     projects = PipClientIT.projects();
     pipFixture = PipClientIT.fixture(projects, temp.resolve("pip-upstream"));
-    tree = NpmTree.of(TREE_SIZE, TREE_LARGE, 1024 * 1024);
+    tree = NpmTree.of(TREE_SIZE, TREE_LARGE, 1536 * 1024);
     treeFixture = tree.serve(temp.resolve("tree-upstream"));
     // The tree's repository streams bodies over 256 KiB (its large tarballs); the file keeps
     // CorralCluster's quick join, since the last --config given wins.
@@ -143,7 +147,7 @@ class RegistryClusterIT {
   @Test
   void twoNpmInstallsOfOneTreeOnTwoNodesFetchEachFileOnceAndAThirdInstallNone() throws Exception {
     for (int i : TREE_LARGE) {
-      assertTrue(tree.packages.get(i).tarball().length > 256 * 1024, "a large tarball streams");
+      assertTrue(tree.packages.get(i).tarball().length > 1024 * 1024, "a large tarball streams, between nodes too");
     }
     List<CompletableFuture<ClientCommand.Result>> runs = new ArrayList<>();
     for (int i = 0; i < 2; i++) {
