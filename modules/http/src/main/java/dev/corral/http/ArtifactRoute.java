@@ -106,7 +106,12 @@ final class ArtifactRoute {
     } catch (RuntimeException e) {
       source = CompletableFuture.failedFuture(e);
     }
-    return source.exceptionally(e -> {
+    return source.<FetchSource>thenApply(s -> {
+      if (s.unverified()) {
+        node.events().fetchUnverified(key.repo());
+      }
+      return s;
+    }).exceptionally(e -> {
       Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
       throw t instanceof Lookup.LookupFailed f ? new FetchSources.Unavailable(f.getMessage(), f.status() == 504)
           : new CompletionException(t);

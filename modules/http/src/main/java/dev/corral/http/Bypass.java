@@ -2,13 +2,17 @@ package dev.corral.http;
 
 import static dev.corral.http.Answers.text;
 
+import dev.corral.core.download.Downloads;
+import dev.corral.core.download.FetchSource;
 import dev.corral.core.download.FetchSources;
 import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.key.Digest;
 import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.Upstream;
 import dev.corral.core.upstream.UpstreamException;
 import dev.corral.core.upstream.UpstreamRequest;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -21,24 +25,23 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The waiter's budget ran out and the repository allows it: one direct, uncached fetch for this
- * client (never stored, never shared), answered {@code X-Cache: BYPASS}.
+ * client (never stored, never shared), answered {@code X-Cache: BYPASS}. B1 has no opt-out: it
+ * asks the URL and verifies against the digest a fetch of the key would ({@link FetchSources}),
+ * and a body that does not match is cut before its last byte ({@link VerifiedBody}).
  */
 final class Bypass {
   private static final Logger log = LoggerFactory.getLogger(Bypass.class);
 
   private final ActorSystem<?> system;
   private final Upstream upstream;
-  private final FetchSources sources;
+  private final Downloads downloads;
   private final RequestCounts counts;
 
-  /**
-   * @param sources where a key's bytes are (asked at each bypass, like a fetch does: a key's URL
-   *     need not be one the upstream serves, a PyPI file's is not)
-   */
-  Bypass(ActorSystem<?> system, Upstream upstream, FetchSources sources, RequestCounts counts) {
+  /** @param downloads whose {@link Downloads#sources} say what a fetch of a key asks and verifies against */
+  Bypass(ActorSystem<?> system, Upstream upstream, Downloads downloads, RequestCounts counts) {
     this.system = system;
     this.upstream = upstream;
-    this.sources = sources;
+    this.downloads = downloads;
     this.counts = counts;
   }
 
@@ -59,14 +62,28 @@ final class Bypass {
     String repo = key.repo();
     RequestCounts counts = counted ? this.counts : null;
     List<Header> accept = key.variant().isEmpty() ? List.of() : List.of(new Header("Accept", key.variant()));
-    return sources.of(key)
-        .thenCompose(source -> upstream.get(new UpstreamRequest(repo, source.url(), accept)))
+    CompletionStage<FetchSource> source;
+    try {
+      source = downloads.sources().of(key);
+    } catch (RuntimeException e) {
+      source = CompletableFuture.failedFuture(e);
+    }
+    Digest[] expected = {key.expected()};
+    return source
+        .thenCompose(s -> {
+          if (expected[0] == null) {
+            expected[0] = s.expected(); // a digest the key names is never replaced
+          }
+          return upstream.get(new UpstreamRequest(repo, s.url(), accept));
+        })
         .thenApply(r -> {
           if (r.status() == 200) {
             var type = ArtifactResponses.contentType(r.headers());
+            var body = expected[0] == null ? r.body()
+                : r.body().via(VerifiedBody.of(expected[0], "bypass fetch of " + key));
             var entity = r.contentLength().isPresent()
-                ? HttpEntities.create(type, r.contentLength().getAsLong(), r.body())
-                : HttpEntities.createChunked(type, r.body());
+                ? HttpEntities.create(type, r.contentLength().getAsLong(), body)
+                : HttpEntities.createChunked(type, body);
             return count(counts, repo, "bypass", HttpResponse.create().withEntity(entity)
                 .addHeader(RawHeader.create("X-Cache", "BYPASS")));
           }
@@ -80,7 +97,7 @@ final class Bypass {
         .exceptionally(e -> {
           Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
           boolean timeout = t instanceof UpstreamException u && u.isTimeout()
-              || t instanceof FetchSources.Unavailable s && s.isTimeout();
+              || t instanceof FetchSources.Unavailable a && a.isTimeout();
           log.warn("bypass fetch of {} failed: {}", key, t.toString());
           return count(counts, repo, "error", text(timeout ? 504 : 502, "upstream error: " + t.getMessage()));
         });

@@ -84,7 +84,7 @@ public final class FrontDoor {
     this.metrics = metrics;
     this.waiters = waiters;
     this.counts = new RequestCounts(metrics);
-    Bypass bypass = new Bypass(system, node.upstream(), key -> node.downloads().sources().of(key), counts);
+    Bypass bypass = new Bypass(system, node.upstream(), node.downloads(), counts);
     MissRates missRates = limits.missRate().map(r -> new MissRates(r, node.ticker())).orElse(null);
     this.keys = new KeyServe(node, waiters, counts, bypass, missRates, r -> r.getAttribute(ADDRESSES)
         .flatMap(a -> publicBase.client(a.remote(), r.getHeader("X-Forwarded-For").map(h -> h.value()))));

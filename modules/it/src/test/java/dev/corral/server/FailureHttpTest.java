@@ -48,7 +48,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * <p>Repositories of the one node: {@code up} (1 retry after 100 ms, not-found remembered for 1 s
  * of the node's time), {@code raw} and {@code rawbig} (a raw-socket upstream that can cut
  * bodies short; {@code rawbig} streams bodies above 64 KiB), {@code slow} (waiter budget 500 ms,
- * answers 504) and {@code bypass} (the same budget, then a direct fetch).
+ * answers 504) and {@code bypass} (the same budget, then a direct fetch), {@code pybypass} and
+ * {@code pyverify} (PyPI, the same budget, then a direct fetch), {@code m2verify} (Maven, the same).
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class FailureHttpTest {
@@ -73,10 +74,15 @@ class FailureHttpTest {
                  on-budget-exhausted = bypass }
         pydirect { type = pypi, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = %s,
                  on-budget-exhausted = bypass }
+        pyverify { type = pypi, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = %s,
+                 on-budget-exhausted = bypass }
+        m2verify { type = maven, url = "%s", first-byte-timeout = 10s, retries = 0, waiter-budget = %s,
+                 on-budget-exhausted = bypass }
       }
       """.formatted(NEGATIVE_TTL.toMillis() + "ms", n.raw().url("/"), n.raw().url("/"),
           n.url("/"), BUDGET.toMillis() + "ms", n.url("/"), BUDGET.toMillis() + "ms",
-          n.url("/pypi/"), BUDGET.toMillis() + "ms", n.url("/pypi/"), BUDGET.toMillis() + "ms"));
+          n.url("/pypi/"), BUDGET.toMillis() + "ms", n.url("/pypi/"), BUDGET.toMillis() + "ms",
+          n.url("/pypi/"), BUDGET.toMillis() + "ms", n.url("/m2/"), BUDGET.toMillis() + "ms"));
 
   private void waitersRegistered(int n) {
     TestNode.await(n + " waiters registered", Duration.ofSeconds(20), () -> node.server().cancels().registrations() >= n);
@@ -419,6 +425,91 @@ class FailureHttpTest {
     assertEquals(0.0, requests.labelValues("pybypass", "error").get());
     release.countDown();
     fetchesEnded("pybypass");
+  }
+
+  /**
+   * B1 has no opt-out (issue 13 item 8): a direct fetch after the budget ran out verifies against
+   * the digest a fetch of the key would (here the page's sha256, part of a PyPI file's key) and
+   * cuts the client's stream before its last byte when the body does not match; a body that
+   * matches is passed whole.
+   */
+  @Test
+  void aBypassedBodyThatDoesNotMatchItsDigestNeverReachesTheClientComplete() throws Exception {
+    byte[] wheel = TestNode.bytes(300 * 1024, 17);
+    String page = """
+        {"meta":{"api-version":"1.0"},"name":"verified","files":[{"filename":"verified-1.0-py3-none-any.whl",
+         "url":"../../files/verified-1.0-py3-none-any.whl","hashes":{"sha256":"%s"}}]}
+        """.formatted(dev.corral.core.key.Sha256.hex(org.apache.pekko.util.ByteString.fromArray(wheel)));
+    node.paths.put("/pypi/verified/", (exchange, n) -> {
+      exchange.getResponseHeaders().add("Content-Type", "application/vnd.pypi.simple.v1+json");
+      FakeUpstream.send(exchange, 200, page.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    });
+    bypassedCorruptBodyIsCut("pyverify", "/-/files/verified/verified-1.0-py3-none-any.whl",
+        "/files/verified-1.0-py3-none-any.whl", wheel);
+  }
+
+  /**
+   * The same where the digest is one the fetch learns, not the key's ({@code FetchSources}): a
+   * Maven jar's {@code .sha1}, read through the cache by the bypass as by a fetch.
+   */
+  @Test
+  void aBypassedBodyIsVerifiedAgainstTheDigestTheFetchWouldLearn() throws Exception {
+    byte[] jar = TestNode.bytes(200 * 1024, 18);
+    String sha1 = java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-1").digest(jar));
+    node.paths.put("/m2/g/a/1/a-1.jar.sha1", (exchange, n) -> ok(exchange, sha1.getBytes(ISO_8859_1)));
+    bypassedCorruptBodyIsCut("m2verify", "/g/a/1/a-1.jar", "/m2/g/a/1/a-1.jar", jar);
+  }
+
+  /**
+   * {@code good} at {@code upstreamPath}: the shared fetch of {@code /repo/path} is held; a waiter
+   * out of budget fetches directly and gets {@code good} with one bit off, then (a second waiter)
+   * {@code good} itself; then the shared fetch commits {@code good}.
+   */
+  private void bypassedCorruptBodyIsCut(String repo, String path, String upstreamPath, byte[] good) throws Exception {
+    byte[] corrupt = good.clone();
+    corrupt[corrupt.length / 2] ^= 0x01; // same size, one bit off
+    CountDownLatch release = new CountDownLatch(1);
+    CountDownLatch sharedArrived = new CountDownLatch(1);
+    AtomicBoolean tampered = new AtomicBoolean(true);
+    node.paths.put(upstreamPath, (exchange, n) -> {
+      if (n == 1) {
+        sharedArrived.countDown();
+        await(release); // the shared fetch is slow; the direct ones are not
+        ok(exchange, good);
+        return;
+      }
+      ok(exchange, tampered.get() ? corrupt : good);
+    });
+    String file = "/" + repo + path;
+
+    CompletableFuture<HttpResponse<byte[]>> bad = send(1, file).get(0);
+    budgetsRunning(1);
+    await(sharedArrived);
+    ticker.advance(BUDGET);
+    try {
+      HttpResponse<byte[]> r = bad.get(20, TimeUnit.SECONDS);
+      assertFalse(r.statusCode() == 200 && Arrays.equals(corrupt, r.body()), "the corrupt body reached the client complete");
+      assertTrue(r.body().length < corrupt.length, "status " + r.statusCode() + ", " + r.body().length + " bytes");
+    } catch (java.util.concurrent.ExecutionException e) {
+      // the connection was cut short of the Content-Length: what a client must see
+      assertTrue(e.getCause() instanceof java.io.IOException, e.toString());
+    }
+    assertEquals(2, node.upstream().requests(upstreamPath), "the shared fetch and one direct fetch");
+
+    tampered.set(false);
+    CompletableFuture<HttpResponse<byte[]>> matching = send(1, file).get(0);
+    budgetsRunning(1);
+    ticker.advance(BUDGET);
+    HttpResponse<byte[]> r = matching.get(20, TimeUnit.SECONDS);
+    assertEquals(200, r.statusCode());
+    assertEquals("BYPASS", xCache(r));
+    assertArrayEquals(good, r.body(), "a body that matches is passed whole");
+
+    release.countDown();
+    fetchesEnded(repo);
+    HttpResponse<byte[]> hit = node.get(file);
+    assertEquals("HIT", xCache(hit));
+    assertArrayEquals(good, hit.body());
   }
 
   @Test

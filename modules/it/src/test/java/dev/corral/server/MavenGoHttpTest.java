@@ -26,7 +26,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The maven and go repository types over real HTTP, measured at the upstream: Maven artifacts
- * verified against their {@code .sha1}, metadata checksums consistent with the metadata served,
+ * verified against the strongest checksum their upstream publishes ({@code .sha512} >
+ * {@code .sha256} > {@code .sha1}), metadata checksums consistent with the metadata served,
  * Maven's {@code no-cache} request headers ignored, go's case encoding kept, 404/410 passed
  * through, and the checksum database 404 unless one is configured.
  *
@@ -123,15 +124,70 @@ class MavenGoHttpTest {
   }
 
   @Test
-  void aJarWithoutChecksumIsServedUnverified() {
+  void aJarWithoutChecksumIsServedUnverifiedAndCounted() {
+    var unverified = node.server().metrics().unverifiedFetches.labelValues("m2");
+    double before = unverified.get();
     byte[] jar = TestNode.bytes(100, 3);
     files.put("/m/com/example/nosum/1.0/nosum-1.0.jar", jar);
     HttpResponse<byte[]> r = node.get("/m2/com/example/nosum/1.0/nosum-1.0.jar");
     assertEquals(200, r.statusCode());
     assertArrayEquals(jar, r.body());
-    assertEquals(404, node.get("/m2/com/example/nosum/1.0/nosum-1.0.jar.sha1").statusCode());
-    assertEquals(1, node.upstream().requests("/m/com/example/nosum/1.0/nosum-1.0.jar.sha1"),
-        "the not-found checksum is remembered, not asked again");
+    assertEquals(before + 1, unverified.get(), "corral_unverified_fetches_total{repo=m2}");
+    for (String alg : new String[] {"sha512", "sha256", "sha1"}) {
+      assertEquals(404, node.get("/m2/com/example/nosum/1.0/nosum-1.0.jar." + alg).statusCode());
+      assertEquals(1, node.upstream().requests("/m/com/example/nosum/1.0/nosum-1.0.jar." + alg),
+          "the not-found ." + alg + " is remembered, not asked again");
+    }
+    // a verified jar is not counted
+    byte[] signed = TestNode.bytes(100, 4);
+    files.put("/m/com/example/sum/1.0/sum-1.0.jar", signed);
+    files.put("/m/com/example/sum/1.0/sum-1.0.jar.sha256", hexUnchecked("SHA-256", signed).getBytes(UTF_8));
+    assertEquals(200, node.get("/m2/com/example/sum/1.0/sum-1.0.jar").statusCode());
+    assertEquals(before + 1, unverified.get(), "a jar verified by its .sha256 is not counted");
+  }
+
+  /**
+   * Item 9: the strongest checksum the upstream publishes verifies a jar. The upstream's .sha1
+   * (and .sha256) here match tampered bytes, its .sha512 the real ones: only the strongest
+   * catches them; a weaker checksum is not even read when a stronger one is published.
+   */
+  @Test
+  void aJarIsVerifiedAgainstTheStrongestChecksumItsUpstreamPublishes() throws Exception {
+    byte[] jar = TestNode.bytes(4000, 5);
+    byte[] tampered = jar.clone();
+    tampered[200] ^= 1;
+    String strong = "/m/com/example/strong/1.0/strong-1.0.jar";
+    files.put(strong, tampered);
+    files.put(strong + ".sha1", hex("SHA-1", tampered).getBytes(UTF_8));
+    files.put(strong + ".sha256", hex("SHA-256", tampered).getBytes(UTF_8));
+    files.put(strong + ".sha512", (hex("SHA-512", jar) + "  strong-1.0.jar\n").getBytes(UTF_8));
+    assertEquals(502, node.get("/m2/com/example/strong/1.0/strong-1.0.jar").statusCode(),
+        "bytes that match only the weaker checksums are refused");
+    assertEquals(0, node.upstream().requests(strong + ".sha256"), "a weaker checksum is not read");
+    assertEquals(0, node.upstream().requests(strong + ".sha1"));
+    files.put(strong, jar);
+    HttpResponse<byte[]> r = node.get("/m2/com/example/strong/1.0/strong-1.0.jar");
+    assertEquals(200, r.statusCode());
+    assertArrayEquals(jar, r.body());
+    assertEquals(1, node.upstream().requests(strong + ".sha512"), "the .sha512 is read once, through the cache");
+
+    // no .sha512 published: the .sha256 verifies
+    String mid = "/m/com/example/mid/1.0/mid-1.0.jar";
+    files.put(mid, tampered);
+    files.put(mid + ".sha1", hex("SHA-1", tampered).getBytes(UTF_8));
+    files.put(mid + ".sha256", hex("SHA-256", jar).getBytes(UTF_8));
+    assertEquals(502, node.get("/m2/com/example/mid/1.0/mid-1.0.jar").statusCode());
+    assertEquals(0, node.upstream().requests(mid + ".sha1"), "a weaker checksum is not read");
+    files.put(mid, jar);
+    assertArrayEquals(jar, node.get("/m2/com/example/mid/1.0/mid-1.0.jar").body());
+  }
+
+  private static String hexUnchecked(String algorithm, byte[] bytes) {
+    try {
+      return hex(algorithm, bytes);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   @Test

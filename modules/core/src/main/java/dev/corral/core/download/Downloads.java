@@ -54,7 +54,7 @@ public final class Downloads {
     this.sources = java.util.Objects.requireNonNull(sources, "sources");
   }
 
-  /** What this node's fetches ask (see {@link #use}); a bypass asks it too. */
+  /** What a fetch of a key asks and verifies against; a bypass fetch asks it too (B1). */
   public FetchSources sources() {
     return sources;
   }

@@ -43,6 +43,13 @@ public interface FetchEvents {
   /** A fetch ended, with or without an outcome (completed, abandoned, or its entity stopped). */
   default void fetchEnded(String repo) {}
 
+  /**
+   * An upstream download of the repository's starts without a digest to verify it against,
+   * although its kind of key is verified: its upstream published none ({@link
+   * dev.corral.core.download.FetchSource#unverified}).
+   */
+  default void fetchUnverified(String repo) {}
+
   /** {@code waiters} requests of the repository stopped waiting, for {@code reason}. */
   default void fellThrough(String repo, FallThrough reason, int waiters) {}
 }

@@ -47,6 +47,17 @@ public final class Metrics implements FetchEvents {
           .labelNames("repo", "status")
           .register(registry);
 
+  /**
+   * {@code corral_unverified_fetches_total{repo}}: upstream downloads of keys that are verified
+   * (Maven release files) made without a digest, since the upstream publishes no checksum for them.
+   */
+  public final Counter unverifiedFetches =
+      Counter.builder()
+          .name("corral_unverified_fetches_total")
+          .help("Upstream downloads of verifiable files made unverified: the upstream published no checksum")
+          .labelNames("repo")
+          .register(registry);
+
   /** {@code corral_requests_total{repo,result}}: one per request answered by this node. */
   public final Counter requests =
       Counter.builder()
@@ -120,6 +131,11 @@ public final class Metrics implements FetchEvents {
   @Override
   public void fetchEnded(String repo) {
     inflightFetches.labelValues(repo).dec();
+  }
+
+  @Override
+  public void fetchUnverified(String repo) {
+    unverifiedFetches.labelValues(repo).inc();
   }
 
   @Override

@@ -12,6 +12,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -31,13 +32,15 @@ import org.slf4j.LoggerFactory;
  *       belong to, so a file and its checksum always agree even though Maven fetches them in two
  *       requests and the file may be refreshed between them.
  *   <li>Every other file (release artifacts, timestamped snapshot files) is immutable and is
- *       verified: its key is its URL alone (K1); the fetch, wherever it runs, reads its upstream
- *       {@code .sha1} through the cache first ({@link #source}) and verifies the bytes against
+ *       verified: its key is its URL alone (K1); the fetch, wherever it runs, reads the strongest
+ *       checksum its upstream publishes ({@code .sha512}, else {@code .sha256}, else
+ *       {@code .sha1}) through the cache first ({@link #source}) and verifies the bytes against
  *       it, so bytes that do not match are never stored or served (502).
- *       Without a {@code .sha1} upstream (404) the file is served unverified. A {@code .sha1}
- *       that is not a SHA-1 hex digest is logged as a warning and the file is served unverified:
- *       Maven checks the same file itself and reports it, so refusing the artifact would only
- *       make Corral stricter than the client's own checksum policy.
+ *       With no checksum upstream (404 for all three) the file is served unverified and counted
+ *       ({@code corral_unverified_fetches_total}). A checksum file that is not a hex digest of
+ *       its kind is logged as a warning and the next weaker one is used, or none: Maven checks
+ *       the same files itself and reports them, so refusing the artifact would only make Corral
+ *       stricter than the client's own checksum policy.
  *   <li>Checksum files of immutable files are fetched from the upstream and immutable.
  * </ul>
  *
@@ -50,7 +53,10 @@ public final class MavenRepository implements Repository {
   private static final Pattern SEGMENT = Pattern.compile("[A-Za-z0-9._~+!@$()=,-]+");
   /** The timestamp Maven puts in deployed snapshot file names: {@code -20261202.094700-1}. */
   private static final Pattern TIMESTAMPED = Pattern.compile(".*-\\d{8}\\.\\d{6}-\\d+.*");
-  private static final Pattern SHA1_HEX = Pattern.compile("[0-9a-fA-F]{40}");
+  private static final Pattern HEX = Pattern.compile("[0-9a-fA-F]+");
+  private static final Map<String, Integer> HEX_LENGTHS = Map.of("sha1", 40, "sha256", 64, "sha512", 128);
+  /** The checksum files that verify a release file, strongest first (md5 is not a verification). */
+  private static final List<String> VERIFIED_BY = List.of("sha512", "sha256", "sha1");
   /** Checksum file extensions, by their {@link Digest} algorithm. */
   private static final List<String> CHECKSUMS = List.of("sha1", "md5", "sha256", "sha512");
 
@@ -69,7 +75,7 @@ public final class MavenRepository implements Repository {
 
   /** What a path in this repository is. */
   public sealed interface Kind {
-    /** A file fetched upstream: {@code mutable} metadata or an immutable file, {@code verified} against its {@code .sha1}. */
+    /** A file fetched upstream: {@code mutable} metadata or an immutable file, {@code verified} against its strongest upstream checksum. */
     record File(String path, boolean mutable, boolean verified) implements Kind {}
 
     /** The checksum of a mutable file: computed by Corral from that file's cached bytes. */
@@ -136,9 +142,20 @@ public final class MavenRepository implements Repository {
    * hex digits ({@code <hex>} and {@code <hex>  <file name>} are both in use); empty otherwise.
    */
   public static Optional<Digest> parseSha1(ByteString body) {
+    return parseChecksum("sha1", body);
+  }
+
+  /**
+   * The digest a checksum file of {@code algorithm} ({@code sha1}, {@code sha256}, {@code sha512})
+   * states: its first whitespace-separated token, when that is hex of the algorithm's length;
+   * empty otherwise.
+   */
+  public static Optional<Digest> parseChecksum(String algorithm, ByteString body) {
+    Integer length = HEX_LENGTHS.get(algorithm);
     String text = body.utf8String().strip();
     String first = text.isEmpty() ? "" : text.split("\\s+", 2)[0];
-    return SHA1_HEX.matcher(first).matches() ? Optional.of(new Digest("sha1", first)) : Optional.empty();
+    return length != null && first.length() == length && HEX.matcher(first).matches()
+        ? Optional.of(new Digest(algorithm, first)) : Optional.empty();
   }
 
   @Override
@@ -162,12 +179,14 @@ public final class MavenRepository implements Repository {
   }
 
   /**
-   * A verified file's upstream URL and the SHA-1 its upstream {@code .sha1} states, read through
-   * the cache by the fetch wherever it runs (immutable: the upstream sees one request for it,
-   * cluster-wide). No {@code .sha1} upstream (404), or one that is not a SHA-1 (a warning): no
-   * digest. A {@code .sha1} that cannot be read (upstream down): the lookup's failure, so the
-   * fetch fails and nothing is stored (a copy already held is a hit and never gets here). Every
-   * other key: as keyed.
+   * A verified file's upstream URL and the strongest digest its upstream publishes for it: its
+   * {@code .sha512}, else its {@code .sha256}, else its {@code .sha1}, each read through the cache
+   * by the fetch wherever it runs (immutable: the upstream sees one request for each file asked,
+   * cluster-wide), a weaker one only when the stronger is not there (404) or is not a digest of
+   * its kind (a warning). None at all: the file is fetched unverified ({@link
+   * FetchSource#unverified}, counted). A checksum file that cannot be read (upstream down): the
+   * lookup's failure, so the fetch fails and nothing is stored (a copy already held is a hit and
+   * never gets here). Every other key: as keyed.
    */
   @Override
   public CompletionStage<FetchSource> source(ArtifactKey key, Lookup lookup) {
@@ -180,19 +199,28 @@ public final class MavenRepository implements Repository {
     if (!(classify(List.of(path.split("/", -1)), false) instanceof Kind.File f) || !f.verified()) {
       return FetchSources.AS_KEYED.of(key);
     }
-    return lookup.body(key(path + ".sha1"), false).thenApply(sha1 -> new FetchSource(key.url(), expected(key, sha1)));
+    return strongest(key, path, 0, lookup);
   }
 
-  private Digest expected(ArtifactKey file, Optional<ByteString> sha1) {
-    if (sha1.isEmpty()) {
-      return null;
+  /** The first of {@link #VERIFIED_BY}, from {@code from} on, that the upstream publishes as a digest. */
+  private CompletionStage<FetchSource> strongest(ArtifactKey file, String path, int from, Lookup lookup) {
+    if (from == VERIFIED_BY.size()) {
+      log.info("{}: the upstream publishes no checksum for {}; fetching it unverified", name, file.url());
+      return CompletableFuture.completedFuture(FetchSource.unverified(file.url()));
     }
-    Optional<Digest> digest = parseSha1(sha1.get());
-    if (digest.isEmpty()) {
-      log.warn("{}: the upstream's {}.sha1 is not a SHA-1 digest; serving the file unverified", name, file.url());
-      return null;
-    }
-    return digest.get();
+    String algorithm = VERIFIED_BY.get(from);
+    return lookup.body(key(path + "." + algorithm), false).thenCompose(body -> {
+      if (body.isEmpty()) {
+        return strongest(file, path, from + 1, lookup);
+      }
+      Optional<Digest> digest = parseChecksum(algorithm, body.get());
+      if (digest.isEmpty()) {
+        log.warn("{}: the upstream's {}.{} is not a {} digest; trying a weaker checksum", name, file.url(),
+            algorithm, algorithm);
+        return strongest(file, path, from + 1, lookup);
+      }
+      return CompletableFuture.completedFuture(new FetchSource(file.url(), digest.get()));
+    });
   }
 
   private ArtifactKey key(String path) {

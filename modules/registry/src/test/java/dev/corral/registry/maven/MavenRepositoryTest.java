@@ -14,6 +14,7 @@ import dev.corral.registry.MapLookup;
 import dev.corral.registry.RepoRequest;
 import dev.corral.registry.Target;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletionException;
 import org.apache.pekko.util.ByteString;
@@ -22,6 +23,8 @@ import org.junit.jupiter.api.Test;
 class MavenRepositoryTest {
   private static final String UP = "http://127.0.0.1:9/repo";
   private static final String SHA1 = "0123456789abcdef0123456789abcdef01234567";
+  private static final String SHA256 = "ab".repeat(32);
+  private static final String SHA512 = "cd".repeat(64);
 
   private final MavenRepository repo = new MavenRepository("m2", UP + "/");
 
@@ -123,9 +126,10 @@ class MavenRepositoryTest {
   void theFetchVerifiesAnArtifactWithTheSha1ItsChecksumFileStates() {
     MapLookup lookup = new MapLookup().body(UP + "/g/a/1/a-1.jar.sha1", SHA1.toUpperCase() + "  a-1.jar\n");
     assertEquals(new FetchSource(UP + "/g/a/1/a-1.jar", new Digest("sha1", SHA1)), source("g/a/1/a-1.jar", lookup));
-    assertEquals(1, lookup.reads.size());
-    assertEquals(ArtifactKey.of("m2", UP + "/g/a/1/a-1.jar.sha1"), lookup.reads.get(0).getKey());
-    assertFalse(lookup.reads.get(0).getValue(), "a release checksum is immutable");
+    // no .sha512 nor .sha256 upstream: the .sha1 is the strongest published
+    assertEquals(3, lookup.reads.size());
+    assertEquals(ArtifactKey.of("m2", UP + "/g/a/1/a-1.jar.sha1"), lookup.reads.get(2).getKey());
+    assertTrue(lookup.reads.stream().noneMatch(Map.Entry::getValue), "a release checksum is immutable");
     // metadata and checksum files are fetched as keyed, reading nothing
     MapLookup none = new MapLookup();
     assertEquals(new FetchSource(UP + "/g/a/maven-metadata.xml", null), source("g/a/maven-metadata.xml", none));
@@ -134,14 +138,49 @@ class MavenRepositoryTest {
   }
 
   @Test
-  void withoutAChecksumUpstreamTheArtifactIsUnverified() {
-    assertEquals(new FetchSource(UP + "/g/a/1/a-1.jar", null), source("g/a/1/a-1.jar", new MapLookup()));
+  void withoutAChecksumUpstreamTheArtifactIsFetchedUnverifiedAndSaysSo() {
+    MapLookup lookup = new MapLookup();
+    assertEquals(FetchSource.unverified(UP + "/g/a/1/a-1.jar"), source("g/a/1/a-1.jar", lookup));
+    assertEquals(List.of(UP + "/g/a/1/a-1.jar.sha512", UP + "/g/a/1/a-1.jar.sha256", UP + "/g/a/1/a-1.jar.sha1"),
+        lookup.reads.stream().map(r -> r.getKey().url()).toList(), "every checksum the upstream may publish was asked");
   }
 
   @Test
   void aMalformedChecksumLeavesTheArtifactUnverified() {
     MapLookup lookup = new MapLookup().body(UP + "/g/a/1/a-1.jar.sha1", "<html>not found</html>");
-    assertEquals(new FetchSource(UP + "/g/a/1/a-1.jar", null), source("g/a/1/a-1.jar", lookup));
+    assertEquals(FetchSource.unverified(UP + "/g/a/1/a-1.jar"), source("g/a/1/a-1.jar", lookup));
+  }
+
+  /** Item 9: the strongest checksum the upstream publishes verifies the fetch; a weaker one is not read. */
+  @Test
+  void theStrongestPublishedChecksumVerifiesTheArtifact() {
+    String jar = UP + "/g/a/1/a-1.jar";
+    MapLookup all = new MapLookup().body(jar + ".sha1", SHA1).body(jar + ".sha256", SHA256 + "  a-1.jar\n")
+        .body(jar + ".sha512", SHA512.toUpperCase() + "\n");
+    assertEquals(new FetchSource(jar, new Digest("sha512", SHA512)), source("g/a/1/a-1.jar", all));
+    assertEquals(List.of(jar + ".sha512"), all.reads.stream().map(r -> r.getKey().url()).toList());
+    assertFalse(all.reads.get(0).getValue(), "a release checksum is immutable");
+
+    MapLookup noSha512 = new MapLookup().body(jar + ".sha1", SHA1).body(jar + ".sha256", SHA256);
+    assertEquals(new FetchSource(jar, new Digest("sha256", SHA256)), source("g/a/1/a-1.jar", noSha512));
+    assertEquals(List.of(jar + ".sha512", jar + ".sha256"), noSha512.reads.stream().map(r -> r.getKey().url()).toList());
+
+    // a stronger checksum that is not a digest of its kind falls back to the next weaker
+    MapLookup badSha512 = new MapLookup().body(jar + ".sha512", SHA1).body(jar + ".sha256", SHA256);
+    assertEquals(new FetchSource(jar, new Digest("sha256", SHA256)), source("g/a/1/a-1.jar", badSha512));
+    MapLookup badBoth = new MapLookup().body(jar + ".sha512", "<html/>").body(jar + ".sha256", SHA1).body(jar + ".sha1", SHA1);
+    assertEquals(new FetchSource(jar, new Digest("sha1", SHA1)), source("g/a/1/a-1.jar", badBoth));
+  }
+
+  @Test
+  void checksumFilesParseByTheirAlgorithmsLength() {
+    assertEquals(Optional.of(new Digest("sha512", SHA512)),
+        MavenRepository.parseChecksum("sha512", ByteString.fromString(SHA512 + "  a-1.jar\n")));
+    assertEquals(Optional.of(new Digest("sha256", SHA256)), MavenRepository.parseChecksum("sha256", ByteString.fromString(SHA256)));
+    assertEquals(Optional.empty(), MavenRepository.parseChecksum("sha512", ByteString.fromString(SHA256)));
+    assertEquals(Optional.empty(), MavenRepository.parseChecksum("sha256", ByteString.fromString(SHA1)));
+    assertEquals(Optional.empty(), MavenRepository.parseChecksum("sha256", ByteString.fromString(SHA256 + "0")));
+    assertEquals(Optional.empty(), MavenRepository.parseChecksum("md5", ByteString.fromString(SHA1.substring(0, 32))));
   }
 
   @Test
