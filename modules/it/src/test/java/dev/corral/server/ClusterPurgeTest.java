@@ -132,6 +132,9 @@ class ClusterPurgeTest {
     ArtifactKey key = ArtifactKey.of("up", upstream.url(path));
     CorralServer s = cluster.node(0);
     assertEquals(200, TestNode.get(client, s, "/up" + path).statusCode());
+    // A copy relayed from the key's node is kept here after the answer, on the I/O dispatcher.
+    TestNode.await("this node keeps its copy", java.time.Duration.ofSeconds(20),
+        () -> s.node().store().lookup(key).isPresent());
     // The records' table goes away for a moment: the entity cannot read who holds the key.
     String url = "jdbc:h2:file:" + dir.resolve("shared-db").resolve("corral")
         + ";DB_CLOSE_ON_EXIT=FALSE;DATABASE_TO_UPPER=false";
