@@ -347,7 +347,7 @@ class FailureHttpTest {
   /** Asks the key's entity whether its fetch has begun (status and headers known). */
   private boolean begun(ArtifactKey key) {
     return ClusterSharding.get(node.server().system()).entityRefFor(FetchEntity.TYPE_KEY, key.id())
-        .<FetchEntity.Begun>ask(FetchEntity.AskBegun::new, Duration.ofSeconds(5))
+        .<FetchEntity.Begun>ask(replyTo -> new FetchEntity.AskBegun(0, replyTo), Duration.ofSeconds(5))
         .toCompletableFuture().join().begun();
   }
 

@@ -12,6 +12,7 @@ import dev.corral.core.store.StoredArtifact;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.Done;
@@ -112,10 +113,12 @@ public final class FetchEntity {
   public record Dropped(String peerUrl) implements Command {}
 
   /**
-   * A waiter's budget ran out: has the key's fetch begun (status and headers known)? Then the
-   * waiter keeps waiting for it (W3). Answered in every state: no fetch is {@code Begun(false)}.
+   * A waiter's budget ran out: has the outcome of the fetch its {@code token} joined begun (status
+   * and headers known)? Then the waiter keeps waiting for it (W3). Answered in every state: a
+   * waiter the last fetch already answered is {@code Begun(true)} (its answer is on the way, or
+   * was lost and its next ask finds the outcome); no fetch is {@code Begun(false)}.
    */
-  public record AskBegun(ActorRef<Begun> replyTo) implements Command {}
+  public record AskBegun(long token, ActorRef<Begun> replyTo) implements Command {}
 
   /** The answer to {@link AskBegun}. */
   public record Begun(boolean begun) implements CborSerializable {}
@@ -180,6 +183,11 @@ public final class FetchEntity {
   private final String entityId; // the key's id
   private final Freshness freshness;
   private long fetchIds;
+  /**
+   * The waiters the last finished fetch answered (W3): one whose budget runs out before its answer
+   * arrives (it crosses the network, then is decoded) is told the outcome has begun, not timed out.
+   */
+  private Set<Long> answered = Set.of();
 
   private FetchEntity(String entityId, Node node, Duration idleTimeout,
       ActorRef<ClusterSharding.ShardCommand> shard, ActorContext<Command> ctx) {
@@ -200,7 +208,7 @@ public final class FetchEntity {
     return records(Behaviors.receive(Command.class))
         .onMessage(Join.class, this::joinIdle)
         .onMessage(PurgeAll.class, p -> purgeAll(p, false))
-        .onMessage(AskBegun.class, ask -> notBegun(ask))
+        .onMessage(AskBegun.class, this::begunBefore)
         .onMessage(Idle.class, idle -> passivateIfDone())
         .onMessage(Stop.class, stop -> Behaviors.stopped())
         .onAnyMessage(FetchEntity::ignored)
@@ -270,7 +278,7 @@ public final class FetchEntity {
           return Behaviors.same();
         })
         .onMessage(PurgeAll.class, p -> purgeAll(p, false))
-        .onMessage(AskBegun.class, ask -> notBegun(ask))
+        .onMessage(AskBegun.class, this::begunBefore)
         .onMessage(Stop.class, stop -> Behaviors.stopped())
         .onAnyMessage(FetchEntity::ignored)
         .build();
@@ -375,7 +383,8 @@ public final class FetchEntity {
         .onMessage(PurgeAll.class, p -> purgeAll(p, true))
         .onMessage(Leave.class, leave -> leave(flight, leave))
         .onMessage(AskBegun.class, ask -> {
-          ask.replyTo().tell(new Begun(flight.started() && flight.download().begun()));
+          ask.replyTo().tell(new Begun(answered.contains(ask.token()) || flight.answered().contains(ask.token())
+              || flight.started() && flight.download().begun()));
           return Behaviors.same();
         })
         .onMessage(RecordRead.class, read -> read.flightId() == flight.id ? recordRead(flight, read) : Behaviors.same())
@@ -523,6 +532,7 @@ public final class FetchEntity {
     for (Flight.Answer<ActorRef<Reply>> a : flight.answers()) {
       send(a.replyTo(), outcome, outcome instanceof Outcome.Revalidated ? Via.REVALIDATED : a.via());
     }
+    answered = flight.answered();
     StoredArtifact committed = committed(outcome);
     if (committed != null) {
       String self = node.peers().self().orElse(null);
@@ -621,8 +631,9 @@ public final class FetchEntity {
         });
   }
 
-  private static Behavior<Command> notBegun(AskBegun ask) {
-    ask.replyTo().tell(new Begun(false));
+  /** No fetch runs: only a waiter the last one answered has seen its outcome begin. */
+  private Behavior<Command> begunBefore(AskBegun ask) {
+    ask.replyTo().tell(new Begun(answered.contains(ask.token())));
     return Behaviors.same();
   }
 

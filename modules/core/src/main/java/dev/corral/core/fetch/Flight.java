@@ -5,7 +5,9 @@ import dev.corral.core.download.Outcome;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.store.StoredArtifact;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.function.Predicate;
 
 /**
@@ -33,8 +35,8 @@ final class Flight<W> {
   /** A registered waiter. */
   record Waiter<W>(long token, W replyTo) {}
 
-  /** A waiter and what its answer says of the fetch. */
-  record Answer<W>(W replyTo, Via via) {}
+  /** A waiter (its token) and what its answer says of the fetch. */
+  record Answer<W>(long token, W replyTo, Via via) {}
 
   /** What became of a waiter that joined. */
   enum Joined { WAITING, STREAMING, FULL }
@@ -50,6 +52,7 @@ final class Flight<W> {
   private final int maxWaiters;
   private final Predicate<W> local;
   private final List<Waiter<W>> waiters = new ArrayList<>();
+  private final Set<Long> answered = new HashSet<>();
   private Download download;
   private Outcome.Streaming streaming;
   private boolean fromPeer;
@@ -78,6 +81,7 @@ final class Flight<W> {
   /** Registers a waiter; {@link Joined#STREAMING}: answer it with {@link #streaming()} now. */
   Joined join(long token, W replyTo) {
     if (streaming != null) {
+      answered.add(token);
       return Joined.STREAMING;
     }
     waiters.removeIf(w -> w.token() == token);
@@ -164,17 +168,25 @@ final class Flight<W> {
     return token == leader ? Via.MISS : Via.COALESCED;
   }
 
+  /** The tokens of the waiters answered so far (see {@link FetchEntity.AskBegun}). */
+  Set<Long> answered() {
+    return answered;
+  }
+
   /** Every registered waiter with its Via, those on other nodes first; the flight keeps none. */
   List<Answer<W>> answers() {
     List<Answer<W>> out = new ArrayList<>(waiters.size());
     for (Waiter<W> w : waiters) {
+      answered.add(w.token());
+    }
+    for (Waiter<W> w : waiters) {
       if (!local.test(w.replyTo())) {
-        out.add(new Answer<>(w.replyTo(), via(w.token())));
+        out.add(new Answer<>(w.token(), w.replyTo(), via(w.token())));
       }
     }
     for (Waiter<W> w : waiters) {
       if (local.test(w.replyTo())) {
-        out.add(new Answer<>(w.replyTo(), via(w.token())));
+        out.add(new Answer<>(w.token(), w.replyTo(), via(w.token())));
       }
     }
     waiters.clear();

@@ -177,7 +177,7 @@ final class SharedAsks {
       check = new CompletableFuture<>();
       s.begunCheck = check;
     }
-    s.entity.<FetchEntity.Begun>ask(FetchEntity.AskBegun::new, BEGUN_ASK_TIMEOUT)
+    s.entity.<FetchEntity.Begun>ask(replyTo -> new FetchEntity.AskBegun(s.token, replyTo), BEGUN_ASK_TIMEOUT)
         .whenComplete((answer, error) -> {
           synchronized (SharedAsks.this) {
             if (s.begunCheck == check) {

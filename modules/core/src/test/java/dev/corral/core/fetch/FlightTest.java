@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.corral.core.download.Outcome;
 import dev.corral.core.key.ArtifactKey;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -26,9 +27,10 @@ class FlightTest {
     f.join(1, "a");
     f.join(2, "b");
     f.join(3, "c");
-    assertEquals(List.of(new Flight.Answer<>("a", Via.MISS), new Flight.Answer<>("b", Via.COALESCED),
-        new Flight.Answer<>("c", Via.COALESCED)), f.answers());
+    assertEquals(List.of(new Flight.Answer<>(1, "a", Via.MISS), new Flight.Answer<>(2, "b", Via.COALESCED),
+        new Flight.Answer<>(3, "c", Via.COALESCED)), f.answers());
     assertTrue(f.unwatched(), "answered waiters are not kept (F4)");
+    assertEquals(Set.of(1L, 2L, 3L), f.answered(), "only their tokens, for AskBegun (W3)");
   }
 
   @Test
@@ -76,8 +78,9 @@ class FlightTest {
     Flight<String> f = flight(1, 10);
     f.join(1, "a");
     Outcome.Streaming s = new Outcome.Streaming(List.of(), 10, 7);
-    assertEquals(List.of(new Flight.Answer<>("a", Via.MISS)), f.headersKnown(s));
+    assertEquals(List.of(new Flight.Answer<>(1, "a", Via.MISS)), f.headersKnown(s));
     assertEquals(Flight.Joined.STREAMING, f.join(2, "b"));
+    assertEquals(Set.of(1L, 2L), f.answered());
     assertEquals(Via.COALESCED, f.via(2));
     assertTrue(f.answers().isEmpty(), "a streaming joiner is answered at once, not registered");
   }

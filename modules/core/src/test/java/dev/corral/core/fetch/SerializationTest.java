@@ -96,7 +96,9 @@ class SerializationTest {
     roundTrip(new FetchEntity.Dropped("http://127.0.0.1:8080"));
     roundTrip(FetchEntity.Stop.INSTANCE);
     ActorRef<FetchEntity.Begun> begunTo = kit.<FetchEntity.Begun>createTestProbe().ref();
-    assertEquals(begunTo, ((FetchEntity.AskBegun) roundTrip(new FetchEntity.AskBegun(begunTo))).replyTo());
+    FetchEntity.AskBegun asked = (FetchEntity.AskBegun) roundTrip(new FetchEntity.AskBegun(7, begunTo));
+    assertEquals(begunTo, asked.replyTo());
+    assertEquals(7, asked.token());
     roundTrip(new FetchEntity.Begun(true));
     roundTrip(new FetchEntity.Begun(false));
   }

@@ -175,9 +175,29 @@ class WaitingTest extends EntityTestBase {
     assertEquals(1, upstream.count(u));
   }
 
-  /** Asks the key's entity whether its fetch has begun (status and headers known). */
+  @Test
+  void w3_aWaiterAnsweredBeforeItsBudgetRanOutIsToldTheOutcomeBegunAfterTheFetchEnded() {
+    // W3: A waiter waits at most its budget for the outcome to begin. Its answer may still be on
+    // the way (across the network) when its budget runs out after the fetch ended: the outcome
+    // has begun for it, so it waits on instead of becoming a 504 (BudgetsIT saw that on 3 nodes).
+    String u = url("answered");
+    ArtifactKey key = ArtifactKey.of(repo(), u);
+    upstream.serve(u, ByteString.fromString("done"));
+    var client = kit.<Reply>createTestProbe();
+    entity(key).tell(new FetchEntity.Join(key, 41, client.ref()));
+    assertEquals("done", client.expectMessageClass(Reply.Body.class, WAIT).bytes().utf8String());
+    assertTrue(begun(key, 41), "the waiter the fetch answered");
+    assertFalse(begun(key, 42), "a waiter that never joined it");
+  }
+
+  /** Asks the key's entity whether the fetch a waiter joined has begun (status and headers known). */
   private boolean begun(ArtifactKey key) {
-    return entity(key).<FetchEntity.Begun>ask(FetchEntity.AskBegun::new, WAIT).toCompletableFuture().join().begun();
+    return begun(key, 0);
+  }
+
+  private boolean begun(ArtifactKey key, long token) {
+    return entity(key).<FetchEntity.Begun>ask(replyTo -> new FetchEntity.AskBegun(token, replyTo), WAIT)
+        .toCompletableFuture().join().begun();
   }
 
   @Test
