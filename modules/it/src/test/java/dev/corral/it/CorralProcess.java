@@ -208,6 +208,11 @@ final class CorralProcess implements AutoCloseable {
     process.toHandle().destroy();
   }
 
+  /** SIGKILL ({@code kill -9}) without waiting: see {@link #kill}. */
+  void killNow() {
+    process.toHandle().destroyForcibly();
+  }
+
   /** SIGKILL ({@code kill -9}); returns once the process is gone. */
   void kill() {
     process.toHandle().destroyForcibly();

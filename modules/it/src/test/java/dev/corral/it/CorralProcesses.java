@@ -9,8 +9,12 @@ import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * The processes a test started: stopped after each test (SIGTERM, a bounded wait, SIGKILL), and
- * their captured output printed when the test failed. Register with {@code @RegisterExtension}.
+ * The processes a test started: killed after each test (SIGKILL: a test that needs a graceful stop
+ * asks for it itself), and their captured output printed when the test failed. Register with
+ * {@code @RegisterExtension}.
+ *
+ * <p>Not SIGTERM: every node of a cluster stopped at once waits out Pekko's 10 s cluster-exiting
+ * phase (no member is left to see it leave), which cost each cluster test 10 s of its run.
  */
 final class CorralProcesses implements AfterEachCallback {
   private final List<CorralProcess> started = new ArrayList<>();
@@ -30,21 +34,22 @@ final class CorralProcesses implements AfterEachCallback {
     return p;
   }
 
-  /** Stops every process now (for tests that must clean up after them); output stays for failures. */
+  /** Kills every process now (for tests that must clean up after them); output stays for failures. */
   void stopAll() {
-    terminateAll();
+    killAll();
     started.forEach(CorralProcess::close);
   }
 
-  /** SIGTERM to every process at once, so that their graceful stops overlap instead of queueing. */
-  private void terminateAll() {
-    started.stream().filter(CorralProcess::isAlive).forEach(CorralProcess::terminate);
+  /** SIGKILL to every process at once, then waits for each to be gone. */
+  private void killAll() {
+    started.stream().filter(CorralProcess::isAlive).forEach(CorralProcess::killNow);
+    started.forEach(CorralProcess::kill);
   }
 
   @Override
   public void afterEach(ExtensionContext context) {
     boolean failed = context.getExecutionException().isPresent();
-    terminateAll();
+    killAll();
     for (CorralProcess p : started) {
       p.close();
       if (failed) {
