@@ -139,10 +139,15 @@ public final class FetchEntity {
 
   private enum RetryRecordWrite implements Command { INSTANCE }
 
+  private enum StopNow implements Command { INSTANCE }
+
   private record PurgeRecordRead(PurgeAll purge, boolean fetchRunning, Record record) implements Command {}
 
   /** How long a purge waits for the record (which lists the holders) before it answers 503. */
   static final Duration PURGE_RECORD_READ_TIMEOUT = Duration.ofSeconds(5);
+
+  /** The longest a stop waits for a purge to finish (see {@link #stop}). */
+  static final Duration STOP_GRACE = PURGE_RECORD_READ_TIMEOUT.plusSeconds(5);
 
   private record RecordRead(long flightId, Record record) implements Command {}
 
@@ -188,6 +193,10 @@ public final class FetchEntity {
    * arrives (it crosses the network, then is decoded) is told the outcome has begun, not timed out.
    */
   private Set<Long> answered = Set.of();
+  /** Purges whose record read has not come back yet: a stop waits for them (see {@link #stop}). */
+  private int purgesReading;
+  /** The shard asked this entity to stop (passivation, hand-off) while a purge was unfinished. */
+  private boolean stopAsked;
 
   private FetchEntity(String entityId, Node node, Duration idleTimeout,
       ActorRef<ClusterSharding.ShardCommand> shard, ActorContext<Command> ctx) {
@@ -210,7 +219,7 @@ public final class FetchEntity {
         .onMessage(PurgeAll.class, p -> purgeAll(p, false))
         .onMessage(AskBegun.class, this::begunBefore)
         .onMessage(Idle.class, idle -> passivateIfDone())
-        .onMessage(Stop.class, stop -> Behaviors.stopped())
+        .onMessage(Stop.class, this::stop)
         .onAnyMessage(FetchEntity::ignored)
         .build();
   }
@@ -279,7 +288,7 @@ public final class FetchEntity {
         })
         .onMessage(PurgeAll.class, p -> purgeAll(p, false))
         .onMessage(AskBegun.class, this::begunBefore)
-        .onMessage(Stop.class, stop -> Behaviors.stopped())
+        .onMessage(Stop.class, this::stop)
         .onAnyMessage(FetchEntity::ignored)
         .build();
   }
@@ -289,6 +298,7 @@ public final class FetchEntity {
   /** Reads the record for its holders (bounded), then {@link #purgeRead} writes the tombstone. */
   private Behavior<Command> purgeAll(PurgeAll purge, boolean fetchRunning) {
     freshness.purged();
+    purgesReading++;
     ActorRef<Command> self = ctx.getSelf();
     node.records().read(persistenceId).toCompletableFuture()
         .orTimeout(PURGE_RECORD_READ_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
@@ -303,6 +313,7 @@ public final class FetchEntity {
   }
 
   private Behavior<Command> purgeRead(PurgeRecordRead read) {
+    purgesReading--;
     PurgeAll purge = read.purge();
     long now = node.clock().millis();
     // Written even when the read failed: the writer reads again and retries (the tombstone is
@@ -310,7 +321,7 @@ public final class FetchEntity {
     record.update(r -> r.purged(now), ctx.getSelf(), RecordWritten::new);
     if (read.record() == null) {
       purge.replyTo().tell(new Purged(0, 0, read.fetchRunning(), false));
-      return Behaviors.same();
+      return stopIfSettled();
     }
     List<String> holders = read.record().holders().stream()
         .filter(h -> !h.equals(purge.purgedBy())).toList();
@@ -335,7 +346,31 @@ public final class FetchEntity {
       }
       purge.replyTo().tell(new Purged(copies, unreachable, fetchRunning, true));
     });
+    return stopIfSettled();
+  }
+
+  /**
+   * The shard's stop (passivation, hand-off) with no fetch running. A purge this entity took is
+   * finished first: its record read answered and its tombstone written. Stopped before that, the
+   * purge's reply was lost and its caller answered 503 at its timeout (issue 13). The shard keeps
+   * what arrives for the key meanwhile for the next incarnation.
+   */
+  private Behavior<Command> stop(Stop stop) {
+    stopAsked = true;
+    ctx.cancelReceiveTimeout(); // no second Passivate while the purge finishes
+    if (settled()) {
+      return Behaviors.stopped();
+    }
+    ctx.scheduleOnce(STOP_GRACE, ctx.getSelf(), StopNow.INSTANCE); // a database that does not answer
     return Behaviors.same();
+  }
+
+  private boolean settled() {
+    return purgesReading == 0 && !record.writing();
+  }
+
+  private Behavior<Command> stopIfSettled() {
+    return stopAsked && settled() ? Behaviors.stopped() : Behaviors.same();
   }
 
   // ---- in flight: one fetch and its waiters ---------------------------------------------------
@@ -608,7 +643,7 @@ public final class FetchEntity {
         .onMessage(RecordWritten.class, w -> {
           record.written(w.revision(), w.failure(), ctx.getSelf(), RecordWritten::new)
               .ifPresent(pause -> ctx.scheduleOnce(pause, ctx.getSelf(), RetryRecordWrite.INSTANCE));
-          return Behaviors.same();
+          return stopIfSettled();
         })
         .onMessage(RetryRecordWrite.class, r -> {
           record.retry(ctx.getSelf(), RecordWritten::new);
@@ -623,6 +658,7 @@ public final class FetchEntity {
           return Behaviors.same();
         })
         .onMessage(PurgeRecordRead.class, this::purgeRead)
+        .onMessage(StopNow.class, n -> stopAsked ? Behaviors.stopped() : Behaviors.same())
         .onMessage(Purge.class, p -> {
           freshness.purged();
           record.write(Record.EMPTY, ctx.getSelf(), RecordWritten::new);

@@ -139,6 +139,34 @@ class LifecycleTest extends EntityTestBase {
   }
 
   @Test
+  void l1_aPurgeTakenByAPassivatingEntityIsAnsweredAndTombstonedBeforeItStops() throws Exception {
+    // L1: An idle entity passivates; the persisted record stays. A purge that reaches it between
+    // its Passivate and the shard's stop still reads the record, writes the tombstone and answers
+    // (stopped at once, its caller got a 503 at its timeout).
+    String u = url("purged-while-passivating");
+    ArtifactKey key = ArtifactKey.of("r", u);
+    upstream.serve(u, ByteString.fromString("cached, then purged"));
+    TestProbe<Object> shard = manual.createTestProbe();
+    TestProbe<Reply> client = manual.createTestProbe();
+    ActorRef<FetchEntity.Command> entity = spawn(key, shard);
+    entity.tell(new FetchEntity.Join(key, 1, client.ref()));
+    client.expectMessageClass(Reply.Body.class, WAIT);
+    assertEquals(List.of(), toShardSoFar(entity, shard));
+    time.timePasses(IDLE);
+    assertPassivates(entity, toShardSoFar(entity, shard));
+
+    CompletableFuture<Done> read = records.holdRead(key);
+    TestProbe<FetchEntity.Purged> purged = manual.createTestProbe();
+    entity.tell(new FetchEntity.PurgeAll(null, purged.ref()));
+    entity.tell(FetchEntity.Stop.INSTANCE); // the shard's answer to the Passivate
+    read.complete(Done.getInstance());
+    FetchEntity.Purged answer = purged.expectMessageClass(FetchEntity.Purged.class, WAIT);
+    assertTrue(answer.recordRead());
+    shard.expectTerminated(entity, WAIT);
+    assertTrue(records.get(key).orElseThrow().purgedAtMillis() > 0, "the tombstone was written");
+  }
+
+  @Test
   void l1_anEntityMidFetchIsNotPassivatedForIdleness() {
     // L1: An entity with a fetch in flight is never passivated for idleness: it finishes the fetch first.
     String u = url("slow-but-busy");
@@ -306,6 +334,7 @@ class LifecycleTest extends EntityTestBase {
     private final Map<String, Record> rows = new ConcurrentHashMap<>();
     private final Map<String, Long> revisions = new ConcurrentHashMap<>();
     private final Map<String, CompletableFuture<Done>> held = new ConcurrentHashMap<>();
+    private final Map<String, CompletableFuture<Done>> heldReads = new ConcurrentHashMap<>();
 
     Optional<Record> get(ArtifactKey key) {
       return Optional.ofNullable(rows.get(id(key)));
@@ -322,10 +351,19 @@ class LifecycleTest extends EntityTestBase {
       return PersistenceId.of(FetchEntity.TYPE_KEY.name(), key.id()).id();
     }
 
+    /** The key's next read is answered when the returned future is completed. */
+    CompletableFuture<Done> holdRead(ArtifactKey key) {
+      CompletableFuture<Done> gate = new CompletableFuture<>();
+      heldReads.put(id(key), gate);
+      return gate;
+    }
+
     @Override
     public CompletionStage<GetObjectResult<Record>> getObject(String persistenceId) {
-      return CompletableFuture.completedFuture(new GetObjectResult<>(
-          Optional.ofNullable(rows.get(persistenceId)), revisions.getOrDefault(persistenceId, 0L)));
+      CompletableFuture<Done> gate = heldReads.remove(persistenceId);
+      return (gate == null ? CompletableFuture.completedFuture(Done.getInstance()) : gate)
+          .thenApply(d -> new GetObjectResult<>(
+              Optional.ofNullable(rows.get(persistenceId)), revisions.getOrDefault(persistenceId, 0L)));
     }
 
     @Override
