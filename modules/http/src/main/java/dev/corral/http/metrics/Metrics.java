@@ -3,9 +3,13 @@ package dev.corral.http.metrics;
 import dev.corral.core.fetch.FetchEvents;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.Gauge;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.IntSupplier;
 
 /**
  * The Prometheus metrics named in SEMANTICS.md (Observability), fed by core through
@@ -111,6 +115,27 @@ public final class Metrics implements FetchEvents {
               + " first-request (header-read-timeout) or next-request (idle-timeout)")
           .labelNames("phase")
           .register(registry);
+
+  /** Each repository's upstream queue, read when the metrics are scraped. */
+  private final Map<String, IntSupplier> upstreamQueues = new ConcurrentHashMap<>();
+
+  /**
+   * {@code corral_upstream_queued_requests{repo}}: upstream requests waiting for a connection of
+   * their repository's pool ({@code max-connections} are busy; K2: queued, never failed, up to
+   * the queue's limit).
+   */
+  public final GaugeWithCallback upstreamQueued =
+      GaugeWithCallback.builder()
+          .name("corral_upstream_queued_requests")
+          .help("Upstream requests waiting for a free connection of their repository's pool (max-connections busy)")
+          .labelNames("repo")
+          .callback(cb -> upstreamQueues.forEach((repo, waiting) -> cb.call(waiting.getAsInt(), repo)))
+          .register(registry);
+
+  /** The upstream client reports a repository's queue through this (read at each scrape). */
+  public void upstreamQueue(String repo, IntSupplier waiting) {
+    upstreamQueues.put(repo, waiting);
+  }
 
   public PrometheusRegistry registry() {
     return registry;

@@ -139,7 +139,13 @@ public final class HttpUpstream implements Upstream {
     ConnectionPoolSettings pool = plain.withConnectionSettings(plain.getConnectionSettings().withTransport(
         ScopedTransport.of(upstream.scope(), system.dispatchers().lookup(DispatcherSelector.blocking()))));
     return new Repo(name, upstream.scope(), upstream.settings(), pool, upstream.tls().connectionContext(), proxy,
-        proxy.map(p -> p.applyTo(plain)).orElse(pool), new PoolQueue(name, upstream.settings().maxConnections()));
+        proxy.map(p -> p.applyTo(plain)).orElse(pool), queue(name, upstream.settings().maxConnections()));
+  }
+
+  private PoolQueue queue(String repo, int maxConnections) {
+    PoolQueue queue = new PoolQueue(repo, maxConnections);
+    metrics.upstreamQueue(repo, queue::waiting);
+    return queue;
   }
 
   /** The pool settings for one repository, set from its settings rather than from configuration. */

@@ -587,6 +587,13 @@ class HttpUpstreamTest {
     assertEquals(0, attempts(UpstreamException.QUEUE_FULL));
   }
 
+  /** {@code corral_upstream_queued_requests{repo=REPO}} as a scrape reads it. */
+  private static double queued(Metrics m) {
+    return m.upstreamQueued.collect().getDataPoints().stream()
+        .filter(d -> REPO.equals(d.getLabels().get("repo")))
+        .mapToDouble(d -> d.getValue()).sum();
+  }
+
   @Test
   void theFirstByteTimerStartsWhenARequestLeavesTheQueue() throws Exception {
     // Pekko's manual time, on a system of its own: the timer is the only clock that matters here.
@@ -607,16 +614,19 @@ class HttpUpstreamTest {
       UpstreamSettings d = UpstreamSettings.DEFAULTS;
       UpstreamSettings one = new UpstreamSettings(d.connectTimeout(), Duration.ofSeconds(10), Duration.ofSeconds(60),
           0, Duration.ZERO, d.maxRedirects(), 1, 1, d.credential());
-      HttpUpstream upstream = new HttpUpstream(manual.system(), new Metrics(), Map.of(REPO, new RepoUpstream(up.url("/"), one)));
+      Metrics queueMetrics = new Metrics();
+      HttpUpstream upstream = new HttpUpstream(manual.system(), queueMetrics, Map.of(REPO, new RepoUpstream(up.url("/"), one)));
 
       CompletableFuture<UpstreamResponse> first = upstream.get(UpstreamRequest.get(REPO, up.url("/first"))).toCompletableFuture();
       assertTrue(firstArrived.await(20, SECONDS));
       CompletableFuture<UpstreamResponse> second = upstream.get(UpstreamRequest.get(REPO, up.url("/second"))).toCompletableFuture();
+      assertEquals(1.0, queued(queueMetrics), "corral_upstream_queued_requests while the second waits");
       time.timePasses(Duration.ofSeconds(8)); // the second waits its turn for 8 s
       answerFirst.countDown();
       UpstreamResponse firstResponse = first.get(20, SECONDS);
       firstResponse.body().runWith(Sink.ignore(), manual.system()).toCompletableFuture().get(20, SECONDS);
       assertTrue(secondArrived.await(20, SECONDS), "the second left the queue when the first was done");
+      assertEquals(0.0, queued(queueMetrics));
       // 16 s after it was asked for, 8 s after it was sent: within its 10 s first-byte timeout.
       time.timePasses(Duration.ofSeconds(8));
       answerSecond.countDown();
