@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
+import dev.corral.core.key.ArtifactKey;
 import dev.corral.testkit.Await;
 import dev.corral.testkit.RawHttp;
 import dev.corral.testkit.upstream.FakeUpstream;
@@ -24,6 +25,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -31,7 +33,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.IntStream;
+import org.apache.pekko.cluster.sharding.typed.HashCodeMessageExtractor;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -183,22 +185,50 @@ class BudgetsIT {
   /**
    * SEMANTICS C3 on 3 processes: 20 large downloads, each streamed by one client (7, 7 and 6 on
    * the three nodes) that reads its first bytes and hangs up, with the upstream holding every body
-   * open. Each is then an orphan on the client's node: the entity's own download when the key's
-   * entity runs there, else the node's copy from the entity's node (whose abort leaves the
-   * entity's download unread, an orphan on that node in turn). {@code max-orphan-fetches} holds
-   * per node, copies included, and every node has more than 2 orphans to keep: wherever the
-   * keys' entities run, each node keeps exactly 2 and the cluster 6 (the upstream sees 14
-   * connections closed and 6 left open; the nodes' {@code corral_inflight_fetches} add up to 6).
-   * The 6 then get their bodies, are committed and asked again without the upstream; the 14 are
-   * fetched again.
+   * open. Each is then an orphan on the client's node: for the 10 odd keys, whose fetch runs on the
+   * client's node (the node hosting the key's shard), the fetch's own download; for the 10 even
+   * ones, whose fetch runs on another node, the client's node's copy from there, whose abort leaves
+   * that node's download unread, an orphan there in turn. {@code max-orphan-fetches} holds per node,
+   * copies included, and every node has more than 2 orphans: each node keeps exactly 2, whichever
+   * they are, and the cluster 6. The upstream sees 14 connections closed and 6 left open, and the
+   * nodes' {@code corral_inflight_fetches} add up to 6. The 6 then get their bodies, are committed
+   * and asked again without the upstream; the 14 are fetched again.
    *
    * <p>A node notices a client gone only when it next writes to it, so the test has the upstream
-   * give every open download one more small piece (never its end) at each probe until the state is
-   * reached; the bodies end only when the test releases them.
+   * give every open download one more small piece (never its end) at each probe until that state
+   * is reached; the bodies end only when the test releases them.
    */
   @Test
   void c3_twentyAbandonedLargeDownloadsOnThreeNodesWithALimitOfTwoLeaveTwoRunningOnEachNode() throws Exception {
-    List<String> paths = IntStream.range(0, ORPHANS).mapToObj(i -> "/o-" + i + ".bin").toList();
+    // Where each key's fetch runs: on the node hosting its shard (read from each node's management
+    // endpoint once warm-up keys, answered 404, have spread shards over the three nodes). The
+    // client of key i is on node i % 3; an even key's fetch runs on the next node, so the client's
+    // node copies it from there, an odd key's on the client's node.
+    List<CompletableFuture<HttpResponse<byte[]>>> warmUp = new ArrayList<>();
+    for (int j = 0; j < 30; j++) {
+      warmUp.add(Http.CLIENT.sendAsync(Http.get(cluster.base(j % 3) + "/orphans/w-" + j + ".bin"),
+          HttpResponse.BodyHandlers.ofByteArray()));
+    }
+    for (CompletableFuture<HttpResponse<byte[]>> w : warmUp) {
+      assertEquals(404, w.get(60, TimeUnit.SECONDS).statusCode());
+    }
+    List<Set<String>> hosted = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      hosted.add(DrainIT.shards(cluster, i));
+      assertTrue(!hosted.get(i).isEmpty(), "node " + (i + 1) + " hosts shards");
+    }
+    HashCodeMessageExtractor<Object> shards = new HashCodeMessageExtractor<>(1000);
+    List<String> paths = new ArrayList<>();
+    double[] fetchesPerNode = new double[3];
+    for (int i = 0, n = 0; i < ORPHANS; i++) {
+      int fetching = i % 2 == 0 ? (i + 1) % 3 : i % 3;
+      String p;
+      do {
+        p = "/o-" + n++ + ".bin";
+      } while (!hosted.get(fetching).contains(shards.shardId(ArtifactKey.of("orphans", orphanUpstream.url(p)).id())));
+      paths.add(p);
+      fetchesPerNode[fetching]++;
+    }
     List<RawHttp> clients = new ArrayList<>();
     for (int i = 0; i < ORPHANS; i++) {
       clients.add(RawHttp.send(address(i % 3), "GET", "/orphans" + paths.get(i)));
@@ -215,6 +245,7 @@ class BudgetsIT {
       assertEquals(1, orphanUpstream.requests(p), p + ": one upstream request");
       assertTrue(held.containsKey(p), p);
     }
+    assertArrayEquals(fetchesPerNode, inflightPerNode(), "each key's fetch runs on the node hosting its shard");
 
     // Every client hangs up.
     clients.forEach(RawHttp::close);
