@@ -190,7 +190,7 @@ class DrainIT {
   }
 
   /** The shards node {@code i} hosts now ({@code GET /cluster/shards/Fetch} on its management port). */
-  private static Set<String> shards(CorralCluster cluster, int i) throws Exception {
+  static Set<String> shards(CorralCluster cluster, int i) throws Exception {
     HttpResponse<byte[]> r = Http.getBytes(cluster.management(i) + "/cluster/shards/Fetch");
     assertEquals(200, r.statusCode(), new String(r.body(), StandardCharsets.UTF_8));
     Set<String> ids = new HashSet<>();
