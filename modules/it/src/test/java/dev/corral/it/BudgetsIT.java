@@ -10,7 +10,6 @@ import dev.corral.testkit.Await;
 import dev.corral.testkit.RawHttp;
 import dev.corral.testkit.upstream.FakeUpstream;
 import dev.corral.testkit.upstream.RawUpstream;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -240,7 +239,7 @@ class BudgetsIT {
     // Every client gets its status, headers and first bytes: its download streams.
     for (int i = 0; i < ORPHANS; i++) {
       InputStream in = clients.get(i).input();
-      String head = head(in);
+      String head = RawHttp.readHead(in);
       assertTrue(head.startsWith("HTTP/1.1 200"), paths.get(i) + " on node " + (i % 3 + 1) + ": " + head);
       assertTrue(head.toLowerCase().contains("content-length: " + ORPHAN_SIZE), head);
       assertTrue(in.read() >= 0, paths.get(i) + ": the body began");
@@ -323,21 +322,6 @@ class BudgetsIT {
       perNode[i] = m.find() ? Double.parseDouble(m.group(1)) : 0;
     }
     return perNode;
-  }
-
-  private static String head(InputStream in) throws IOException {
-    ByteArrayOutputStream head = new ByteArrayOutputStream();
-    int matched = 0;
-    byte[] end = {'\r', '\n', '\r', '\n'};
-    while (matched < 4) {
-      int b = in.read();
-      if (b < 0) {
-        throw new IOException("connection closed before the response head ended: " + head);
-      }
-      head.write(b);
-      matched = b == end[matched] ? matched + 1 : (b == '\r' ? 1 : 0);
-    }
-    return head.toString(StandardCharsets.ISO_8859_1);
   }
 
   private static byte[] orphanBody(String path) {

@@ -154,7 +154,8 @@ public final class RawHttp implements AutoCloseable {
     return new Response(status, headers, body.toByteArray(), complete, System.nanoTime());
   }
 
-  private static String readHead(InputStream in) throws IOException {
+  /** Reads a response head up to and including its blank line (ISO-8859-1); fails on EOF before it. */
+  public static String readHead(InputStream in) throws IOException {
     ByteArrayOutputStream head = new ByteArrayOutputStream();
     int matched = 0;
     byte[] end = {'\r', '\n', '\r', '\n'};

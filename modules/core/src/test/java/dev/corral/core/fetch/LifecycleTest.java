@@ -102,6 +102,16 @@ class LifecycleTest extends EntityTestBase {
     }
   }
 
+  /** The key's entity, spawned, having fetched the key for one client, idle and not passivating. */
+  private ActorRef<FetchEntity.Command> fetchedAndIdle(ArtifactKey key, TestProbe<Object> shard) {
+    TestProbe<Reply> client = manual.createTestProbe();
+    ActorRef<FetchEntity.Command> entity = spawn(key, shard);
+    entity.tell(new FetchEntity.Join(key, 1, client.ref()));
+    client.expectMessageClass(Reply.Body.class, WAIT);
+    assertEquals(List.of(), toShardSoFar(entity, shard), "fetched and idle");
+    return entity;
+  }
+
   private static void assertPassivates(ActorRef<FetchEntity.Command> entity, List<Object> toShard) {
     assertEquals(1, toShard.size(), "one message to the shard: " + toShard);
     ClusterSharding.Passivate<?> p = assertInstanceOf(ClusterSharding.Passivate.class, toShard.get(0));
@@ -147,11 +157,7 @@ class LifecycleTest extends EntityTestBase {
     ArtifactKey key = ArtifactKey.of("r", u);
     upstream.serve(u, ByteString.fromString("cached, then purged"));
     TestProbe<Object> shard = manual.createTestProbe();
-    TestProbe<Reply> client = manual.createTestProbe();
-    ActorRef<FetchEntity.Command> entity = spawn(key, shard);
-    entity.tell(new FetchEntity.Join(key, 1, client.ref()));
-    client.expectMessageClass(Reply.Body.class, WAIT);
-    assertEquals(List.of(), toShardSoFar(entity, shard));
+    ActorRef<FetchEntity.Command> entity = fetchedAndIdle(key, shard);
     time.timePasses(IDLE);
     assertPassivates(entity, toShardSoFar(entity, shard));
 
@@ -201,11 +207,7 @@ class LifecycleTest extends EntityTestBase {
     upstream.serve(u, ByteString.fromString("written slowly"));
     CompletableFuture<Done> written = records.hold(key);
     TestProbe<Object> shard = manual.createTestProbe();
-    TestProbe<Reply> client = manual.createTestProbe();
-    ActorRef<FetchEntity.Command> entity = spawn(key, shard);
-    entity.tell(new FetchEntity.Join(key, 1, client.ref()));
-    client.expectMessageClass(Reply.Body.class, WAIT);
-    assertEquals(List.of(), toShardSoFar(entity, shard));
+    ActorRef<FetchEntity.Command> entity = fetchedAndIdle(key, shard);
 
     time.timePasses(IDLE);
     assertEquals(List.of(), toShardSoFar(entity, shard), "passivated while its record was being written");
