@@ -105,28 +105,28 @@ public final class ClusterPeers implements Peers {
   }
 
   @Override
-  public Reply forAnotherNode(Outcome outcome, Via via) {
+  public Reply forAnotherNode(Outcome outcome, Via via, List<String> alsoHeldBy) {
     String url = self.get();
     if (url == null) {
       // A node still starting cannot hand bytes to other nodes; a local-only reply would point
       // the waiter at its own store or downloads.
       return new Reply.Retry("this node cannot serve other nodes yet");
     }
-    return CrossNodeReplies.encode(outcome, via, url, inlineLimit);
+    return CrossNodeReplies.encode(outcome, via, url, inlineLimit, alsoHeldBy);
   }
 
   @Override
-  public Reply staleForAnotherNode(StoredArtifact stored, boolean revalidationFailed) {
+  public Reply staleForAnotherNode(StoredArtifact stored, boolean revalidationFailed, List<String> alsoHeldBy) {
     String url = self.get();
     if (url == null) {
       return new Reply.Retry("this node cannot serve other nodes yet");
     }
-    return CrossNodeReplies.stale(stored, url, revalidationFailed);
+    return CrossNodeReplies.stale(stored, url, revalidationFailed, alsoHeldBy);
   }
 
   @Override
   public Arrival arrived(Reply.ForAnotherNode reply) {
-    return CrossNodeReplies.decode(reply, (peerUrl, path) -> new PeerCopy(client, List.of(peerUrl), path, system));
+    return CrossNodeReplies.decode(reply, (holders, path) -> new PeerCopy(client, live(holders), path, system));
   }
 
   @Override

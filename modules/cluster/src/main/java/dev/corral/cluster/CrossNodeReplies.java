@@ -42,10 +42,25 @@ final class CrossNodeReplies {
    * {@code sha256} is null). The waiter's node copies it once, streams the copy to its clients and
    * keeps a verified replica, as old as the holder's copy ({@code fetchedAtMillis}; -1: fetched
    * just now). {@code revalidationFailed}: a STALE copy whose last revalidation failed (the
-   * waiter's node answers with {@code Warning: 111}).
+   * waiter's node answers with {@code Warning: 111}). {@code alsoAt}: other nodes the entity knows
+   * to hold the same committed blob; a copy that breaks and cannot be resumed at {@code peerUrl}
+   * resumes from them (issue 13 item 4). Null from a node of an earlier build: none.
    */
   record FromPeer(Via via, List<Header> headers, long length, String peerUrl, String sha256,
-      long downloadId, long fetchedAtMillis, boolean revalidationFailed) implements Reply.ForAnotherNode {
+      long downloadId, long fetchedAtMillis, boolean revalidationFailed, List<String> alsoAt)
+      implements Reply.ForAnotherNode {
+
+    FromPeer {
+      alsoAt = alsoAt == null || sha256 == null ? List.of() : List.copyOf(alsoAt);
+    }
+
+    /** Where the bytes may be read, in the order to ask: the entity's node first. */
+    List<String> holders() {
+      List<String> all = new java.util.ArrayList<>();
+      all.add(peerUrl);
+      alsoAt.stream().filter(h -> !all.contains(h)).forEach(all::add);
+      return List.copyOf(all);
+    }
 
     /** The path of the bytes on the peer's endpoint. */
     String path() {
@@ -58,38 +73,40 @@ final class CrossNodeReplies {
    * (bytes held by another node).
    *
    * @param self this node's peer base URL
+   * @param alsoAt other nodes known to hold the same committed bytes
    */
-  static Reply encode(Outcome outcome, Via via, String self, long inlineLimit) {
+  static Reply encode(Outcome outcome, Via via, String self, long inlineLimit, List<String> alsoAt) {
     Via remote = via == Via.HIT ? Via.PEER : via;
     if (outcome instanceof Outcome.Body b) {
       StoredArtifact a = b.artifact();
       return b.bytes().size() <= inlineLimit
           ? new Inline(remote, b.headers(), b.bytes(), a.sha256(), a.fetchedAtMillis())
-          : new FromPeer(remote, b.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis(), false);
+          : new FromPeer(remote, b.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis(), false, alsoAt);
     }
     StoredArtifact committed = outcome instanceof Outcome.Stored s ? s.artifact()
         : outcome instanceof Outcome.Revalidated r ? r.artifact() : null;
     if (committed != null) {
       return new FromPeer(remote, committed.headers(), committed.size(), self, committed.sha256(), -1,
-          committed.fetchedAtMillis(), false);
+          committed.fetchedAtMillis(), false, alsoAt);
     }
     if (outcome instanceof Outcome.Streaming s) {
-      return new FromPeer(remote, s.headers(), s.length(), self, null, s.downloadId(), -1, false);
+      return new FromPeer(remote, s.headers(), s.length(), self, null, s.downloadId(), -1, false, List.of());
     }
     return Reply.of(outcome, via); // no bytes to carry: not found, failed, ask again
   }
 
   /** On the entity's node: a stale committed copy for a waiter on another node (always read from here). */
-  static Reply stale(StoredArtifact stored, String self, boolean revalidationFailed) {
+  static Reply stale(StoredArtifact stored, String self, boolean revalidationFailed, List<String> alsoAt) {
     return new FromPeer(Via.STALE, stored.headers(), stored.size(), self, stored.sha256(), -1,
-        stored.fetchedAtMillis(), revalidationFailed);
+        stored.fetchedAtMillis(), revalidationFailed, alsoAt);
   }
 
   /**
    * On the waiter's node: an inline body is checked against its SHA-256; a pointer becomes a
-   * copy from that node ({@code copyFrom} makes its source from the peer URL and path).
+   * copy from that node, or from the other holders named when it breaks ({@code copyFrom} makes
+   * its source from the holders, in order, and the path).
    */
-  static Peers.Arrival decode(Reply.ForAnotherNode reply, BiFunction<String, String, PeerCopy> copyFrom) {
+  static Peers.Arrival decode(Reply.ForAnotherNode reply, BiFunction<List<String>, String, PeerCopy> copyFrom) {
     if (reply instanceof Inline in) {
       String actual = Sha256.hex(in.bytes());
       if (!actual.equals(in.sha256())) {
@@ -99,7 +116,7 @@ final class CrossNodeReplies {
       return new Peers.Arrival.Body(new Reply.Body(in.via(), in.headers(), in.bytes()), in.sha256(), in.fetchedAtMillis());
     }
     if (reply instanceof FromPeer from) {
-      return new Peers.Arrival.Copy(from.via(), copyFrom.apply(from.peerUrl(), from.path()), from.sha256(),
+      return new Peers.Arrival.Copy(from.via(), copyFrom.apply(from.holders(), from.path()), from.sha256(),
           from.headers(), from.sha256() == null ? -1 : from.fetchedAtMillis(), from.revalidationFailed());
     }
     return new Peers.Arrival.Refused(new Reply.Failed(Failure.PEER_ERROR,

@@ -80,7 +80,7 @@ class CrossNodeRepliesTest {
   @Test
   void aSmallBodyTravelsInsideTheReplyAndAHitThereIsPeer() {
     ByteString body = random(1000);
-    Reply r = CrossNodeReplies.encode(new Outcome.Body(HEADERS, body, artifact(body)), Via.HIT, SELF, 1024);
+    Reply r = CrossNodeReplies.encode(new Outcome.Body(HEADERS, body, artifact(body)), Via.HIT, SELF, 1024, List.of());
     CrossNodeReplies.Inline in = assertInstanceOf(CrossNodeReplies.Inline.class, r);
     assertEquals(Via.PEER, in.via());
     assertEquals(1234L, in.fetchedAtMillis());
@@ -93,13 +93,13 @@ class CrossNodeRepliesTest {
   @Test
   void aLargerBodyIsReadFromTheHoldersBlobAndARunningDownloadFromTheDownload() {
     ByteString body = random(2000);
-    Reply r = CrossNodeReplies.encode(new Outcome.Body(HEADERS, body, artifact(body)), Via.MISS, SELF, 1024);
+    Reply r = CrossNodeReplies.encode(new Outcome.Body(HEADERS, body, artifact(body)), Via.MISS, SELF, 1024, List.of());
     CrossNodeReplies.FromPeer from = assertInstanceOf(CrossNodeReplies.FromPeer.class, roundTrip(r));
     assertEquals(Via.MISS, from.via());
     assertEquals("/-/peer/blobs/" + artifact(body).sha256(), from.path());
     String[] asked = new String[2];
-    Peers.Arrival.Copy copy = assertInstanceOf(Peers.Arrival.Copy.class, CrossNodeReplies.decode(from, (url, path) -> {
-      asked[0] = url;
+    Peers.Arrival.Copy copy = assertInstanceOf(Peers.Arrival.Copy.class, CrossNodeReplies.decode(from, (urls, path) -> {
+      asked[0] = String.join(",", urls);
       asked[1] = path;
       return null;
     }));
@@ -107,7 +107,7 @@ class CrossNodeRepliesTest {
     assertEquals(artifact(body).sha256(), copy.sha256());
     assertEquals(1234L, copy.fetchedAtMillis());
 
-    Reply streaming = CrossNodeReplies.encode(new Outcome.Streaming(HEADERS, 1L << 33, 17), Via.MISS, SELF, 1024);
+    Reply streaming = CrossNodeReplies.encode(new Outcome.Streaming(HEADERS, 1L << 33, 17), Via.MISS, SELF, 1024, List.of());
     CrossNodeReplies.FromPeer growing = assertInstanceOf(CrossNodeReplies.FromPeer.class, roundTrip(streaming));
     assertEquals("/-/peer/downloads/17", growing.path());
     Peers.Arrival.Copy copying = assertInstanceOf(Peers.Arrival.Copy.class, CrossNodeReplies.decode(growing, (u, p) -> null));
@@ -116,12 +116,31 @@ class CrossNodeRepliesTest {
   }
 
   @Test
+  void aPointerToCommittedBytesNamesTheOtherHoldersAndOneToARunningDownloadNone() {
+    // Issue 13 item 4: a copy that breaks may resume from any holder the entity knows.
+    ByteString body = random(2000);
+    String other = "http://127.0.0.1:10";
+    var from = assertInstanceOf(CrossNodeReplies.FromPeer.class, roundTrip(CrossNodeReplies.encode(
+        new Outcome.Stored(artifact(body)), Via.HIT, SELF, 1024, List.of(other, SELF))));
+    assertEquals(List.of(SELF, other), from.holders(), "the entity's node first, each once");
+    var stale = assertInstanceOf(CrossNodeReplies.FromPeer.class,
+        roundTrip(CrossNodeReplies.stale(artifact(body), SELF, false, List.of(other))));
+    assertEquals(List.of(SELF, other), stale.holders());
+    var growing = assertInstanceOf(CrossNodeReplies.FromPeer.class, roundTrip(CrossNodeReplies.encode(
+        new Outcome.Streaming(HEADERS, 1L << 20, 3), Via.MISS, SELF, 1024, List.of(other))));
+    assertEquals(List.of(SELF), growing.holders(), "only the downloading node has a running download");
+    var fromAnEarlierBuild = new CrossNodeReplies.FromPeer(Via.HIT, HEADERS, 2000, SELF, artifact(body).sha256(),
+        -1, 1234L, false, null);
+    assertEquals(List.of(SELF), fromAnEarlierBuild.holders());
+  }
+
+  @Test
   void aStaleCopyCarriesWhetherItsLastRevalidationFailed() {
     // Issue 13 item 10: the waiter's node answers a relayed STALE with Warning: 111 as a local one.
     ByteString body = random(100);
     for (boolean failed : new boolean[] {true, false}) {
       CrossNodeReplies.FromPeer stale = assertInstanceOf(CrossNodeReplies.FromPeer.class,
-          roundTrip(CrossNodeReplies.stale(artifact(body), SELF, failed)));
+          roundTrip(CrossNodeReplies.stale(artifact(body), SELF, failed, List.of())));
       assertEquals(Via.STALE, stale.via());
       Peers.Arrival.Copy copy = assertInstanceOf(Peers.Arrival.Copy.class, CrossNodeReplies.decode(stale, (u, p) -> null));
       assertEquals(failed, copy.revalidationFailed());
@@ -140,7 +159,7 @@ class CrossNodeRepliesTest {
 
   @Test
   void outcomesWithoutBytesAreSentAsTheyAre() {
-    Reply nf = CrossNodeReplies.encode(new Outcome.NotFound(true, HEADERS), Via.MISS, SELF, 1024);
+    Reply nf = CrossNodeReplies.encode(new Outcome.NotFound(true, HEADERS), Via.MISS, SELF, 1024, List.of());
     assertEquals(new Reply.NotFound(Via.MISS, true, HEADERS), nf);
   }
 

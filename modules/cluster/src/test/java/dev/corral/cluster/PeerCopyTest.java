@@ -3,6 +3,11 @@ package dev.corral.cluster;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import dev.corral.core.download.Outcome;
+import dev.corral.core.fetch.Peers;
+import dev.corral.core.fetch.Reply;
+import dev.corral.core.fetch.Via;
+import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.UpstreamRequest;
 import dev.corral.core.upstream.UpstreamResponse;
@@ -152,5 +157,28 @@ class PeerCopyTest {
         .toCompletableFuture().get(10, TimeUnit.SECONDS);
     ok.body().runWith(Sink.ignore(), kit.system()).toCompletableFuture().get(10, TimeUnit.SECONDS);
     assertEquals(List.of("http://127.0.0.1:33"), whole.asked(), "a holder never asked is never blamed");
+  }
+
+  @Test
+  void aCopyOfAnotherNodesHitThatBreaksResumesFromAHolderTheEntityAlsoNamed() throws Exception {
+    // Issue 13 item 4: resume after a break may come from any holder, not only the one named.
+    // The entity's node (h40) answers a hit for a waiter elsewhere, naming h41 as another holder
+    // it knows; h40's transfer breaks at 70 000 and h40 is gone; h41 gives the rest.
+    asked.clear();
+    holders.put("http://127.0.0.1:40", offset -> offset == 0 ? serving(70_000).get(0)
+        : CompletableFuture.failedFuture(new IOException("connection refused")));
+    holders.put("http://127.0.0.1:41", serving(BODY.length));
+    StoredArtifact held = new StoredArtifact("k".repeat(64), "r|http://upstream.example/a", "a".repeat(64),
+        BODY.length, List.of(), 1234L);
+    Reply reply = CrossNodeReplies.encode(new Outcome.Stored(held), Via.HIT, "http://127.0.0.1:40", 1024,
+        List.of("http://127.0.0.1:41"));
+    Peers.Arrival.Copy arrival = (Peers.Arrival.Copy) CrossNodeReplies.decode((Reply.ForAnotherNode) reply,
+        (from, path) -> new PeerCopy(client, from, path, kit.system()));
+    UpstreamResponse r = arrival.source().get(new UpstreamRequest("r", "http://upstream.example/a", List.of()))
+        .toCompletableFuture().get(10, TimeUnit.SECONDS);
+    assertEquals(ByteString.fromArray(BODY), r.body()
+        .runWith(Sink.fold(ByteString.emptyByteString(), ByteString::concat), kit.system())
+        .toCompletableFuture().get(10, TimeUnit.SECONDS));
+    assertEquals(List.of("http://127.0.0.1:40@0", "http://127.0.0.1:40@70000", "http://127.0.0.1:41@70000"), asked);
   }
 }

@@ -689,7 +689,28 @@ public final class FetchEntity {
    * what {@link Peers#forAnotherNode} makes of the outcome (the bytes inside, or where to read them).
    */
   private void send(ActorRef<Reply> to, Outcome outcome, Via via) {
-    to.tell(isLocal(to) ? Reply.of(outcome, via) : node.peers().forAnotherNode(outcome, via));
+    if (isLocal(to)) {
+      to.tell(Reply.of(outcome, via));
+      return;
+    }
+    StoredArtifact committed = outcome instanceof Outcome.Body b ? b.artifact()
+        : outcome instanceof Outcome.Stored s ? s.artifact()
+        : outcome instanceof Outcome.Revalidated r ? r.artifact() : null;
+    to.tell(node.peers().forAnotherNode(outcome, via, committed == null ? List.of() : otherHolders(committed)));
+  }
+
+  /**
+   * Issue 13 item 4: the other live nodes this entity knows to hold {@code artifact}'s bytes, so
+   * that a copy from this node that breaks may resume from one of them. Only what the entity
+   * already knows (its last record read or write): a hit never reads the record.
+   */
+  private List<String> otherHolders(StoredArtifact artifact) {
+    Record known = record.known();
+    if (known == null || known.cached() == null || !known.cached().sha256().equals(artifact.sha256())) {
+      return List.of();
+    }
+    Optional<String> self = node.peers().self();
+    return node.peers().live(known.holders()).stream().filter(h -> self.isEmpty() || !h.equals(self.get())).toList();
   }
 
   /**
@@ -701,7 +722,7 @@ public final class FetchEntity {
     if (isLocal(to)) {
       to.tell(new Reply.Stale(stored, freshness.revalidationFailed()));
     } else {
-      to.tell(node.peers().staleForAnotherNode(stored, freshness.revalidationFailed()));
+      to.tell(node.peers().staleForAnotherNode(stored, freshness.revalidationFailed(), otherHolders(stored)));
     }
   }
 }

@@ -38,16 +38,20 @@ public interface Peers {
   /** Whether another node may hold a key's bytes now (false on a node alone). */
   boolean othersMayHold();
 
-  /** A waiter on another node is told {@code outcome}: small bytes inside, or where to read them. */
-  Reply forAnotherNode(Outcome outcome, Via via);
+  /**
+   * A waiter on another node is told {@code outcome}: small bytes inside, or where to read them.
+   * {@code alsoHeldBy}: other nodes this node knows to hold the same committed bytes, from which a
+   * copy that breaks may resume (issue 13 item 4); empty for a body still downloading.
+   */
+  Reply forAnotherNode(Outcome outcome, Via via, List<String> alsoHeldBy);
 
   /**
    * A waiter on another node is told to serve {@code stored}, a stale copy of mutable metadata
    * ({@code X-Cache: STALE}); {@code revalidationFailed}: the last revalidation failed, so the
    * waiter's node says so ({@code Warning: 111}) as a local answer would.
    */
-  default Reply staleForAnotherNode(StoredArtifact stored, boolean revalidationFailed) {
-    return forAnotherNode(new Outcome.Stored(stored), Via.STALE);
+  default Reply staleForAnotherNode(StoredArtifact stored, boolean revalidationFailed, List<String> alsoHeldBy) {
+    return forAnotherNode(new Outcome.Stored(stored), Via.STALE, alsoHeldBy);
   }
 
   /** On the waiter's node: what a reply made by {@link #forAnotherNode} means here. */
@@ -136,7 +140,7 @@ public interface Peers {
     }
 
     @Override
-    public Reply forAnotherNode(Outcome outcome, Via via) {
+    public Reply forAnotherNode(Outcome outcome, Via via, List<String> alsoHeldBy) {
       return new Reply.Retry("this node does not serve other nodes");
     }
 

@@ -68,7 +68,7 @@ public final class KeyRecords {
   public final class Writer {
     private final String persistenceId;
     private long revision = -1; // unknown until read
-    private Record current; // the record at that revision
+    private volatile Record current; // the record at that revision (or being written over it)
     private boolean writing;
     private boolean retryDue;
     private int failures;
@@ -77,6 +77,15 @@ public final class KeyRecords {
 
     private Writer(String persistenceId) {
       this.persistenceId = persistenceId;
+    }
+
+    /**
+     * The record as this writer last knew it (read, or last written or being written), null when
+     * it has not been read since the entity started or since a write failed. A hint, never read
+     * from the database: which other nodes hold the bytes, as far as this entity has heard.
+     */
+    public Record known() {
+      return current;
     }
 
     /** A write is in flight or waits for its retry. */

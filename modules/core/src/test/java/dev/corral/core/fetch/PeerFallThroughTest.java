@@ -59,7 +59,7 @@ class PeerFallThroughTest extends EntityTestBase {
       }
 
       @Override
-      public Reply forAnotherNode(Outcome outcome, Via via) {
+      public Reply forAnotherNode(Outcome outcome, Via via, List<String> alsoHeldBy) {
         return new Reply.Retry("no other node in this test");
       }
 

@@ -83,7 +83,7 @@ class PeerRepliesTest extends EntityTestBase {
       }
 
       @Override
-      public Reply forAnotherNode(Outcome outcome, Via via) {
+      public Reply forAnotherNode(Outcome outcome, Via via, List<String> alsoHeldBy) {
         throw new UnsupportedOperationException("this node's entities are stand-ins");
       }
 

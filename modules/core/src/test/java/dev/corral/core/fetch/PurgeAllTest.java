@@ -112,7 +112,7 @@ class PurgeAllTest {
     }
 
     @Override
-    public Reply forAnotherNode(Outcome outcome, Via via) {
+    public Reply forAnotherNode(Outcome outcome, Via via, List<String> alsoHeldBy) {
       return new Reply.Retry("test");
     }
 
