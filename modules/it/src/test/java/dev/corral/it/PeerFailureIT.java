@@ -9,10 +9,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
 import dev.corral.testkit.Await;
+import dev.corral.testkit.RawHttp;
 import dev.corral.testkit.upstream.FakeUpstream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.InetSocketAddress;
+import java.net.URI;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -60,6 +63,12 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * fetch verifies against the checksum as the key's fetch does: a body that does not match is cut
  * before its last byte on every node and nothing is stored; one that matches is served whole
  * ({@code X-Cache: BYPASS}).
+ *
+ * <p>And what a node serves its own clients from its store is verified (issue 13 item 5, F2): a
+ * large hit whose blob was corrupted on disk (same size) streams hashed and is cut before its last
+ * byte, a small one is read whole and verified before it is answered; either way the node drops
+ * the bad copy and its next answer has the right bytes. The memory cache is off on every node, so
+ * that every hit reads the disk (a small body kept on the heap was verified when it was kept).
  */
 @Tag("cross-node")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -70,6 +79,11 @@ class PeerFailureIT {
   /** The {@code bp} repository's waiter budget: what a client waits before it bypasses the cache. */
   private static final Duration BUDGET = Duration.ofMillis(2500);
   private static final int JAR_SIZE = 512 * 1024;
+  /** Keys of the served-from-the-store tests: the large one streams from disk, the small one is read whole. */
+  private static final String LARGE_HIT = "/hit-large.bin";
+  private static final String SMALL_HIT = "/hit-small.bin";
+  private static final byte[] LARGE_HIT_BODY = CrashRestartIT.bytes(7901, SIZE);
+  private static final byte[] SMALL_HIT_BODY = CrashRestartIT.bytes(7902, 10_000);
   private static final Pattern INFLIGHT = Pattern.compile("(?m)^corral_inflight_fetches\\{repo=\"bp\"\\} ([0-9.eE+-]+)");
 
   @RegisterExtension static final Postgres postgres = new Postgres();
@@ -88,6 +102,7 @@ class PeerFailureIT {
     Path conf = temp.resolve("bypass.conf");
     Files.writeString(conf, """
         pekko.cluster.seed-node-timeout = 3s
+        corral.memory-cache-size = 0
         corral.repos.bp { type = maven, url = "%s", first-byte-timeout = 20s, retries = 0, negative-ttl = 1ms,
                           waiter-budget = %dms, on-budget-exhausted = bypass }
         """.formatted(upstream.url("/m2/"), BUDGET.toMillis()));
@@ -123,7 +138,9 @@ class PeerFailureIT {
 
   private void answer(HttpExchange exchange, int nth) throws Exception {
     String path = exchange.getRequestURI().getPath();
-    if (path.startsWith("/p-")) {
+    if (path.equals(LARGE_HIT) || path.equals(SMALL_HIT)) {
+      FakeUpstream.send(exchange, 200, path.equals(LARGE_HIT) ? LARGE_HIT_BODY : SMALL_HIT_BODY);
+    } else if (path.startsWith("/p-")) {
       FakeUpstream.send(exchange, 200, body(keyNumber(path)));
     } else if (path.startsWith("/m2/") && path.endsWith(".jar.sha512") && jars.containsKey(path.substring(3, path.length() - 7))) {
       byte[] good = jars.get(path.substring(3, path.length() - 7)).good;
@@ -215,6 +232,83 @@ class PeerFailureIT {
     byte[] bad = body(k).clone();
     bad[SIZE / 3] ^= 1;
     return bad;
+  }
+
+  /**
+   * Fetches {@code path} through node 1 and waits for node 1's blob, then overwrites it with the
+   * same bytes but one (same size: only hashing finds it); returns the corrupted bytes.
+   */
+  private byte[] storedOnNode1ThenCorrupted(String path, byte[] good) throws Exception {
+    HttpResponse<byte[]> first = Http.getBytes(cluster.base(0) + "/up" + path);
+    assertEquals(200, first.statusCode());
+    assertArrayEquals(good, first.body());
+    String sha = sha256(good);
+    Await.until("node 1's copy of " + path, Duration.ofSeconds(30), () -> blobs(0, sha).size() == 1);
+    byte[] bad = good.clone();
+    bad[good.length / 3] ^= 1;
+    Files.write(blobs(0, sha).get(0), bad);
+    return bad;
+  }
+
+  private InetSocketAddress address(int node) {
+    return new InetSocketAddress("127.0.0.1", URI.create(cluster.base(node)).getPort());
+  }
+
+  @Test
+  void aLargeHitCorruptedOnDiskIsCutBeforeItsLastByteForTheClientThenDroppedAndServedRight() throws Exception {
+    byte[] good = LARGE_HIT_BODY;
+    byte[] bad = storedOnNode1ThenCorrupted(LARGE_HIT, good);
+
+    // Raw HTTP: the JDK client would hide a cut response behind an exception (or send it again).
+    RawHttp.Response cut = RawHttp.exchange(address(0), "GET", "/up" + LARGE_HIT);
+    assertFalse(cut.complete(), "node 1 ended its corrupt stored body as complete (" + cut.body().length + " bytes, "
+        + (java.util.Arrays.equals(bad, cut.body()) ? "the corrupt bytes" : "other bytes") + ")");
+    if (cut.status() != 0) { // an abort may reset the connection before the head is read
+      assertEquals(200, cut.status());
+      assertEquals("HIT", cut.xCache());
+      assertEquals(String.valueOf(SIZE), cut.header("Content-Length"));
+      assertTrue(cut.body().length < SIZE, "cut before the last byte: " + cut.body().length + " of " + SIZE);
+      assertArrayEquals(java.util.Arrays.copyOf(bad, cut.body().length), cut.body(), "what came before the cut");
+    }
+    String sha = sha256(good);
+    Await.until("node 1 drops its bad copy", Duration.ofSeconds(30), () -> blobs(0, sha).isEmpty());
+
+    // The next request on node 1 is a miss: the right bytes from the other holder or the upstream.
+    HttpResponse<byte[]> next = Http.getBytes(cluster.base(0) + "/up" + LARGE_HIT);
+    assertEquals(200, next.statusCode());
+    assertTrue(Set.of("MISS", "PEER").contains(Http.xCache(next)), "node 1 after dropping its copy: " + Http.xCache(next));
+    assertArrayEquals(good, next.body());
+    int fetched = upstream.requests(LARGE_HIT);
+    assertTrue(fetched == 1 || fetched == 2, "fetched from the upstream at most once more: " + fetched);
+    for (int i = 0; i < 3; i++) {
+      HttpResponse<byte[]> r = Http.getBytes(cluster.base(i) + "/up" + LARGE_HIT);
+      assertEquals(200, r.statusCode(), "node " + (i + 1));
+      assertArrayEquals(good, r.body(), "node " + (i + 1));
+    }
+    assertEquals(fetched, upstream.requests(LARGE_HIT), "nothing fetched again once node 1 had the right bytes");
+  }
+
+  @Test
+  void aSmallHitCorruptedOnDiskIsNeverServedToTheClientButFetchedAgain() throws Exception {
+    byte[] good = SMALL_HIT_BODY;
+    byte[] bad = storedOnNode1ThenCorrupted(SMALL_HIT, good);
+
+    // Read whole and verified before it is answered: the corruption turns node 1's hit into a miss.
+    HttpResponse<byte[]> r = Http.getBytes(cluster.base(0) + "/up" + SMALL_HIT);
+    assertEquals(200, r.statusCode());
+    assertTrue(Set.of("MISS", "PEER").contains(Http.xCache(r)), "node 1 served its corrupt copy as " + Http.xCache(r));
+    assertArrayEquals(good, r.body());
+    int fetched = upstream.requests(SMALL_HIT);
+    assertTrue(fetched == 1 || fetched == 2, "fetched from the upstream at most once more: " + fetched);
+    for (Path p : blobs(0, sha256(good))) {
+      assertFalse(java.util.Arrays.equals(Files.readAllBytes(p), bad), "node 1 keeps no corrupt copy");
+    }
+    for (int i = 0; i < 3; i++) {
+      HttpResponse<byte[]> again = Http.getBytes(cluster.base(i) + "/up" + SMALL_HIT);
+      assertEquals(200, again.statusCode(), "node " + (i + 1));
+      assertArrayEquals(good, again.body(), "node " + (i + 1));
+    }
+    assertEquals(fetched, upstream.requests(SMALL_HIT), "nothing fetched again once node 1 had the right bytes");
   }
 
   /**
