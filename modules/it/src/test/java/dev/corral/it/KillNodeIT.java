@@ -26,6 +26,7 @@ import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -303,6 +304,52 @@ class KillNodeIT {
         (lastAnswer - killedAt) / 1e9);
     int upstreamRequests = upstream.requests("/large.bin");
     assertTrue(upstreamRequests <= 2, "at most one more upstream request: " + upstreamRequests);
+  }
+
+  /**
+   * Issue 13 item 3, a failed record write is tried again, not lost: the records' table is away
+   * (renamed) when a fetch commits, so the entity's write fails; the table is back before the
+   * tries run out, and the record then lists the holder. Runs first: it kills nothing.
+   */
+  @Test
+  @Order(0)
+  void aRecordWriteThatFailsIsTriedAgainAndTheRecordListsTheHolder() throws Exception {
+    String path = "/held/written-late.bin";
+    String keyId = ArtifactKey.of("up", upstream.url(path)).id();
+    Pattern failedTry = Pattern.compile("could not write the record of Fetch\\|" + keyId + " \\(try (\\d) of 5\\)");
+    try (Connection c = DriverManager.getConnection(db.url(), db.user(), db.password());
+        Statement st = c.createStatement()) {
+      st.execute("ALTER TABLE durable_state RENAME TO durable_state_away");
+      int[] writer = {-1};
+      try {
+        HttpResponse<byte[]> r = Http.getBytes(cluster.base(0) + "/up" + path);
+        assertEquals(200, r.statusCode());
+        assertArrayEquals(heldBody(path), r.body());
+        // The node whose entity ran the fetch logs the failed try (the answer does not wait for the record).
+        Await.until(Duration.ofSeconds(30), () -> "a failed write of " + path + "'s record logged", () -> {
+          for (int i = 0; i < 3; i++) {
+            if (failedTry.matcher(cluster.nodes.get(i).stdout()).find()) {
+              writer[0] = i;
+              return true;
+            }
+          }
+          return false;
+        });
+      } finally {
+        st.execute("ALTER TABLE durable_state_away RENAME TO durable_state");
+      }
+      String writerPeer = peerUrl(writer[0]);
+      Await.until(Duration.ofSeconds(30), () -> path + "'s record lists " + recordedHolders(keyId)
+          + "\n" + cluster.nodes.get(writer[0]).output(), () -> recordedHolders(keyId).contains(writerPeer));
+      Matcher tries = failedTry.matcher(cluster.nodes.get(writer[0]).stdout());
+      int failed = 0;
+      while (tries.find()) {
+        failed = Integer.parseInt(tries.group(1));
+      }
+      System.out.printf("KillNodeIT: %s's record written by node-%d after %d failed tries%n", path, writer[0] + 1, failed);
+      assertTrue(failed >= 1 && failed < 5, "tries failed: " + failed);
+      assertEquals(1, upstream.requests(path));
+    }
   }
 
   /**
