@@ -57,7 +57,12 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * dead node is downed: docs/operations.md), the upstream sees at most one more request, and no
  * client anywhere gets a short or wrong body as a 200.
  *
+ * <p>Also issue 13 item 3 (the record tells the truth about holders) on the same processes: a
+ * killed holder, once downed, is not offered, and a failed record write is tried again.
+ *
  * <p>One cluster for the class: each test starts by bringing back a node an earlier test killed.
+ * The tests run in a fixed order: the one that kills nothing first, the last one's kill needing no
+ * restart after it.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
