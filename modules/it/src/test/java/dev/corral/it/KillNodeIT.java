@@ -4,7 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.dataformat.cbor.databind.CBORMapper;
 import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import dev.corral.core.key.ArtifactKey;
 import dev.corral.testkit.Await;
 import dev.corral.testkit.RawHttp;
 import dev.corral.testkit.upstream.FakeUpstream;
@@ -18,11 +21,18 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -32,8 +42,11 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
@@ -44,9 +57,15 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * dead node is downed: docs/operations.md), the upstream sees at most one more request, and no
  * client anywhere gets a short or wrong body as a 200.
  *
+ * <p>Also issue 13 item 3 (the record tells the truth about holders) on the same processes: a
+ * killed holder, once downed, is not offered, and a failed record write is tried again.
+ *
  * <p>One cluster for the class: each test starts by bringing back a node an earlier test killed.
+ * The tests run in a fixed order: the one that kills nothing first, the last one's kill needing no
+ * restart after it.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class KillNodeIT {
   /** Below the 8 MiB inline limit: waiters are answered only once the body is complete. */
   private static final int SIZE = 4 * 1024 * 1024;
@@ -57,6 +76,11 @@ class KillNodeIT {
   private static final Duration BUDGET = Duration.ofSeconds(63);
   /** How far past its budget a client call may run before the test calls it a hang (a loaded 2-core machine). */
   private static final Duration SLACK = Duration.ofSeconds(15);
+  /** The bodies under {@code /held/}: above the 64 KiB inline limit, so other nodes copy them from a holder's peer endpoint. */
+  private static final int HELD_SIZE = 200 * 1024;
+  private static final Pattern PEER_URL = Pattern.compile("peer endpoint for other nodes: (\\S+)/-/peer/");
+  private static final Pattern UPSTREAM_OK =
+      Pattern.compile("(?m)^corral_upstream_requests_total\\{repo=\"up\",status=\"200\"\\} ([0-9.Ee+]+)");
   private static final Pattern INFLIGHT = Pattern.compile("(?m)^corral_inflight_fetches\\{repo=\"up\"\\} ([0-9.]+)");
 
   @RegisterExtension static final Postgres postgres = new Postgres();
@@ -76,12 +100,14 @@ class KillNodeIT {
   private final CountDownLatch firstLargeFetchStuck = new CountDownLatch(1);
   private final CountDownLatch releaseFirst = new CountDownLatch(1);
   private FakeUpstream upstream;
+  private Postgres.Database db;
 
   @BeforeAll
   void startCluster() throws Exception {
     temp = Files.createTempDirectory("kill-node-it");
     upstream = new FakeUpstream(this::answer);
-    cluster = CorralCluster.start(processes, 3, temp, postgres.newDatabase(), List.of(), "up=generic:" + upstream.url("/"));
+    db = postgres.newDatabase();
+    cluster = CorralCluster.start(processes, 3, temp, db, List.of(), "up=generic:" + upstream.url("/"));
   }
 
   /** All three nodes Up and ready; a node an earlier test killed is started again first. */
@@ -110,9 +136,16 @@ class KillNodeIT {
     }
   }
 
-  /** The first fetch gets the headers and a quarter of the body, then nothing more; later ones get it all. */
+  /**
+   * The first fetch of the slow and large bodies gets the headers and a quarter of the body, then
+   * nothing more; later ones get it all. Paths under {@code /held/} answer their own bytes at once.
+   */
   private void answer(HttpExchange exchange, int nth) throws Exception {
     String path = exchange.getRequestURI().getPath();
+    if (path.startsWith("/held/")) {
+      FakeUpstream.send(exchange, 200, heldBody(path));
+      return;
+    }
     byte[] b = path.equals("/slow.bin") ? body : path.equals("/large.bin") ? large : null;
     if (b == null) {
       FakeUpstream.send(exchange, 404, new byte[0]);
@@ -134,6 +167,7 @@ class KillNodeIT {
   private record Waiter(int node, long sentAt, CompletableFuture<RawHttp.Response> response) {}
 
   @Test
+  @Order(1)
   void killingTheEntitysNodeMidFetchLeavesNoWaiterOnTheSurvivorsWithoutTheExactBytes() throws Exception {
     List<Waiter> waiters = new ArrayList<>();
     for (int i = 0; i < 3 * WAITERS_PER_NODE; i++) {
@@ -206,6 +240,7 @@ class KillNodeIT {
   }
 
   @Test
+  @Order(2)
   void killingTheEntitysNodeWhileALargeBodyStreamsAbortsItsReadersAndTheNextRequestsGetTheExactBytes() throws Exception {
     List<Streaming> readers = new ArrayList<>();
     for (int i = 0; i < 6; i++) {
@@ -274,6 +309,150 @@ class KillNodeIT {
         (lastAnswer - killedAt) / 1e9);
     int upstreamRequests = upstream.requests("/large.bin");
     assertTrue(upstreamRequests <= 2, "at most one more upstream request: " + upstreamRequests);
+  }
+
+  /**
+   * Issue 13 item 3, a failed record write is tried again, not lost: the records' table is away
+   * (renamed) when a fetch commits, so the entity's write fails; the table is back before the
+   * tries run out, and the record then lists the holder. Runs first: it kills nothing.
+   */
+  @Test
+  @Order(0)
+  void aRecordWriteThatFailsIsTriedAgainAndTheRecordListsTheHolder() throws Exception {
+    String path = "/held/written-late.bin";
+    String keyId = ArtifactKey.of("up", upstream.url(path)).id();
+    Pattern failedTry = Pattern.compile("could not write the record of Fetch\\|" + keyId + " \\(try (\\d) of 5\\)");
+    try (Connection c = DriverManager.getConnection(db.url(), db.user(), db.password());
+        Statement st = c.createStatement()) {
+      st.execute("ALTER TABLE durable_state RENAME TO durable_state_away");
+      int[] writer = {-1};
+      try {
+        HttpResponse<byte[]> r = Http.getBytes(cluster.base(0) + "/up" + path);
+        assertEquals(200, r.statusCode());
+        assertArrayEquals(heldBody(path), r.body());
+        // The node whose entity ran the fetch logs the failed try (the answer does not wait for the record).
+        Await.until(Duration.ofSeconds(30), () -> "a failed write of " + path + "'s record logged", () -> {
+          for (int i = 0; i < 3; i++) {
+            if (failedTry.matcher(cluster.nodes.get(i).stdout()).find()) {
+              writer[0] = i;
+              return true;
+            }
+          }
+          return false;
+        });
+      } finally {
+        st.execute("ALTER TABLE durable_state_away RENAME TO durable_state");
+      }
+      String writerPeer = peerUrl(writer[0]);
+      Await.until(Duration.ofSeconds(30), () -> path + "'s record lists " + recordedHolders(keyId)
+          + "\n" + cluster.nodes.get(writer[0]).output(), () -> recordedHolders(keyId).contains(writerPeer));
+      Matcher tries = failedTry.matcher(cluster.nodes.get(writer[0]).stdout());
+      int failed = 0;
+      while (tries.find()) {
+        failed = Integer.parseInt(tries.group(1));
+      }
+      System.out.printf("KillNodeIT: %s's record written by node-%d after %d failed tries%n", path, writer[0] + 1, failed);
+      assertTrue(failed >= 1 && failed < 5, "tries failed: " + failed);
+      assertEquals(1, upstream.requests(path));
+    }
+  }
+
+  /**
+   * Issue 13 item 3, "the record tells the truth about holders": a holder killed and downed is no
+   * longer offered. Node 3 is a key's only holder (the record lists its peer URL alone); once the
+   * survivors have removed it, a listener bound at node 3's old peer address stands in for it and
+   * counts what it is asked. A miss for the key on each survivor asks nothing there: the first
+   * fetches from the upstream once more, the second copies that.
+   */
+  @Test
+  @Order(3)
+  void aKilledHolderIsNotOfferedOnceDownedAndTheNextMissFetchesFromTheUpstream() throws Exception {
+    int holder = 2;
+    String holderPeer = peerUrl(holder);
+    // A key whose fetch node 3 ran itself when asked there: its entity is on node 3, the only holder.
+    String path = null;
+    for (int i = 0; i < 40 && path == null; i++) {
+      String p = "/held/k" + i + ".bin";
+      double before = upstreamRequests(holder);
+      HttpResponse<byte[]> r = Http.getBytes(cluster.base(holder) + "/up" + p);
+      assertEquals(200, r.statusCode(), p);
+      assertArrayEquals(heldBody(p), r.body(), p);
+      if (upstreamRequests(holder) > before) {
+        path = p;
+      }
+    }
+    assertTrue(path != null, "node-3 ran none of 40 keys' fetches");
+    String held = path;
+    String keyId = ArtifactKey.of("up", upstream.url(held)).id();
+    // Written off the request path: without this wait the kill could come first, and nothing would be left to offer.
+    Await.until(Duration.ofSeconds(30), () -> held + "'s record lists " + recordedHolders(keyId),
+        () -> recordedHolders(keyId).equals(List.of(holderPeer)));
+
+    long killedAt = System.nanoTime();
+    cluster.nodes.get(holder).kill();
+    for (int i = 0; i < 2; i++) {
+      cluster.awaitMembersUp(i, 2, Duration.ofSeconds(60));
+    }
+    System.out.printf("KillNodeIT: node-3 (the only holder of %s) removed by the survivors %.1f s after its kill%n",
+        held, (System.nanoTime() - killedAt) / 1e9);
+
+    // Whatever listens at the gone node's address now is not it: a copy asked there is counted.
+    List<String> askedThere = new CopyOnWriteArrayList<>();
+    HttpServer impostor = HttpServer.create(new InetSocketAddress("127.0.0.1", URI.create(holderPeer).getPort()), 8);
+    impostor.createContext("/", exchange -> {
+      askedThere.add(exchange.getRequestMethod() + " " + exchange.getRequestURI());
+      exchange.sendResponseHeaders(404, -1);
+      exchange.close();
+    });
+    impostor.start();
+    try {
+      for (int i = 0; i < 2; i++) {
+        HttpResponse<byte[]> r = Http.getBytes(cluster.base(i) + "/up" + held);
+        assertEquals(200, r.statusCode(), "node-" + (i + 1));
+        assertArrayEquals(heldBody(held), r.body(), "node-" + (i + 1));
+        assertEquals(List.of(), askedThere, "node-" + (i + 1) + " offered the gone node as a holder");
+      }
+      assertEquals(2, upstream.requests(held), "fetched once more, for both survivors");
+    } finally {
+      impostor.stop(0);
+    }
+  }
+
+  private static byte[] heldBody(String path) {
+    return CrashRestartIT.bytes(path.hashCode(), HELD_SIZE);
+  }
+
+  /** Node {@code i}'s peer base URL, the name key records give it, from its start-up line. */
+  private String peerUrl(int i) throws Exception {
+    CorralProcess node = cluster.nodes.get(i);
+    Matcher[] found = new Matcher[1];
+    Await.until(Duration.ofSeconds(30), node::output, () -> (found[0] = PEER_URL.matcher(node.stdout())).find());
+    return found[0].group(1);
+  }
+
+  /** The upstream requests node {@code i} made for the repository that were answered 200. */
+  private double upstreamRequests(int i) throws Exception {
+    String metrics = new String(Http.getBytes(cluster.base(i) + "/-/metrics").body(), StandardCharsets.UTF_8);
+    Matcher m = UPSTREAM_OK.matcher(metrics);
+    return m.find() ? Double.parseDouble(m.group(1)) : 0;
+  }
+
+  /** The holders the key's persisted record lists (its durable state row, read as CBOR); empty without one. */
+  private List<String> recordedHolders(String keyId) {
+    try (Connection c = DriverManager.getConnection(db.url(), db.user(), db.password());
+        PreparedStatement st = c.prepareStatement("SELECT state_payload FROM durable_state WHERE persistence_id = ?")) {
+      st.setString(1, "Fetch|" + keyId);
+      try (ResultSet rs = st.executeQuery()) {
+        if (!rs.next()) {
+          return List.of();
+        }
+        List<String> holders = new ArrayList<>();
+        new CBORMapper().readTree(rs.getBytes(1)).path("holders").forEach(h -> holders.add(h.asText()));
+        return holders;
+      }
+    } catch (SQLException | IOException e) {
+      return List.of("(" + e + ")"); // e.g. the table not created yet: ask again
+    }
   }
 
   private record Streaming(int node, CompletableFuture<HttpResponse<InputStream>> response) {}
