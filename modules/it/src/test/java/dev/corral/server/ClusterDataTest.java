@@ -306,12 +306,21 @@ class ClusterDataTest {
     TestNode.await("the copying node's replica", Duration.ofSeconds(20),
         () -> other.node().store().lookup(key).isPresent());
     assertEquals(sha, other.node().store().lookup(key).get().sha256(), "only the right bytes are committed");
+    // The copy that failed may have resumed from the first node's corrupt copy (issue 13 item 4:
+    // resume from any holder), which served that range unverified and so still holds it: its
+    // own client's full read of it is cut before the last byte (item 5) and drops it (F2).
     for (CorralServer s : cluster.nodes) {
-      HttpResponse<byte[]> again = TestNode.get(client, s, "/up/corrupt/copy.bin");
-      assertEquals(200, again.statusCode());
+      RawHttp.Response again = RawHttp.exchange(s.address(), "GET", "/up/corrupt/copy.bin");
+      if (!again.complete()) {
+        assertTrue(again.body().length < body.length, "a cut read is never the whole body");
+        TestNode.await("the corrupt copy dropped", Duration.ofSeconds(20), () -> s.node().store().lookup(key).isEmpty());
+        again = RawHttp.exchange(s.address(), "GET", "/up/corrupt/copy.bin");
+      }
+      assertEquals(200, again.status());
+      assertTrue(again.complete());
       assertArrayEquals(body, again.body());
     }
-    assertEquals(2, upstream.requests("/corrupt/copy.bin"));
+    assertEquals(2, upstream.requests("/corrupt/copy.bin"), "the dropped copy came back from a holder");
   }
 
   /** Flips one byte of every stored copy of {@code body} on every node, keeping the size. */
