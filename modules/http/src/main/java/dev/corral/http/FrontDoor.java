@@ -4,6 +4,7 @@ import static dev.corral.http.Answers.done;
 import static dev.corral.http.Answers.text;
 
 import com.github.benmanes.caffeine.cache.Scheduler;
+import com.github.benmanes.caffeine.cache.Ticker;
 import dev.corral.core.fetch.Node;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.wait.ByteBudget;
@@ -138,7 +139,7 @@ public final class FrontDoor {
       public AlpnServer.Connection open(InetSocketAddress local, InetSocketAddress remote) {
         metrics.httpConnections.inc();
         return new AlpnServer.Connection(new ConnectionScope(waiters.cancels()), new PublicBase.Addresses(local, remote),
-            new HeadDeadline(connectionTimers, limits.headerReadTimeout(), limits.idleTimeout()));
+            new HeadDeadline(connectionTimers, Ticker.systemTicker(), limits.headerReadTimeout(), limits.idleTimeout()));
       }
 
       @Override
@@ -189,7 +190,7 @@ public final class FrontDoor {
       InetSocketAddress remote, ConnectionLimits limits) {
     ConnectionScope scope = new ConnectionScope(waiters.cancels());
     PublicBase.Addresses addresses = new PublicBase.Addresses(local, remote);
-    HeadDeadline deadline = new HeadDeadline(connectionTimers, limits.headerReadTimeout(), limits.idleTimeout());
+    HeadDeadline deadline = new HeadDeadline(connectionTimers, Ticker.systemTicker(), limits.headerReadTimeout(), limits.idleTimeout());
     return Flow.of(HttpRequest.class)
         .viaMat(KillSwitches.single(), Keep.right())
         .watchTermination((UniqueKillSwitch kill, CompletionStage<Done> done) -> {

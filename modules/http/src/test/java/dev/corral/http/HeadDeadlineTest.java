@@ -3,6 +3,7 @@ package dev.corral.http;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.github.benmanes.caffeine.cache.Scheduler;
+import com.github.benmanes.caffeine.cache.Ticker;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,37 +22,49 @@ class HeadDeadlineTest {
   private static final Duration HEADER = Duration.ofSeconds(10);
   private static final Duration IDLE = Duration.ofSeconds(300);
 
-  /** Runs a task when {@link #advance} passes its due time (a cancelled one never). */
-  static final class HandScheduler implements Scheduler {
+  /** Runs a task when {@link #advance} passes its due time (a cancelled one never); its time is the ticker's. */
+  static final class HandScheduler implements Scheduler, Ticker {
     private record Task(long due, Runnable run, CompletableFuture<Void> future) {}
 
     private final List<Task> tasks = new ArrayList<>();
     private long now;
+    int scheduled;
+
+    @Override
+    public long read() {
+      return now;
+    }
 
     @Override
     public Future<?> schedule(Executor executor, Runnable command, long delay, TimeUnit unit) {
+      scheduled++;
       Task t = new Task(now + unit.toNanos(delay), command, new CompletableFuture<>());
       tasks.add(t);
       return t.future;
     }
 
+    /** Moves time on by {@code d}, running each task as its due time is reached, in due order. */
     void advance(Duration d) {
-      now += d.toNanos();
-      for (Task t : List.copyOf(tasks)) {
-        if (t.due <= now) {
-          tasks.remove(t);
-          if (!t.future.isCancelled()) {
-            t.run.run();
-            t.future.complete(null);
-          }
+      long until = now + d.toNanos();
+      while (true) {
+        Task next = tasks.stream().filter(t -> t.due <= until).min((a, b) -> Long.compare(a.due, b.due)).orElse(null);
+        if (next == null) {
+          break;
+        }
+        tasks.remove(next);
+        now = Math.max(now, next.due);
+        if (!next.future.isCancelled()) {
+          next.run.run();
+          next.future.complete(null);
         }
       }
+      now = until;
     }
   }
 
   private final HandScheduler scheduler = new HandScheduler();
   private final List<Boolean> expired = new ArrayList<>();
-  private final HeadDeadline deadline = new HeadDeadline(scheduler, HEADER, IDLE);
+  private final HeadDeadline deadline = new HeadDeadline(scheduler, scheduler, HEADER, IDLE);
 
   @Test
   void aConnectionThatSendsNoHeadExpiresAtTheHeaderReadTimeout() {
@@ -100,5 +113,32 @@ class HeadDeadlineTest {
     deadline.responseSent(); // a body that ends after its connection: arms nothing
     scheduler.advance(IDLE.multipliedBy(2));
     assertEquals(List.of(), expired);
+  }
+
+  @Test
+  void theIdleTimeoutCountsFromTheLastResponseEvenWhenAnEarlierTimerIsStillPending() {
+    deadline.start(expired::add);
+    scheduler.advance(Duration.ofSeconds(1));
+    deadline.requestArrived();
+    scheduler.advance(Duration.ofSeconds(1));
+    deadline.responseSent(); // the next head is due at 2 s + IDLE; the header-read timer is pending for 10 s
+    scheduler.advance(IDLE.minusNanos(1));
+    assertEquals(List.of(), expired, "1 ns before the idle timeout measured from the response");
+    scheduler.advance(Duration.ofNanos(1));
+    assertEquals(List.of(false), expired);
+  }
+
+  @Test
+  void aKeepAliveConnectionsRequestsScheduleNoTimerEach() {
+    deadline.start(expired::add);
+    for (int i = 0; i < 1000; i++) {
+      deadline.requestArrived();
+      scheduler.advance(Duration.ofMillis(1));
+      deadline.responseSent();
+    }
+    assertEquals(1, scheduler.scheduled, "the header-read timer only: the deadline moves, the timer stays");
+    scheduler.advance(IDLE);
+    assertEquals(List.of(false), expired, "and the deadline still holds, from the last response");
+    assertEquals(2, scheduler.scheduled, "one more when the first timer found the deadline moved on");
   }
 }

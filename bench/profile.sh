@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Profiles Corral's warm hit on CPU (issue 14: "profile first") with async-profiler.
+#
+#   bench/profile.sh [SIZE_BYTES] [SECONDS]     default 1024 bytes, 20 s
+#
+# Starts the bench's fake origin (bench/origin.py) and one Corral node (./corral serve with its
+# defaults, a generic repository "bench"), fetches one key of SIZE bytes, warms the JVM for 20 s
+# with wrk (-t2 -c64), then profiles SECONDS of the same load and prints:
+#   - hits/s while profiled, and /-/health/live's (a trivial route in the same JVM) after it;
+#   - bench/hotspots.py's summary of the CPU samples.
+# It leaves hit.html (a flame graph) and hit.collapsed (folded stacks) in the printed directory.
+#
+# async-profiler is the Maven artifact tools.profiler:async-profiler (version in the root pom,
+# property async-profiler.version), fetched with `mvn dependency:get` when missing; its native
+# library is attached to the running node with `jcmd JVMTI.agent_load`. Samples are of CPU
+# time (perf events, with kernel frames, where the kernel allows them; else a timer).
+# Loopback only. Needs wrk (Debian package `wrk`, installed here when missing and run as root),
+# python3, Maven and a JDK. Run it on a quiet machine: figures are only worth comparing within
+# one run.
+set -euo pipefail
+SIZE=${1:-1024}
+SECONDS_PROFILED=${2:-20}
+BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$BENCH_DIR/.." && pwd)"
+TMP=$(mktemp -d /tmp/corral-profile.XXXXXX)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+if ! command -v wrk >/dev/null; then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    apt-get install -y -qq wrk >&2
+  else
+    echo "wrk is missing (Debian package wrk)" >&2; exit 1
+  fi
+fi
+
+version=$(sed -n 's#.*<async-profiler.version>\(.*\)</async-profiler.version>.*#\1#p' "$ROOT/pom.xml")
+jar="$HOME/.m2/repository/tools/profiler/async-profiler/$version/async-profiler-$version.jar"
+if [[ ! -f "$jar" ]]; then
+  mvn -B -q dependency:get -Dartifact="tools.profiler:async-profiler:$version" >&2
+fi
+arch=$(uname -m); case "$arch" in x86_64) arch=x64 ;; aarch64) arch=arm64 ;; esac
+(cd "$TMP" && unzip -q -o "$jar" "linux-$arch/libasyncProfiler.so")
+agent="$TMP/linux-$arch/libasyncProfiler.so"
+
+wait_line() { # file regex seconds: prints the first matching line
+  for _ in $(seq 1 $(($3 * 10))); do
+    if grep -Eo "$2" "$1" 2>/dev/null | head -1; then return 0; fi
+    sleep 0.1
+  done
+  echo "timed out waiting for '$2' in $1" >&2
+  tail -n 20 "$1" >&2
+  return 1
+}
+
+python3 "$BENCH_DIR/origin.py" >"$TMP/origin.log" 2>&1 &
+PIDS+=($!)
+origin=$(wait_line "$TMP/origin.log" 'http://127\.0\.0\.1:[0-9]+' 30)
+
+(cd "$ROOT" && exec ./corral serve --http-host 127.0.0.1 --http-port 0 --data-dir "$TMP/data" \
+  --repo "bench=generic:$origin") >"$TMP/corral.log" 2>&1 &
+PIDS+=($!)
+base=$(wait_line "$TMP/corral.log" 'listening on http://[^ :]+:[0-9]+' 300 | sed 's/listening on //')
+pid=$(pgrep -f "corral-server.*-all.jar.*$TMP/data" | head -1)
+url="$base/bench/blob/hot?size=$SIZE"
+curl -sf -o /dev/null "$url"
+curl -sf -o /dev/null -D - "$url" | grep -i '^x-cache: HIT' >/dev/null || { echo "the key is not a HIT" >&2; exit 1; }
+
+echo "warming up 20 s ($url)" >&2
+wrk -t2 -c64 -d20s "$url" >/dev/null
+# jcmd splits an unquoted option string at "=": the agent's options go in double quotes.
+profiler() { jcmd "$pid" JVMTI.agent_load "$agent" "\"$1\"" >/dev/null; }
+profiler "start,event=cpu,interval=1ms"
+echo "profiling ${SECONDS_PROFILED} s" >&2
+hits=$(wrk -t2 -c64 -d"${SECONDS_PROFILED}s" "$url" | awk '/Requests\/sec/ {print $2}')
+profiler "dump,collapsed,file=$TMP/hit.collapsed"
+profiler "stop,file=$TMP/hit.html"
+live=$(wrk -t2 -c64 -d10s "$base/-/health/live" | awk '/Requests\/sec/ {print $2}')
+
+echo "hits/s (${SIZE} B, while profiled): $hits"
+echo "/-/health/live req/s (after, not profiled): $live"
+echo
+python3 "$BENCH_DIR/hotspots.py" "$TMP/hit.collapsed"
+echo
+echo "flame graph: $TMP/hit.html; folded stacks: $TMP/hit.collapsed"
