@@ -1,5 +1,7 @@
 package dev.corral.http;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.corral.core.download.GrowingBlob;
 import dev.corral.core.fetch.Via;
 import dev.corral.core.store.ArtifactStore;
@@ -8,8 +10,10 @@ import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -36,6 +40,24 @@ final class ArtifactResponses {
   /** Headers replayed to clients; Content-Type goes on the entity. */
   private static final List<String> REPLAYED =
       List.of("etag", "last-modified", "cache-control", "content-disposition", "expires", "content-language");
+  private static final HttpHeader ACCEPT_RANGES = RawHeader.create("Accept-Ranges", "bytes");
+  private static final Map<Via, HttpHeader> X_CACHE = new EnumMap<>(Via.class);
+
+  static {
+    for (Via via : Via.values()) {
+      X_CACHE.put(via, RawHeader.create("X-Cache", via.name()));
+    }
+  }
+
+  /**
+   * What every answer made from one list of upstream headers shares, built once per list: a
+   * stored artifact keeps its list for as long as it is stored, so its hits parse no content
+   * type and build no header. Keyed by the list's identity (weak keys), gone with it.
+   */
+  private record Prepared(ContentType type, List<HttpHeader> replayed, String etag, String lastModified) {}
+
+  private static final Cache<List<Header>, Prepared> PREPARED =
+      Caffeine.newBuilder().weakKeys().maximumSize(10_000).build();
 
   private final ArtifactStore store;
   private final HotBlobs hot;
@@ -49,22 +71,24 @@ final class ArtifactResponses {
 
   /** A complete body held in memory (shared by every waiter; sliced, never copied, for a range). */
   HttpResponse bytes(HttpRequest request, Via via, int status, List<Header> headers, ByteString body) {
-    Optional<HttpResponse> conditional = conditional(request, via, headers, body.size());
-    if (conditional.isPresent()) {
-      return conditional.get();
+    Prepared p = prepared(headers);
+    Asked asked = Asked.of(request);
+    if (asked.notModified(request, p)) {
+      return base(via, p, 304);
     }
-    ContentType type = contentType(headers);
-    ByteRange range = ByteRange.select(request.method().name(), header(request, "Range"), header(request, "If-Range"),
-        value(headers, "etag"), value(headers, "last-modified"), body.size());
-    if (range instanceof ByteRange.Partial p) {
-      return base(via, headers, 206)
-          .addHeader(RawHeader.create("Content-Range", p.contentRange(body.size())))
-          .withEntity(HttpEntities.create(type, body.slice((int) p.offset(), (int) (p.offset() + p.length()))));
+    if (asked.range == null && status == 200) { // the common case: no range asked
+      return base(via, p, 200).withEntity(HttpEntities.create(p.type(), body));
+    }
+    ByteRange range = asked.range(request, p, body.size());
+    if (range instanceof ByteRange.Partial part) {
+      return base(via, p, 206)
+          .addHeader(RawHeader.create("Content-Range", part.contentRange(body.size())))
+          .withEntity(HttpEntities.create(p.type(), body.slice((int) part.offset(), (int) (part.offset() + part.length()))));
     }
     if (range instanceof ByteRange.Unsatisfiable) {
-      return unsatisfiable(via, headers, body.size());
+      return unsatisfiable(via, p, body.size());
     }
-    return base(via, headers, status).withEntity(HttpEntities.create(type, body));
+    return base(via, p, status).withEntity(HttpEntities.create(p.type(), body));
   }
 
   /**
@@ -84,9 +108,10 @@ final class ArtifactResponses {
   CompletionStage<Optional<HttpResponse>> stored(HttpRequest request, Via via, StoredArtifact artifact) {
     List<Header> headers = artifact.headers();
     long size = artifact.size();
-    Optional<HttpResponse> conditional = conditional(request, via, headers, size);
-    if (conditional.isPresent()) {
-      return CompletableFuture.completedFuture(conditional);
+    Prepared p = prepared(headers);
+    Asked asked = Asked.of(request);
+    if (asked.notModified(request, p)) {
+      return CompletableFuture.completedFuture(Optional.of(base(via, p, 304)));
     }
     Optional<ByteString> inMemory = hot.get(artifact.sha256());
     if (inMemory.isPresent()) {
@@ -104,18 +129,16 @@ final class ArtifactResponses {
         }
       }, io);
     }
-    ContentType type = contentType(headers);
-    ByteRange range = ByteRange.select(request.method().name(), header(request, "Range"), header(request, "If-Range"),
-        value(headers, "etag"), value(headers, "last-modified"), size);
+    ByteRange range = asked.range(request, p, size);
     HttpResponse response;
-    if (range instanceof ByteRange.Partial p) {
-      response = base(via, headers, 206)
-          .addHeader(RawHeader.create("Content-Range", p.contentRange(size)))
-          .withEntity(HttpEntities.create(type, p.length(), store.read(artifact, p.offset(), p.length())));
+    if (range instanceof ByteRange.Partial part) {
+      response = base(via, p, 206)
+          .addHeader(RawHeader.create("Content-Range", part.contentRange(size)))
+          .withEntity(HttpEntities.create(p.type(), part.length(), store.read(artifact, part.offset(), part.length())));
     } else if (range instanceof ByteRange.Unsatisfiable) {
-      response = unsatisfiable(via, headers, size);
+      response = unsatisfiable(via, p, size);
     } else {
-      response = base(via, headers, 200).withEntity(HttpEntities.create(type, size, store.read(artifact, 0, size)));
+      response = base(via, p, 200).withEntity(HttpEntities.create(p.type(), size, store.read(artifact, 0, size)));
     }
     return CompletableFuture.completedFuture(Optional.of(response));
   }
@@ -129,22 +152,21 @@ final class ArtifactResponses {
    */
   HttpResponse streaming(HttpRequest request, Via via, int status, List<Header> headers, long length,
       GrowingBlob growing) {
-    Optional<HttpResponse> conditional = conditional(request, via, headers, length);
-    if (conditional.isPresent()) {
-      return conditional.get();
+    Prepared p = prepared(headers);
+    Asked asked = Asked.of(request);
+    if (asked.notModified(request, p)) {
+      return base(via, p, 304);
     }
-    ContentType type = contentType(headers);
-    ByteRange range = ByteRange.select(request.method().name(), header(request, "Range"), header(request, "If-Range"),
-        value(headers, "etag"), value(headers, "last-modified"), length);
-    if (range instanceof ByteRange.Partial p) {
-      return base(via, headers, 206)
-          .addHeader(RawHeader.create("Content-Range", p.contentRange(length)))
-          .withEntity(HttpEntities.create(type, p.length(), part(growing.reader(p.offset()), p.length())));
+    ByteRange range = asked.range(request, p, length);
+    if (range instanceof ByteRange.Partial part) {
+      return base(via, p, 206)
+          .addHeader(RawHeader.create("Content-Range", part.contentRange(length)))
+          .withEntity(HttpEntities.create(p.type(), part.length(), part(growing.reader(part.offset()), part.length())));
     }
     if (range instanceof ByteRange.Unsatisfiable) {
-      return unsatisfiable(via, headers, length);
+      return unsatisfiable(via, p, length);
     }
-    return base(via, headers, status).withEntity(HttpEntities.create(type, length, growing.reader()));
+    return base(via, p, status).withEntity(HttpEntities.create(p.type(), length, growing.reader()));
   }
 
   /** The first {@code length} bytes of {@code from}; ends (and lets go of the download) there. */
@@ -162,30 +184,59 @@ final class ArtifactResponses {
         .mapMaterializedValue(m -> NotUsed.getInstance());
   }
 
-  private Optional<HttpResponse> conditional(HttpRequest request, Via via, List<Header> headers, long size) {
-    if (Conditional.notModified(request.method().name(), value(headers, "etag"), value(headers, "last-modified"),
-        header(request, "If-None-Match"), header(request, "If-Modified-Since"))) {
-      return Optional.of(base(via, headers, 304));
-    }
-    return Optional.empty();
-  }
-
-  private HttpResponse unsatisfiable(Via via, List<Header> headers, long size) {
-    return base(via, headers, 416)
+  private HttpResponse unsatisfiable(Via via, Prepared p, long size) {
+    return base(via, p, 416)
         .addHeader(RawHeader.create("Content-Range", "bytes */" + size))
         .withEntity(HttpEntities.create(ContentTypes.TEXT_PLAIN_UTF8, "range not satisfiable\n"));
   }
 
-  private static HttpResponse base(Via via, List<Header> headers, int status) {
-    List<HttpHeader> out = new ArrayList<>();
-    out.add(RawHeader.create("X-Cache", via.name()));
-    out.add(RawHeader.create("Accept-Ranges", "bytes"));
+  private static HttpResponse base(Via via, Prepared p, int status) {
+    return HttpResponse.create().withStatus(StatusCodes.get(status))
+        .addHeader(X_CACHE.get(via)).addHeader(ACCEPT_RANGES).addHeaders(p.replayed());
+  }
+
+  private static Prepared prepared(List<Header> headers) {
+    return PREPARED.get(headers, ArtifactResponses::prepare);
+  }
+
+  private static Prepared prepare(List<Header> headers) {
+    List<HttpHeader> replayed = new ArrayList<>();
     for (Header h : headers) {
       if (REPLAYED.contains(h.name().toLowerCase(Locale.ROOT))) {
-        out.add(RawHeader.create(h.name(), h.value()));
+        replayed.add(RawHeader.create(h.name(), h.value()));
       }
     }
-    return HttpResponse.create().withStatus(StatusCodes.get(status)).addHeaders(out);
+    return new Prepared(contentType(headers), List.copyOf(replayed), value(headers, "etag"),
+        value(headers, "last-modified"));
+  }
+
+  /** The request headers an answer depends on, read in one pass. */
+  private record Asked(String ifNoneMatch, String ifModifiedSince, String range, String ifRange) {
+    static Asked of(HttpRequest request) {
+      String ifNoneMatch = null;
+      String ifModifiedSince = null;
+      String range = null;
+      String ifRange = null;
+      for (HttpHeader h : request.getHeaders()) {
+        switch (h.lowercaseName()) {
+          case "if-none-match" -> ifNoneMatch = ifNoneMatch == null ? h.value() : ifNoneMatch;
+          case "if-modified-since" -> ifModifiedSince = ifModifiedSince == null ? h.value() : ifModifiedSince;
+          case "range" -> range = range == null ? h.value() : range;
+          case "if-range" -> ifRange = ifRange == null ? h.value() : ifRange;
+          default -> { }
+        }
+      }
+      return new Asked(ifNoneMatch, ifModifiedSince, range, ifRange);
+    }
+
+    boolean notModified(HttpRequest request, Prepared p) {
+      return (ifNoneMatch != null || ifModifiedSince != null)
+          && Conditional.notModified(request.method().name(), p.etag(), p.lastModified(), ifNoneMatch, ifModifiedSince);
+    }
+
+    ByteRange range(HttpRequest request, Prepared p, long total) {
+      return ByteRange.select(request.method().name(), range, ifRange, p.etag(), p.lastModified(), total);
+    }
   }
 
   static ContentType contentType(List<Header> headers) {

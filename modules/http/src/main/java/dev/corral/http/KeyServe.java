@@ -20,6 +20,7 @@ import java.util.concurrent.CompletionStage;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+import org.apache.pekko.util.ByteString;
 
 /**
  * Serves one key: a stored copy from this node's store at once when the key is immutable, or when
@@ -72,6 +73,15 @@ final class KeyServe {
    *     {@link Target.Artifact})
    */
   CompletionStage<Served> serve(HttpRequest request, ArtifactKey key, boolean mutable) {
+    // A hit whose verified bytes are in memory is answered from them: no file system call.
+    Optional<StoredArtifact> indexed = node.store().indexed(key)
+        .filter(a -> !mutable || node.policy(key.repo()).isFresh(a, node.clock().millis()));
+    if (indexed.isPresent()) {
+      Optional<ByteString> hot = node.hot().get(indexed.get().sha256());
+      if (hot.isPresent()) {
+        return done(served(key.repo(), Via.HIT, responses.bytes(request, Via.HIT, 200, indexed.get().headers(), hot.get())));
+      }
+    }
     Optional<StoredArtifact> hit = node.store().lookup(key)
         .filter(a -> !mutable || node.policy(key.repo()).isFresh(a, node.clock().millis()));
     if (hit.isPresent()) {

@@ -33,6 +33,16 @@ public interface ArtifactStore {
   Optional<StoredArtifact> lookup(ArtifactKey key);
 
   /**
+   * The key's artifact as the index has it, marked recently used, without checking its blob: for
+   * a caller that serves bytes it already holds in memory, verified against the artifact's
+   * SHA-256 ({@link HotBlobs}), and calls {@link #lookup} when it holds none. A hit then costs
+   * no file system call.
+   */
+  default Optional<StoredArtifact> indexed(ArtifactKey key) {
+    return lookup(key);
+  }
+
+  /**
    * Starts a new blob.
    *
    * @param extraAlgorithm a JCA digest name to compute besides SHA-256 (e.g. {@code SHA-512}),

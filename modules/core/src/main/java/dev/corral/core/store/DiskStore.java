@@ -163,6 +163,17 @@ public final class DiskStore implements ArtifactStore {
   }
 
   @Override
+  public Optional<StoredArtifact> indexed(ArtifactKey key) {
+    String keyId = key.id();
+    lock.lock();
+    try {
+      return Optional.ofNullable(index.get(keyId)); // access order: marks it recently used
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  @Override
   public Optional<StoredArtifact> lookup(ArtifactKey key) {
     String keyId = key.id();
     StoredArtifact found;
