@@ -59,6 +59,10 @@ class ServeCommandIT {
     String base = node.awaitListening(Duration.ofSeconds(60));
     assertTrue(base.startsWith("http://127.0.0.1:"), "binds the loopback by default: " + base);
     assertFalse(node.stderr().contains("building the server jar"), "no rebuild of a fresh jar\n" + node.output());
+    Path archive = Path.of(CorralProcess.serverJar().toString().replaceFirst("\\.jar$", ".jsa"));
+    assertTrue(Files.isRegularFile(archive) && !Files.getLastModifiedTime(archive).toInstant()
+            .isBefore(Files.getLastModifiedTime(CorralProcess.serverJar()).toInstant()),
+        "the launcher keeps a class data sharing archive of the jar beside it (issue 14, start-up)\n" + node.output());
 
     HttpResponse<byte[]> first = Http.getBytes(base + "/files/docs/hello.txt");
     assertEquals(200, first.statusCode());
