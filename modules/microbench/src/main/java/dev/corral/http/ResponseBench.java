@@ -4,20 +4,13 @@ import dev.corral.core.fetch.Via;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.core.upstream.Header;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.headers.RawHeader;
 import org.apache.pekko.util.ByteString;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * Building a hit's answer from a body in memory ({@code ArtifactResponses.bytes}): the upstream
@@ -25,12 +18,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * One stored header list, as a stored artifact keeps it.
  */
 @State(Scope.Benchmark)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Warmup(iterations = 3, time = 2)
-@Measurement(iterations = 5, time = 2)
-@Fork(1)
-public class ResponseBench {
+public class ResponseBench extends HitPathBench {
   private final ArtifactResponses responses = new ArtifactResponses(null, new HotBlobs(0), Runnable::run);
   private final List<Header> stored = List.of(
       new Header("Content-Type", "application/octet-stream"),
