@@ -331,11 +331,10 @@ public final class Download {
           return new Outcome.Failed(Failure.BAD_BYTES, "upstream bytes do not match the expected " + expected.algorithm());
         }
       }
-      StoredArtifact committed = node.store().commit(key, writer, headers);
-      // A copy of another node's bytes keeps their age: mutable metadata must not look fresh.
-      StoredArtifact artifact = expectedSha256 != null && origin.fetchedAtMillis() >= 0
-          ? node.store().touch(key, headers, origin.fetchedAtMillis()).orElse(committed)
-          : committed;
+      // A copy of another node's bytes keeps their age from the moment it is committed: mutable
+      // metadata must never look fresh, not even between a commit and a correction of its time.
+      StoredArtifact artifact = node.store().commit(key, writer, headers,
+          expectedSha256 != null && origin.fetchedAtMillis() >= 0 ? origin.fetchedAtMillis() : -1);
       if (stream != null) {
         stream.complete(() -> node.store().read(artifact, 0, artifact.size()));
         return new Outcome.Stored(artifact);

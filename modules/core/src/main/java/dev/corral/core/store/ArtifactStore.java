@@ -54,7 +54,18 @@ public interface ArtifactStore {
    * Moves a finished blob into place and records it as the key's bytes, replacing any earlier
    * record of that key. Evicts least recently used keys if the store is over its maximum.
    */
-  StoredArtifact commit(ArtifactKey key, BlobWriter blob, List<Header> headers) throws IOException;
+  default StoredArtifact commit(ArtifactKey key, BlobWriter blob, List<Header> headers) throws IOException {
+    return commit(key, blob, headers, -1);
+  }
+
+  /**
+   * As {@link #commit(ArtifactKey, BlobWriter, List)}, recording {@code fetchedAtMillis} as the
+   * copy's fetch time ({@code -1}: now). A replica of mutable metadata is as old as the holder's
+   * copy: committing it with now and correcting the time afterwards would let a request between
+   * the two see a stale copy as fresh.
+   */
+  StoredArtifact commit(ArtifactKey key, BlobWriter blob, List<Header> headers, long fetchedAtMillis)
+      throws IOException;
 
   /** Updates the headers and fetched-at time of a stored key (a revalidation). */
   Optional<StoredArtifact> touch(ArtifactKey key, List<Header> headers, long fetchedAtMillis)

@@ -216,7 +216,7 @@ public final class DiskStore implements ArtifactStore {
   }
 
   @Override
-  public StoredArtifact commit(ArtifactKey key, BlobWriter blob, List<Header> headers)
+  public StoredArtifact commit(ArtifactKey key, BlobWriter blob, List<Header> headers, long fetchedAtMillis)
       throws IOException {
     if (!(blob instanceof DiskBlobWriter writer) || writer.store() != this) {
       throw new IllegalArgumentException("blob was not created by this store");
@@ -231,7 +231,8 @@ public final class DiskStore implements ArtifactStore {
     String keyId = key.id();
     StoredArtifact artifact =
         new StoredArtifact(
-            keyId, key.canonical(), writer.sha256(), writer.written(), headers, clock.millis());
+            keyId, key.canonical(), writer.sha256(), writer.written(), headers,
+            fetchedAtMillis >= 0 ? fetchedAtMillis : clock.millis());
     Path blobPath = blobPath(artifact.sha256());
     OwnerOnly.createDirectories(blobPath.getParent());
     Path recordPath = recordPath(keyId);

@@ -331,10 +331,8 @@ final class SharedAsks {
         writer.finish();
         if (writer.sha256().equals(in.sha256())) {
           List<Header> headers = in.reply().headers();
-          StoredArtifact a = node.store().commit(key, writer, headers);
-          if (in.fetchedAtMillis() >= 0) { // as old as the holder's copy (mutable metadata stays stale)
-            a = node.store().touch(key, headers, in.fetchedAtMillis()).orElse(a);
-          }
+          // as old as the holder's copy (mutable metadata stays stale), from the first moment
+          StoredArtifact a = node.store().commit(key, writer, headers, in.fetchedAtMillis());
           node.hot().put(a.sha256(), in.reply().bytes());
           holding(a);
         }

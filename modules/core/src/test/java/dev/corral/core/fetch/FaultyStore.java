@@ -35,11 +35,12 @@ final class FaultyStore implements ArtifactStore {
   }
 
   @Override
-  public StoredArtifact commit(ArtifactKey key, BlobWriter blob, List<Header> headers) throws IOException {
+  public StoredArtifact commit(ArtifactKey key, BlobWriter blob, List<Header> headers, long fetchedAtMillis)
+      throws IOException {
     if (brokenCommits.contains(key.id())) {
       throw new IllegalStateException("a bug in commit");
     }
-    return store.commit(key, blob, headers);
+    return store.commit(key, blob, headers, fetchedAtMillis);
   }
 
   @Override

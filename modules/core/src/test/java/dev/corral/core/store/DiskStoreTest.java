@@ -96,6 +96,22 @@ class DiskStoreTest {
   }
 
   @Test
+  void aReplicaIsCommittedWithTheHoldersFetchTimeFromTheStart() throws IOException {
+    // A copy of stale metadata from another node must never be found fresh, not even for a moment
+    // (NpmClusterTest.aStalePackumentAskedOnEveryNodeAtOnceIsRevalidatedOnce saw a HIT when it was
+    // committed as fetched now and its time corrected afterwards). Reopening reads the record.
+    DiskStore store = open(BIG);
+    ArtifactKey key = key("replica");
+    try (BlobWriter w = store.newBlob(null)) {
+      w.write(ByteString.fromArray(randomBytes(100, 3)));
+      StoredArtifact committed = store.commit(key, w, HEADERS, 42L);
+      assertEquals(42L, committed.fetchedAtMillis());
+    }
+    assertEquals(42L, store.lookup(key).orElseThrow().fetchedAtMillis());
+    assertEquals(42L, open(BIG).lookup(key).orElseThrow().fetchedAtMillis(), "the record on disk says so too");
+  }
+
+  @Test
   void keysDifferingOnlyInVariantOrDigestAreDistinct() throws IOException {
     DiskStore store = open(BIG);
     ArtifactKey plain = ArtifactKey.of("npm", "http://upstream.example/p");
