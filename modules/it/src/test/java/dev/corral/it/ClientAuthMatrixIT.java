@@ -341,19 +341,38 @@ class ClientAuthMatrixIT {
     assertTrue(out.contains("who=" + c.name()), "the access log names the credential");
   }
 
-  /** The node's access-log lines written from its creation on (made before the client runs). */
+  /**
+   * The node's access-log lines written from its creation on (made before the client runs). The
+   * access log reaches standard output through a buffer written at least once a second
+   * (BufferedConsoleAppender), so each read first asks the node for a probe path and waits for
+   * its line: lines are written in order, so every earlier line is out by then.
+   */
   private final class Log {
     private final int from;
 
-    Log() {
-      from = node.stdout().length();
+    Log() throws Exception {
+      from = flushed();
     }
 
     /** The lines for {@code repo}, once one with {@code status} is there (the log is written by another process). */
     List<Access> await(String repo, String clientOutput, int status) throws Exception {
       Await.until(LOG_WAIT, () -> "no access line for " + repo + " with status " + status + "\n" + clientOutput
-          + "\n" + node.output(), () -> lines(repo).stream().anyMatch(a -> a.status() == status));
+          + "\n" + node.output(), () -> {
+            flushed();
+            return lines(repo).stream().anyMatch(a -> a.status() == status);
+          });
       return lines(repo);
+    }
+
+    /** Asks for a probe path and waits until its access line is out; the output's length after it. */
+    private int flushed() throws Exception {
+      String probe = "/log-probe-" + java.util.UUID.randomUUID();
+      Http.getBytes(corral + probe);
+      Await.until(LOG_WAIT, () -> "no access line for " + probe + "\n" + node.output(),
+          () -> node.stdout().contains("path=" + probe + " "));
+      String out = node.stdout();
+      int line = out.indexOf('\n', out.indexOf("path=" + probe + " "));
+      return line < 0 ? out.length() : line + 1;
     }
 
     List<Access> lines(String repo) {
