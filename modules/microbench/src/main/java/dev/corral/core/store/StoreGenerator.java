@@ -21,7 +21,8 @@ import java.util.List;
  * java -cp modules/microbench/target/corral-microbench.jar dev.corral.core.store.StoreGenerator DATA_DIR N
  * </pre>
  *
- * DATA_DIR must not hold a store yet; {@code ./corral serve --data-dir DATA_DIR} then opens it.
+ * DATA_DIR is a node's data directory (the store goes in its {@code store/}, where a node keeps
+ * it); it must not hold a store yet. {@code ./corral serve --data-dir DATA_DIR} then opens it.
  */
 public final class StoreGenerator {
   private StoreGenerator() {}
@@ -31,7 +32,7 @@ public final class StoreGenerator {
       System.err.println("usage: StoreGenerator DATA_DIR N");
       System.exit(2);
     }
-    Path dir = Path.of(args[0]);
+    Path dir = Path.of(args[0]).resolve("store");
     int n = Integer.parseInt(args[1]);
     if (Files.exists(dir.resolve("keys"))) {
       System.err.println(dir + " already holds a store");
