@@ -73,12 +73,11 @@ final class ArtifactResponses {
   HttpResponse bytes(HttpRequest request, Via via, int status, List<Header> headers, ByteString body) {
     Prepared p = prepared(headers);
     Asked asked = Asked.of(request);
-    if (asked.notModified(request, p)) {
-      return base(via, p, 304);
-    }
-    if (asked.range == null && status == 200) { // the common case: no range asked
-      return base(via, p, 200).withEntity(HttpEntities.create(p.type(), body));
-    }
+    return asked.notModified(request, p) ? base(via, p, 304) : body(request, via, status, p, asked, body);
+  }
+
+  /** The same once the request is known not to be answered 304. */
+  private HttpResponse body(HttpRequest request, Via via, int status, Prepared p, Asked asked, ByteString body) {
     ByteRange range = asked.range(request, p, body.size());
     if (range instanceof ByteRange.Partial part) {
       return base(via, p, 206)
@@ -106,23 +105,22 @@ final class ArtifactResponses {
    * (the store has then forgotten the key, and the caller fetches it again).
    */
   CompletionStage<Optional<HttpResponse>> stored(HttpRequest request, Via via, StoredArtifact artifact) {
-    List<Header> headers = artifact.headers();
     long size = artifact.size();
-    Prepared p = prepared(headers);
+    Prepared p = prepared(artifact.headers());
     Asked asked = Asked.of(request);
     if (asked.notModified(request, p)) {
       return CompletableFuture.completedFuture(Optional.of(base(via, p, 304)));
     }
     Optional<ByteString> inMemory = hot.get(artifact.sha256());
     if (inMemory.isPresent()) {
-      return CompletableFuture.completedFuture(Optional.of(bytes(request, via, 200, headers, inMemory.get())));
+      return CompletableFuture.completedFuture(Optional.of(body(request, via, 200, p, asked, inMemory.get())));
     }
     if (size <= VERIFIED_READ_LIMIT || hot.fits(size)) {
       return CompletableFuture.supplyAsync(() -> {
         try {
           ByteString verified = store.readAll(artifact);
           hot.put(artifact.sha256(), verified);
-          return Optional.of(bytes(request, via, 200, headers, verified));
+          return Optional.of(body(request, via, 200, p, asked, verified));
         } catch (IOException e) {
           log.warn("stored bytes of {} unusable, fetching again: {}", artifact.key(), e.toString());
           return Optional.<HttpResponse>empty();
@@ -258,9 +256,5 @@ final class ArtifactResponses {
       }
     }
     return null;
-  }
-
-  static String header(HttpRequest request, String name) {
-    return request.getHeader(name).map(HttpHeader::value).orElse(null);
   }
 }
