@@ -4,11 +4,19 @@ import static dev.corral.testkit.TestNode.xCache;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.record.Record;
 import dev.corral.testkit.TestNode;
 import dev.corral.testkit.upstream.FakeUpstream;
 import java.net.http.HttpClient;
 import java.net.http.HttpResponse;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Comparator;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.persistence.state.javadsl.GetObjectResult;
+import org.apache.pekko.persistence.typed.PersistenceId;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -50,6 +58,41 @@ class RestartHttpTest {
         assertArrayEquals(large, l.body());
         assertEquals(2, upstream.requests(), "the restarted node did not ask the upstream");
       }
+    }
+  }
+
+  /**
+   * Issue 14: the record of a key new to a node is inserted without a read first. A node whose
+   * store lost a key that the database still records (the store deleted here) fetches it again:
+   * the insert fails on the real database, the record is read, and the write updates it.
+   */
+  @Test
+  void aKeyTheDatabaseAlreadyRecordsHasItsRecordUpdatedWhenFetchedAgain(@TempDir Path dir) throws Exception {
+    byte[] body = TestNode.bytes(2048, 33);
+    try (FakeUpstream upstream = new FakeUpstream((exchange, n) -> FakeUpstream.send(exchange, 200, body))) {
+      String pid = PersistenceId.of("Fetch", ArtifactKey.of("up", upstream.url("/r/again.bin")).id()).id();
+      HttpClient client = TestNode.client();
+      try (CorralServer first = TestNode.start(dir, upstream.url("/"), "")) {
+        assertEquals("MISS", xCache(TestNode.get(client, first, "/up/r/again.bin")));
+        TestNode.await("the new key's record", Duration.ofSeconds(10), () -> read(first, pid).revision() == 1);
+      }
+      try (var files = Files.walk(dir.resolve("data").resolve("store"))) {
+        files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+      }
+      try (CorralServer second = TestNode.start(dir, upstream.url("/"), "")) {
+        assertEquals("MISS", xCache(TestNode.get(client, second, "/up/r/again.bin")));
+        TestNode.await("the record updated", Duration.ofSeconds(10), () -> read(second, pid).revision() == 2);
+        assertEquals(2048, read(second, pid).value().orElseThrow().cached().size());
+      }
+      assertEquals(2, upstream.requests());
+    }
+  }
+
+  private static GetObjectResult<Record> read(CorralServer node, String pid) {
+    try {
+      return node.node().records().read(pid).toCompletableFuture().get(10, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      throw new AssertionError(e);
     }
   }
 }

@@ -27,6 +27,7 @@ import org.apache.pekko.cluster.sharding.typed.ClusterShardingSettings;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
+import org.apache.pekko.persistence.state.javadsl.GetObjectResult;
 import org.apache.pekko.persistence.typed.PersistenceId;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -141,7 +142,12 @@ public final class FetchEntity {
 
   private enum StopNow implements Command { INSTANCE }
 
-  private record PurgeRecordRead(PurgeAll purge, boolean fetchRunning, Record record) implements Command {}
+  /** {@code got} is null when the read failed. */
+  private record PurgeRecordRead(PurgeAll purge, boolean fetchRunning, GetObjectResult<Record> got) implements Command {
+    Record record() {
+      return got == null ? null : got.value().orElse(Record.EMPTY);
+    }
+  }
 
   /** How long a purge waits for the record (which lists the holders) before it answers 503. */
   static final Duration PURGE_RECORD_READ_TIMEOUT = Duration.ofSeconds(5);
@@ -149,7 +155,12 @@ public final class FetchEntity {
   /** The longest a stop waits for a purge to finish (see {@link #stop}). */
   static final Duration STOP_GRACE = PURGE_RECORD_READ_TIMEOUT.plusSeconds(5);
 
-  private record RecordRead(long flightId, Record record) implements Command {}
+  /** {@code got} is null when the read failed or took too long. */
+  private record RecordRead(long flightId, GetObjectResult<Record> got) implements Command {
+    Record record() {
+      return got == null ? Record.EMPTY : got.value().orElse(Record.EMPTY);
+    }
+  }
 
   // ---- sharding -------------------------------------------------------------------------------
 
@@ -306,8 +317,7 @@ public final class FetchEntity {
           if (error != null) {
             log.warn("purge of {}: could not read its record: {}", persistenceId, error.toString());
           }
-          self.tell(new PurgeRecordRead(purge, fetchRunning,
-              error != null ? null : got.value().orElse(Record.EMPTY)));
+          self.tell(new PurgeRecordRead(purge, fetchRunning, error != null ? null : got));
         });
     return Behaviors.same();
   }
@@ -316,6 +326,9 @@ public final class FetchEntity {
     purgesReading--;
     PurgeAll purge = read.purge();
     long now = node.clock().millis();
+    if (read.got() != null) {
+      record.seen(read.got());
+    }
     // Written even when the read failed: the writer reads again and retries (the tombstone is
     // what a holder that missed the purge reads when it starts).
     record.update(r -> r.purged(now), ctx.getSelf(), RecordWritten::new);
@@ -404,9 +417,12 @@ public final class FetchEntity {
             if (error != null) {
               log.warn("could not read the record of {}; fetching from the upstream: {}", key, error.toString());
             }
-            self.tell(new RecordRead(id, got == null ? Record.EMPTY : got.value().orElse(Record.EMPTY)));
+            self.tell(new RecordRead(id, error != null ? null : got));
           });
     } else {
+      if (revalidating == null) {
+        record.assumeNew(); // no copy here, none elsewhere: its record is written without a read
+      }
       run(flight, Download.Origin.UPSTREAM, false);
     }
     return inFlight(flight);
@@ -453,6 +469,9 @@ public final class FetchEntity {
   private Behavior<Command> recordRead(Flight<ActorRef<Reply>> flight, RecordRead read) {
     if (flight.started()) {
       return Behaviors.same();
+    }
+    if (read.got() != null) {
+      record.seen(read.got()); // the write after this fetch need not read it again
     }
     Record r = read.record();
     Optional<String> self = node.peers().self();

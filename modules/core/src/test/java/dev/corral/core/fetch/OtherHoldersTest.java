@@ -68,22 +68,31 @@ class OtherHoldersTest {
   /** What the stand-in {@link Peers} tells a waiter on another node: the holders it was given. */
   public record Told(List<String> alsoHeldBy) implements Reply.ForAnotherNode {}
 
-  /** Records as written: a read gives the last write, or the record the test starts with. */
+  /**
+   * Records as written: a read gives the last write, or the record the test starts with. Like the
+   * database, a write must name the next revision (an insert of revision 1 over a record fails).
+   */
   static final class Records implements DurableStateUpdateStore<Record> {
     volatile Record record;
+    volatile long revision;
     final ConcurrentLinkedQueue<Record> upserts = new ConcurrentLinkedQueue<>();
 
     Records(Record record) {
       this.record = record;
+      this.revision = record == null ? 0 : 1;
     }
 
     @Override
     public CompletionStage<GetObjectResult<Record>> getObject(String persistenceId) {
-      return CompletableFuture.completedFuture(new GetObjectResult<>(Optional.ofNullable(record), 1));
+      return CompletableFuture.completedFuture(new GetObjectResult<>(Optional.ofNullable(record), revision));
     }
 
     @Override
-    public CompletionStage<Done> upsertObject(String persistenceId, long revision, Record value, String tag) {
+    public synchronized CompletionStage<Done> upsertObject(String persistenceId, long revision, Record value, String tag) {
+      if (revision != this.revision + 1) {
+        return CompletableFuture.failedFuture(new IllegalStateException("revision " + revision + " after " + this.revision));
+      }
+      this.revision = revision;
       record = value;
       upserts.add(value);
       return CompletableFuture.completedFuture(Done.getInstance());

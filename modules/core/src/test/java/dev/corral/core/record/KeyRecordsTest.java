@@ -188,4 +188,69 @@ class KeyRecordsTest {
     assertEquals(Record.PURGED_TAG, later.tag());
     assertEquals("", record("x").tag());
   }
+
+  @Test
+  void aNewKeysFirstWriteInsertsRevisionOneWithoutReading() {
+    HeldStore store = new HeldStore();
+    KeyRecords.Writer writer = new KeyRecords(store).writer("Fetch|n");
+    TestProbe<Written> self = kit.createTestProbe();
+
+    writer.assumeNew();
+    writer.write(record("a"), self.ref(), Written::new);
+    self.awaitAssert(() -> { assertEquals(1, store.upserts.size()); return null; });
+    assertTrue(store.reads.isEmpty(), "no read before the insert");
+    assertEquals(1L, store.upserts.poll()[0]);
+    store.upsertResults.poll().complete(Done.getInstance());
+    Written w = self.receiveMessage();
+    writer.written(w.revision(), w.failure(), self.ref(), Written::new);
+
+    writer.write(record("b"), self.ref(), Written::new);
+    assertTrue(store.reads.isEmpty());
+    assertEquals(2L, store.upserts.poll()[0], "later writes follow the inserted revision");
+  }
+
+  @Test
+  void anInsertThatFindsARecordReadsItAndTriesAgainAtOnceWithoutCountingAFailure() {
+    HeldStore store = new HeldStore();
+    KeyRecords.Writer writer = new KeyRecords(store).writer("Fetch|e");
+    TestProbe<Written> self = kit.createTestProbe();
+
+    writer.assumeNew();
+    writer.update(r -> r.holding("http://127.0.0.1:3", "a"), self.ref(), Written::new);
+    self.awaitAssert(() -> { assertEquals(1, store.upserts.size()); return null; });
+    assertEquals(1L, store.upserts.poll()[0]);
+    store.upsertResults.poll().completeExceptionally(new IllegalStateException("unique key violated"));
+    Written failed = self.receiveMessage(Duration.ofSeconds(5));
+    assertEquals(Optional.empty(), writer.written(failed.revision(), failed.failure(), self.ref(), Written::new),
+        "no pause: the record is read at once");
+    assertTrue(writer.writing());
+    self.awaitAssert(() -> { assertEquals(1, store.reads.size()); return null; });
+    store.reads.poll().complete(new GetObjectResult<>(Optional.of(record("a").holding("http://127.0.0.1:1", "a")), 3));
+    self.awaitAssert(() -> { assertEquals(1, store.upserts.size()); return null; });
+    Object[] retried = store.upserts.poll();
+    assertEquals(4L, retried[0]);
+    assertEquals(List.of("http://127.0.0.1:1", "http://127.0.0.1:3"), ((Record) retried[1]).holders(),
+        "the change is applied to the record that exists, nothing of it lost");
+
+    // the uncounted try leaves all five tries for real failures
+    store.upsertResults.poll().completeExceptionally(new IllegalStateException("database down"));
+    Written down = self.receiveMessage(Duration.ofSeconds(5));
+    assertEquals(Optional.of(KeyRecords.FIRST_RETRY), writer.written(down.revision(), down.failure(), self.ref(), Written::new));
+  }
+
+  @Test
+  void aRecordTheEntityReadForAnotherReasonIsNotReadAgainBeforeTheWrite() {
+    HeldStore store = new HeldStore();
+    KeyRecords.Writer writer = new KeyRecords(store).writer("Fetch|s");
+    TestProbe<Written> self = kit.createTestProbe();
+
+    writer.assumeNew();
+    writer.seen(new GetObjectResult<>(Optional.of(record("old")), 6));
+    writer.update(r -> r.holding("http://127.0.0.1:2", "old"), self.ref(), Written::new);
+    self.awaitAssert(() -> { assertEquals(1, store.upserts.size()); return null; });
+    assertTrue(store.reads.isEmpty());
+    Object[] written = store.upserts.poll();
+    assertEquals(7L, written[0], "the revision seen, not an insert");
+    assertEquals("old", ((Record) written[1]).cached().sha256());
+  }
 }
