@@ -124,6 +124,19 @@ ROWS = [
         ("peak RSS (sum over processes)", ("peak_rss_mib",), " MiB"),
         ("other processes' CPU, 1 KiB / 1 MiB", None, ""),
     ]),
+    ("S4: misses, 8 clients x 500 new 1 KiB keys one after another, origin delay 0", [
+        ("origin's own time to last byte p50 (asked directly, just before)", ("S4", "origin_ttlb_ms", "p50"), " ms"),
+        ("origin's own time to last byte p99", ("S4", "origin_ttlb_ms", "p99"), " ms"),
+        ("time to last byte p50", ("S4", "ttlb_ms", "p50"), " ms"),
+        ("time to last byte p99", ("S4", "ttlb_ms", "p99"), " ms"),
+        ("overhead over the origin p50", ("S4", "overhead_ms", "p50"), " ms"),
+        ("overhead over the origin p99", ("S4", "overhead_ms", "p99"), " ms"),
+        ("upstream requests (ideal 500)", ("S4", "upstream_requests"), ""),
+        ("errors", ("S4", "errors"), ""),
+        ("the target's CPU in S4", ("S4", "target_cpu_s"), " s"),
+        ("of which JIT compiler threads", ("S4", "target_jit_cpu_s"), " s"),
+        ("other processes' CPU", ("S4", "other_load_cores"), " cores"),
+    ]),
 ]
 
 
@@ -344,6 +357,8 @@ def main():
         ("S1s waiter first byte - leader first byte p99", ("S1s", "waiter_abs_delta_ms", "p99"), " ms"),
         ("S1 upstream requests", ("S1", "upstream_requests"), ""),
         ("S2 upstream requests", ("S2", "upstream_requests"), ""),
+        ("S4 miss overhead p50", ("S4", "overhead_ms", "p50"), " ms"),
+        ("S4 miss overhead p99", ("S4", "overhead_ms", "p99"), " ms"),
     ]:
         if c is not None:
             parts = [f"{cname} {fmt(dig(c, *path), unit)}"]
@@ -374,6 +389,10 @@ def main():
         for sc, ideal in (("S1", 1), ("S2", 50)):
             n = dig(c, sc, "upstream_requests")
             checks.append((f"{sc} upstream requests = {ideal}", n == ideal, fmt(n)))
+        o50, o99 = dig(c, "S4", "overhead_ms", "p50"), dig(c, "S4", "overhead_ms", "p99")
+        if o50 is not None:
+            checks.append(("S4 miss overhead <= 2 ms p50 and <= 5 ms p99 (one node)",
+                           o99 is not None and o50 <= 2.0 and o99 <= 5.0, f"{fmt(o50, ' ms')} / {fmt(o99, ' ms')}"))
         checks.append(("S1s upstream requests = rounds",
                        dig(c, "S1s", "upstream_requests") == dig(c, "S1s", "rounds"),
                        fmt(dig(c, "S1s", "upstream_requests"))))

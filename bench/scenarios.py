@@ -18,6 +18,9 @@ S1s  50 clients x 1 key, 1 KiB, origin delay 100 ms, in several rounds (a new ke
      waiter TTFB - leader TTFB, pooled over the rounds.
 S3   warm hits: wrk -t2 -c64 -d<duration>s --latency on a cached 1 KiB and 1 MiB URL
      (several prefixes: -tN -c21N, see above).
+S4   miss overhead: 8 clients, each on its own keep-alive connection, ask 500 new 1 KiB keys
+     (origin delay 0) one after another; time to last byte against the origin's own for the
+     same shape of load asked of the origin directly just before (1000 unmeasured misses first).
 Every scenario uses keys no earlier run used, so the cache starts cold for it.
 """
 import argparse
@@ -229,6 +232,84 @@ def s1s(args, origin):
     }
 
 
+def sequential_misses(bases, names, clients, timeout):
+    """`clients` threads, each with its own keep-alive connection per base, ask for the names
+    one after another (name i by thread i mod clients, on base i mod len(bases)); returns each
+    request's time to last byte in seconds and the responses' cache statuses."""
+    import threading
+    times, statuses, errors = [], {}, []
+    lock = threading.Lock()
+
+    def client(mine):
+        conns = {}
+        try:
+            for i, name in mine:
+                base = urlsplit(bases[i % len(bases)])
+                conn = conns.get(base.netloc)
+                if conn is None:
+                    conn = conns[base.netloc] = http.client.HTTPConnection(base.hostname, base.port, timeout=timeout)
+                path = base.path.rstrip("/") + f"/blob/{name}?size={KIB}&delay_ms=0"
+                t0 = time.perf_counter()
+                conn.request("GET", path, headers={"User-Agent": "corral-bench"})
+                r = conn.getresponse()
+                body = r.read()
+                dt = time.perf_counter() - t0
+                with lock:
+                    if r.status != 200 or len(body) != KIB:
+                        errors.append(f"{r.status} {len(body)}")
+                        continue
+                    times.append(dt)
+                    st = load.cache_status(r.headers) or "-"
+                    statuses[st] = statuses.get(st, 0) + 1
+        except Exception as e:  # noqa: BLE001
+            with lock:
+                errors.append(f"{type(e).__name__}: {e}")
+        finally:
+            for c in conns.values():
+                c.close()
+
+    work = list(enumerate(names))
+    threads = [threading.Thread(target=client, args=(work[k::clients],)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return times, statuses, errors
+
+
+def misses(args, origin, keys=500, clients=8, warmup=1000):
+    """S4: what a miss adds to the origin's own time to last byte, for small bodies."""
+    pcts = lambda v: {p: load.ms(load.percentile(v, q)) for p, q in (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100))}  # noqa: E731
+    name = lambda kind, k: f"{args.run_id}-s4{kind}-{k}"  # noqa: E731
+    origin.reset()
+    t = time.monotonic()
+    _, _, werr = sequential_misses(args.bases, [name("w", k) for k in range(warmup)], clients, args.timeout)
+    warm_s = time.monotonic() - t
+    # the origin's own figure, the same shape of load asked of it directly, right before
+    own, _, oerr = sequential_misses([origin.base], [name("o", k) for k in range(keys)], clients, args.timeout)
+    origin.reset()
+    la0 = loadavg()
+    t = time.monotonic()
+    got, statuses, errors = sequential_misses(args.bases, [name("m", k) for k in range(keys)], clients, args.timeout)
+    seconds = time.monotonic() - t
+    time.sleep(0.2)
+    o, c = pcts(own), pcts(got)
+    return {
+        "keys": keys, "clients": clients, "body_bytes": KIB, "origin_delay_ms": 0,
+        "warmup_misses": warmup, "warmup_seconds": round(warm_s, 1), "warmup_errors": len(werr),
+        "origin_ttlb_ms": o,
+        "ttlb_ms": c,
+        "overhead_ms": {p: round(c[p] - o[p], 3) if c[p] is not None and o[p] is not None else None for p in ("p50", "p90", "p99")},
+        "cache": statuses,
+        "upstream_requests": origin.count(f"/blob/{args.run_id}-s4m-"),
+        "seconds": round(seconds, 2),
+        "errors": len(errors) + len(oerr),
+        "error_samples": (errors + oerr)[:5],
+        "loadavg_before": la0,
+        "loadavg_after": loadavg(),
+    }
+
+
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60000.0, "h": 3600000.0}
 
 
@@ -361,7 +442,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--pgid", default="", help="the target's process group(s), comma list (peak RSS, excluded from other load)")
     ap.add_argument("--exclude-pgids", default="", help="comma list of our other process groups (origin)")
-    ap.add_argument("--scenarios", default="S1,S2,S1s,S3")
+    ap.add_argument("--scenarios", default="S1,S2,S1s,S3,S4")
     ap.add_argument("--wrk-duration", type=int, default=10)
     ap.add_argument("--wrk-runs", type=int, default=1)
     ap.add_argument("--s1s-rounds", type=int, default=3)
@@ -450,6 +531,8 @@ def main():
             step("S3_1MiB", lambda: warm_hits(args, origin, MIB, "1m"))
         else:
             res["S3_1KiB"] = res["S3_1MiB"] = {"error": "wrk not installed"}
+    if "S4" in want:
+        step("S4", lambda: misses(args, origin))
     if args.pgids:
         res["peak_rss_kib"] = peak_rss_kib(set(args.pgids))
         res["processes"] = len(args.pgids)
