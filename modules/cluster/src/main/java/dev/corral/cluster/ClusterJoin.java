@@ -37,7 +37,9 @@ public final class ClusterJoin {
     Config config = ConfigFactory.empty()
         .withValue("pekko.remote.artery.canonical.hostname", ConfigValueFactory.fromAnyRef(c.host()))
         .withValue("pekko.remote.artery.canonical.port", ConfigValueFactory.fromAnyRef(c.port()))
-        .withValue("pekko.cluster.seed-nodes", ConfigValueFactory.fromIterable(seeds));
+        .withValue("pekko.cluster.seed-nodes", ConfigValueFactory.fromIterable(seeds))
+        // Pekko refuses a node that joins with another number (its typed sharding's join check).
+        .withValue("pekko.cluster.sharding.number-of-shards", ConfigValueFactory.fromAnyRef(c.shards()));
     if (c.tls().isPresent()) {
       config = config.withFallback(c.tls().get().pekkoConfig());
     }

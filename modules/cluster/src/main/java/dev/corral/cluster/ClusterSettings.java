@@ -24,6 +24,8 @@ import java.util.OptionalInt;
  * @param insecure the operator accepts a plain cluster port on a non-loopback host
  * @param peerPort the peer copy channel's port ({@link PeerPort}), bound to {@code host}; 0 picks
  *     a free one
+ * @param shards the number of shards keys are spread over; a node joining with another number is
+ *     refused
  */
 public record ClusterSettings(
     String host,
@@ -35,7 +37,11 @@ public record ClusterSettings(
     OptionalInt managementPort,
     Optional<ClusterTls> tls,
     boolean insecure,
-    int peerPort) {
+    int peerPort,
+    int shards) {
+
+  /** More shards than this only cost memory and start-up time, whatever the cluster's size. */
+  public static final int MAX_SHARDS = 100_000;
 
   /** The management port used when discovery needs the endpoints and no port is set. */
   public static final int DEFAULT_MANAGEMENT_PORT = 7626;
@@ -75,6 +81,9 @@ public record ClusterSettings(
     Objects.requireNonNull(managementPort, "managementPort");
     Objects.requireNonNull(tls, "tls");
     seedNodes = List.copyOf(seedNodes);
+    if (shards < 1 || shards > MAX_SHARDS) {
+      throw new IllegalArgumentException("shards must be 1.." + MAX_SHARDS + ": " + shards);
+    }
   }
 
   /** Whether Pekko Management runs: a port was set, or bootstrap needs its contact point. */

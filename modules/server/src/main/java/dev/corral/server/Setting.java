@@ -96,6 +96,9 @@ public enum Setting {
   PEER_PORT("--peer-port", "corral.cluster.peer-port", "CORRAL_PEER_PORT", "PORT",
       "TCP port of the peer copy channel other nodes copy cached bytes from, bound to the cluster host"
           + " (HTTPS with client certificates under --cluster-tls-dir); 0 picks a free port"),
+  SHARDS("--shards", "corral.cluster.shards", "CORRAL_SHARDS", "N",
+      "Number of shards the keys are spread over: the same on every node of a cluster (a node with"
+          + " another number is refused when it joins); about ten per node of the largest cluster planned"),
   NODE_NAME("--node-name", "corral.cluster.node-name", "CORRAL_NODE_NAME", "NAME",
       "Stable name of this node in logs and metrics (default: cluster host:port)"),
   MANAGEMENT_HOST("--management-host", "corral.management.host", "CORRAL_MANAGEMENT_HOST", "HOST",

@@ -390,8 +390,13 @@ final class SettingsReader {
     }
     boolean insecure = bool(path(Setting.CLUSTER_INSECURE));
     int peerPort = port(path(Setting.PEER_PORT));
+    String shardsPath = path(Setting.SHARDS);
+    int shards = whole(shardsPath, 1);
+    if (shards > ClusterSettings.MAX_SHARDS) {
+      throw error(shardsPath, "must be at most " + ClusterSettings.MAX_SHARDS);
+    }
     ClusterSettings cluster = new ClusterSettings(host, port, seeds, discovery, nodeName, managementHost, managementPort,
-        tls, insecure, peerPort);
+        tls, insecure, peerPort, shards);
     Optional<String> exposed = cluster.exposureProblem();
     if (exposed.isPresent()) {
       // Refused here, before anything binds: one line naming both ways out.

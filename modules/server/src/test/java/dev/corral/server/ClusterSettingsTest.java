@@ -52,6 +52,21 @@ class ClusterSettingsTest {
     assertFalse(c.managementEnabled(), "management is off by default");
     assertEquals("127.0.0.1", c.managementHost());
     assertEquals(Optional.empty(), s.journal());
+    assertEquals(100, c.shards());
+    assertEquals(100, CorralServer.pekkoConfig(s, dir).getInt("pekko.cluster.sharding.number-of-shards"));
+  }
+
+  @Test
+  void theShardCountIsSetByFlagEnvironmentOrFileAndBoundedNamingTheSetting() throws IOException {
+    assertEquals(30, load(Map.of(), "--shards", "30").cluster().shards());
+    assertEquals(500, load(Map.of("CORRAL_SHARDS", "500")).cluster().shards());
+    Path conf = file("s.conf", "corral.cluster.shards = 7\n");
+    CorralSettings fromFile = load(Map.of(), "--config", conf.toString());
+    assertEquals(7, fromFile.cluster().shards());
+    assertEquals(7, CorralServer.pekkoConfig(fromFile, dir).getInt("pekko.cluster.sharding.number-of-shards"));
+    assertEquals("--shards: must be at least 1", fails("--shards", "0").getMessage());
+    assertEquals("--shards: \"many\" is not a whole number", fails("--shards", "many").getMessage());
+    assertEquals("--shards: must be at most 100000", fails("--shards", "100001").getMessage());
   }
 
   @Test
