@@ -93,8 +93,9 @@ public final class DiskStore implements ArtifactStore {
    * A LinkedHashMap in access order gives exact LRU.
    */
   private final ReentrantLock lock = new ReentrantLock();
-  private final LinkedHashMap<String, StoredArtifact> index = new LinkedHashMap<>(64, 0.75f, true);
-  private final Map<String, BlobRefs> blobs = new HashMap<>();
+  // Both replaced once, at open, by tables sized for an index snapshot's entries.
+  private LinkedHashMap<String, StoredArtifact> index = new LinkedHashMap<>(64, 0.75f, true);
+  private Map<String, BlobRefs> blobs = new HashMap<>();
   /** Told the id of each key evicted to make room (outside the lock); for the replica directory. */
   private volatile java.util.function.Consumer<String> onEvicted = keyId -> {};
   /** Deletes a file renamed into tmp/ under the lock; called outside it. Replaced by tests. */
@@ -724,7 +725,7 @@ public final class DiskStore implements ArtifactStore {
   /** Loads the index from the snapshot if a valid one is there, else from the key records. */
   private boolean load() throws IOException {
     int tmpDeleted = deleteChildren(tmpDir);
-    List<StoredArtifact> loaded = null;
+    LinkedHashMap<String, StoredArtifact> loaded = null;
     long started = System.nanoTime();
     try {
       loaded = IndexSnapshot.read(snapshotFile, sharedHeaders);
@@ -742,8 +743,9 @@ public final class DiskStore implements ArtifactStore {
       rebuild(tmpDeleted);
       return false;
     }
-    for (StoredArtifact a : loaded) {
-      index.put(a.keyId(), a);
+    index = loaded;
+    blobs = new HashMap<>((int) (loaded.size() / 0.75) + 1);
+    for (StoredArtifact a : loaded.values()) {
       addRef(a);
     }
     List<Path> doomed = new ArrayList<>();

@@ -9,9 +9,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
-import java.util.HashSet;
 import java.util.HexFormat;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Set;
 import java.util.zip.CRC32;
@@ -102,13 +103,14 @@ final class IndexSnapshot {
   }
 
   /**
-   * The entries of the snapshot in {@code file}, in the order they were written, their headers
-   * shared through {@code shared}.
+   * The entries of the snapshot in {@code file} by key id, in the order they were written, in a
+   * map in access order (the store's index), their headers shared through {@code shared}.
    *
    * @throws Invalid if the file is not a whole, intact snapshot of this version
    * @throws java.nio.file.NoSuchFileException if there is none
    */
-  static List<StoredArtifact> read(Path file, SharedHeaders shared) throws IOException, Invalid {
+  static LinkedHashMap<String, StoredArtifact> read(Path file, SharedHeaders shared)
+      throws IOException, Invalid {
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
       Reader in = new Reader(ch);
       ByteBuffer head = in.take(16);
@@ -125,18 +127,18 @@ final class IndexSnapshot {
       if (count < 0 || count > fileSize / 80) { // no entry takes fewer than 80 bytes
         throw new Invalid("claims " + count + " entries in " + fileSize + " bytes");
       }
-      List<StoredArtifact> entries = new ArrayList<>((int) count);
-      Set<String> seen = new HashSet<>((int) (count * 4 / 3) + 1);
+      // Sized for all entries at once (no rehashing of a million-entry table as it grows).
+      LinkedHashMap<String, StoredArtifact> entries = new LinkedHashMap<>((int) (count / 0.75) + 1, 0.75f, true);
+      Entries parsed = new Entries(shared);
       for (long n = 0; n < count; n++) {
         int length = in.take(4).getInt();
         if (length < 82 || length > MAX_ENTRY) {
           throw new Invalid("entry " + n + " claims " + length + " bytes");
         }
-        StoredArtifact a = entry(in.take(length), shared, n);
-        if (!seen.add(a.keyId())) {
+        StoredArtifact a = parsed.next(in.take(length), n);
+        if (entries.put(a.keyId(), a) != null) {
           throw new Invalid("key " + a.keyId() + " twice");
         }
-        entries.add(a);
       }
       int expected = (int) in.crc.getValue(); // of every byte before the checksum
       int stored = in.take(4).getInt();
@@ -151,30 +153,56 @@ final class IndexSnapshot {
     }
   }
 
-  private static StoredArtifact entry(ByteBuffer b, SharedHeaders shared, long n) throws Invalid {
-    try {
-      byte[] arr = b.array();
-      int at = b.arrayOffset() + b.position();
-      String keyId = HEX.formatHex(arr, at, at + 32);
-      String sha256 = HEX.formatHex(arr, at + 32, at + 64);
-      b.position(b.position() + 64);
-      long size = b.getLong();
-      long fetchedAt = b.getLong();
-      if (size < 0) {
-        throw new Invalid("entry " + n + " has size " + size);
+  /**
+   * Parses entries one after the other. An entry whose headers are byte for byte those of the
+   * entry before gets the same list without parsing them again (a store of one kind of artifact
+   * has the same few headers throughout).
+   */
+  private static final class Entries {
+    final SharedHeaders shared;
+    byte[] lastHeaderBytes = new byte[0];
+    List<Header> lastHeaders;
+
+    Entries(SharedHeaders shared) {
+      this.shared = shared;
+    }
+
+    StoredArtifact next(ByteBuffer b, long n) throws Invalid {
+      try {
+        byte[] arr = b.array();
+        int at = b.arrayOffset() + b.position();
+        String keyId = HEX.formatHex(arr, at, at + 32);
+        String sha256 = HEX.formatHex(arr, at + 32, at + 64);
+        b.position(b.position() + 64);
+        long size = b.getLong();
+        long fetchedAt = b.getLong();
+        if (size < 0) {
+          throw new Invalid("entry " + n + " has size " + size);
+        }
+        String key = string(b);
+        int from = b.arrayOffset() + b.position();
+        int to = b.arrayOffset() + b.limit();
+        List<Header> headers;
+        if (lastHeaders != null && Arrays.equals(arr, from, to, lastHeaderBytes, 0, lastHeaderBytes.length)) {
+          headers = lastHeaders;
+          b.position(b.limit());
+        } else {
+          int headerCount = Short.toUnsignedInt(b.getShort());
+          List<Header> parsed = new ArrayList<>(headerCount);
+          for (int i = 0; i < headerCount; i++) {
+            parsed.add(new Header(string(b), string(b)));
+          }
+          if (b.hasRemaining()) {
+            throw new Invalid("entry " + n + " has " + b.remaining() + " bytes too many");
+          }
+          headers = shared.share(parsed);
+          lastHeaders = headers;
+          lastHeaderBytes = Arrays.copyOfRange(arr, from, to);
+        }
+        return new StoredArtifact(keyId, key, sha256, size, headers, fetchedAt);
+      } catch (java.nio.BufferUnderflowException | IllegalArgumentException | IndexOutOfBoundsException e) {
+        throw new Invalid("entry " + n + " is cut short or malformed: " + e);
       }
-      String key = string(b);
-      int headerCount = Short.toUnsignedInt(b.getShort());
-      List<Header> headers = new ArrayList<>(headerCount);
-      for (int i = 0; i < headerCount; i++) {
-        headers.add(new Header(string(b), string(b)));
-      }
-      if (b.hasRemaining()) {
-        throw new Invalid("entry " + n + " has " + b.remaining() + " bytes too many");
-      }
-      return new StoredArtifact(keyId, key, sha256, size, shared.share(headers), fetchedAt);
-    } catch (java.nio.BufferUnderflowException | IllegalArgumentException | IndexOutOfBoundsException e) {
-      throw new Invalid("entry " + n + " is cut short or malformed: " + e);
     }
   }
 
