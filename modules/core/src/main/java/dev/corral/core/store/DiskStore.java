@@ -702,6 +702,16 @@ public final class DiskStore implements ArtifactStore {
     }
   }
 
+  /** The key ids in LRU order, least recently used first (tests); touches no key. */
+  List<String> keyIdsEldestFirst() {
+    lock.lock();
+    try {
+      return List.copyOf(index.keySet());
+    } finally {
+      lock.unlock();
+    }
+  }
+
   /** Whether this store's index came from a snapshot at open (else from the key records). */
   boolean openedFromSnapshot() {
     return openedFromSnapshot;
