@@ -147,7 +147,12 @@ public final class DiskStore implements ArtifactStore {
       OwnerOnly.tighten(dir);
     }
     OwnerOnly.tighten(dataDir);
-    this.openedFromSnapshot = load();
+    lock.lock(); // index and blobs are assigned here, read under the lock by every other thread
+    try {
+      this.openedFromSnapshot = load();
+    } finally {
+      lock.unlock();
+    }
   }
 
   /** Same as the constructor. */
