@@ -5,10 +5,13 @@
 #
 # For each N: writes a store of N small artifacts in the store's own format
 # (dev.corral.core.store.StoreGenerator in modules/microbench, built here with -Pjmh when
-# missing), starts `./corral serve` on it with ./corral's defaults, and prints the seconds until
-# /-/health/ready answers 200, then the node's resident memory at that moment. The jar (and its
+# missing), then starts `./corral serve` on it twice with ./corral's defaults:
+#   first start  no index snapshot: the index is rebuilt from every key record (as after a crash)
+#   restart      after a clean stop (SIGTERM, waited for), from the index snapshot that stop wrote
+# and prints for each the seconds until /-/health/ready answers 200 and the node's resident memory
+# at that moment, plus how long the clean stop took (it writes the snapshot). The jar (and its
 # class data sharing archive) are made before the first measurement. Loopback only; each store
-# is deleted after its run (a million artifacts take about 8 GiB of small files).
+# is deleted after its run (a million artifacts take about 8 GiB of small files, under $TMPDIR).
 set -euo pipefail
 BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$BENCH_DIR/.." && pwd)"
@@ -16,41 +19,61 @@ COUNTS=("$@")
 [[ ${#COUNTS[@]} -gt 0 ]] || COUNTS=(0 100000 1000000)
 GEN="$ROOT/modules/microbench/target/corral-microbench.jar"
 [[ -f "$GEN" ]] || (cd "$ROOT" && mvn -B -q -Pjmh -pl modules/microbench -am package -DskipTests >&2)
-TMP=$(mktemp -d /tmp/corral-startup.XXXXXX)
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-startup.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-# one start beforehand: builds the jar and the class data sharing archive if they are stale
-(cd "$ROOT" && timeout 300 ./corral serve --http-host 127.0.0.1 --http-port "$port" --cluster-port 0 --peer-port 0 \
-  --management-port 0 --data-dir "$TMP/warm" >"$TMP/warm.log" 2>&1 &)
-for _ in $(seq 1 3000); do curl -sf -o /dev/null "http://127.0.0.1:$port/-/health/ready" && break; sleep 0.1; done
-pkill -f -- "--data-dir $TMP/warm" || true
-sleep 2
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
 
-echo "| artifacts in the store | ready after | resident memory at ready |"
-echo "|---|---|---|"
-for n in "${COUNTS[@]}"; do
-  data="$TMP/store-$n"
-  java -cp "$GEN" dev.corral.core.store.StoreGenerator "$data" "$n" >&2
-  sync
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# one start beforehand: builds the jar and the class data sharing archive if they are stale
+port=$(free_port)
+(cd "$ROOT" && exec timeout 300 ./corral serve --http-host 127.0.0.1 --http-port "$port" --cluster-port 0 \
+  --peer-port 0 --management-port 0 --data-dir "$TMP/warm") >"$TMP/warm.log" 2>&1 &
+warm=$!
+for _ in $(seq 1 3000); do curl -sf -o /dev/null "http://127.0.0.1:$port/-/health/ready" && break; sleep 0.1; done
+kill "$warm" 2>/dev/null || true
+wait "$warm" 2>/dev/null || true
+
+# start DATA LOG: starts a node, waits until it is ready, stops it cleanly (SIGTERM, waits for the
+# exit); sets READY ("2.13 s", or "not ready"), RSS (MiB at ready) and STOP (seconds).
+start() {
+  local data=$1 log=$2 pid t0 ready="" rss stopped
+  port=$(free_port)
   t0=$(date +%s.%N)
   (cd "$ROOT" && exec ./corral serve --http-host 127.0.0.1 --http-port "$port" --cluster-port 0 --peer-port 0 \
-    --management-port 0 --data-dir "$data" --repo bench=generic:http://127.0.0.1:9) >"$TMP/node-$n.log" 2>&1 &
+    --management-port 0 --data-dir "$data" --repo bench=generic:http://127.0.0.1:9) >"$log" 2>&1 &
   pid=$!
-  ready=""
   for _ in $(seq 1 60000); do
     if curl -sf -o /dev/null "http://127.0.0.1:$port/-/health/ready"; then ready=$(date +%s.%N); break; fi
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.01
   done
   rss=$(ps -o rss= -p "$pid" 2>/dev/null || echo 0)
+  stopped=$(date +%s.%N)
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
-  if [[ -z "$ready" ]]; then
-    echo "| $n | did not become ready (log: $TMP/node-$n.log) | |"; tail -5 "$TMP/node-$n.log" >&2; continue
+  STOP=$(python3 -c "print(f'{$(date +%s.%N)-$stopped:.1f}')")
+  READY="not ready"
+  [[ -z "$ready" ]] || READY=$(python3 -c "print(f'{$ready-$t0:.2f} s')")
+  RSS=$((rss / 1024))
+}
+
+echo "| artifacts in the store | first start (rebuild) | resident memory | clean stop | restart (snapshot) | resident memory |"
+echo "|---|---|---|---|---|---|"
+for n in "${COUNTS[@]}"; do
+  data="$TMP/store-$n"
+  java -cp "$GEN" dev.corral.core.store.StoreGenerator "$data" "$n" >&2
+  sync
+  start "$data" "$TMP/node-$n-first.log"
+  first=$READY first_rss=$RSS stop=$STOP
+  grep -o "store opened.* ms" "$TMP/node-$n-first.log" >&2 || true
+  grep -o "index snapshot written.*" "$TMP/node-$n-first.log" >&2 || echo "no index snapshot written" >&2
+  start "$data" "$TMP/node-$n-restart.log"
+  grep -o "store opened.* ms" "$TMP/node-$n-restart.log" >&2 || true
+  printf '| %s | %s | %s MiB | %s s | %s | %s MiB |\n' "$n" "$first" "$first_rss" "$stop" "$READY" "$RSS"
+  if [[ "$first" == "not ready" || "$READY" == "not ready" ]]; then
+    tail -5 "$TMP/node-$n-first.log" "$TMP/node-$n-restart.log" >&2
   fi
-  printf '| %s | %.2f s | %d MiB |\n' "$n" "$(python3 -c "print($ready-$t0)")" $((rss / 1024))
-  grep -o "store opened: [0-9]* keys" "$TMP/node-$n.log" >&2 || true
   rm -rf "$data"
 done

@@ -3,6 +3,8 @@ package dev.corral.server;
 import static dev.corral.testkit.TestNode.xCache;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.record.Record;
@@ -23,7 +25,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * SEMANTICS L3 and F3 across a restart: a node closed and started again on the same data
  * directory, with the same repository URL, serves what is on its disk without asking the
- * upstream (both a small body and one above the inline limit).
+ * upstream (both a small body and one above the inline limit). The close writes the store's index
+ * snapshot and the next start loads it (a crash-restart, which rebuilds, is {@code CrashRestartIT}).
  */
 class RestartHttpTest {
 
@@ -44,8 +47,11 @@ class RestartHttpTest {
         assertEquals("HIT", xCache(TestNode.get(client, first, "/up/r/small.bin")));
       }
       assertEquals(2, upstream.requests());
+      Path snapshot = dir.resolve("data").resolve("store").resolve("index.snapshot");
+      assertTrue(Files.exists(snapshot), "the clean close wrote the index snapshot");
 
       try (CorralServer second = TestNode.start(dir, upstream.url("/"), config)) {
+        assertFalse(Files.exists(snapshot), "the start loaded it and used it up");
         HttpResponse<byte[]> r = TestNode.get(client, second, "/up/r/small.bin");
         assertEquals(200, r.statusCode());
         assertEquals("HIT", xCache(r));

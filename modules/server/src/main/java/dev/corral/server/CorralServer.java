@@ -122,6 +122,7 @@ public final class CorralServer implements AutoCloseable {
     JournalDatabase database = new JournalDatabase(settings.journal(), dataDir);
     database.checkConnection();
     Files.createDirectories(settings.dataDir());
+    CompletableFuture<DiskStore> storeOpening = openStore(dataDir.resolve("store"), settings.maxSizeBytes());
     NodeName.set(settings.cluster().nodeName()
         .orElse(settings.cluster().host() + ":" + settings.cluster().port()));
     ActorSystem<Void> system;
@@ -143,7 +144,19 @@ public final class CorralServer implements AutoCloseable {
 
       Metrics metrics = new Metrics();
       Executor io = system.dispatchers().lookup(DispatcherSelector.blocking());
-      DiskStore store = DiskStore.open(dataDir.resolve("store"), settings.maxSizeBytes(), Clock.systemUTC());
+      DiskStore store = opened(storeOpening);
+      // The index snapshot (read by the next start instead of every key record) is written in the
+      // last phase before the actor system ends: by then the front door has stopped taking requests
+      // and drained its fetches and responses (service-unbind, service-requests-done) and this
+      // node's shards, whose entities commit, have been handed off. A change that comes even so (a
+      // late replica, a purge, a bad blob found by a peer's read) is made under the store's lock
+      // after the snapshot, and deletes it first: the next start then rebuilds, never trusting an
+      // index that misses a change.
+      CoordinatedShutdown.get(system).addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(),
+          "corral-store-snapshot", () -> CompletableFuture.supplyAsync(() -> {
+            store.close();
+            return Done.getInstance();
+          }, io));
       // Purges this node missed while it was down: its copies go before anything is served.
       MissedPurges.of(system, store).drop(system).toCompletableFuture().get(60, TimeUnit.SECONDS);
       Map<String, RepoUpstream> upstreams = new HashMap<>();
@@ -200,6 +213,37 @@ public final class CorralServer implements AutoCloseable {
       return server;
     } catch (Exception | Error e) {
       system.terminate();
+      throw e;
+    }
+  }
+
+  /**
+   * Opens the store on a thread of its own, so that loading its index (a million keys: about a
+   * second from the index snapshot) overlaps the start of the actor system, which is mostly one
+   * thread's work too. A failed start after this has consumed the snapshot: the next start rebuilds.
+   */
+  private static CompletableFuture<DiskStore> openStore(Path dir, long maxSizeBytes) {
+    CompletableFuture<DiskStore> opening = new CompletableFuture<>();
+    Thread opener = new Thread(() -> {
+      try {
+        opening.complete(DiskStore.open(dir, maxSizeBytes, Clock.systemUTC()));
+      } catch (Throwable e) {
+        opening.completeExceptionally(e);
+      }
+    }, "corral-store-open");
+    opener.setDaemon(true);
+    opener.start();
+    return opening;
+  }
+
+  /** The store once open; its open's own exception if it failed. */
+  private static DiskStore opened(CompletableFuture<DiskStore> opening) throws Exception {
+    try {
+      return opening.get();
+    } catch (java.util.concurrent.ExecutionException e) {
+      if (e.getCause() instanceof Exception cause) {
+        throw cause;
+      }
       throw e;
     }
   }
@@ -370,8 +414,11 @@ public final class CorralServer implements AutoCloseable {
   static Config pekkoConfig(CorralSettings settings, Path dataDir) {
     Config db = new JournalDatabase(settings.journal(), dataDir).pekkoConfig();
     // The drain task runs in service-requests-done, whose default timeout (5 s) would cut it short.
+    // The index snapshot (before-actor-system-terminate) of a million keys takes a second or two; a
+    // slow disk could need more than 5 s too (cut short, the next start would rebuild).
     Config drain = ConfigFactory.parseString("pekko.coordinated-shutdown.phases.service-requests-done.timeout = "
-        + (settings.drainTimeout().toMillis() + 5_000) + "ms");
+        + (settings.drainTimeout().toMillis() + 5_000) + "ms\n"
+        + "pekko.coordinated-shutdown.phases.before-actor-system-terminate.timeout = 60s");
     // Pekko's own idle timeout ends idle connections; max-connections only for truth's sake (the
     // front door applies the cap itself).
     Config connections = ConfigFactory.parseString("pekko.http.server.idle-timeout = "

@@ -44,19 +44,27 @@ import org.slf4j.LoggerFactory;
  * <pre>
  *   blobs/ab/&lt;sha256 hex&gt;     content-addressed bytes (fan-out by the first two hex chars)
  *   keys/ab/&lt;key id&gt;.json     one {@link StoredArtifact} per key, as JSON
- *   tmp/                       blobs and key records being written
+ *   tmp/                       blobs, key records and the index snapshot being written
+ *   index.snapshot             the whole index as a clean {@link #close} left it ({@link IndexSnapshot});
+ *                              present only between a clean close and the next open
  * </pre>
  *
  * <p>Every file is written under {@code tmp/}, fsynced and renamed into place atomically, so a
- * crash leaves either the old file or the new one, never half a file. After a crash the index
- * rebuilt by {@link #open} drops key records whose blob is missing or has the wrong size, and
- * deletes blobs no key refers to, so an interrupted commit is simply not there. (Directories are
- * not fsynced after a rename: a crash may lose the last commits, which the rebuild then treats
- * as never made.)
+ * crash leaves either the old file or the new one, never half a file.
+ *
+ * <p>Start-up: {@link #open} loads the index snapshot when a valid one is there (no key record
+ * is read, no blob looked at) and deletes it, durably, before the store takes any change, so a
+ * snapshot is only ever trusted by the one open that follows the close that wrote it. Without
+ * one (after a crash, or when it is damaged: logged) the open rebuilds the index from the key
+ * records, dropping those whose blob is missing or has the wrong size and deleting blobs no key
+ * refers to, so an interrupted commit is simply not there. (Directories are not fsynced after a
+ * commit's rename: a crash may lose the last commits, which the rebuild then treats as never
+ * made.) Either way a blob is checked again when it is read (F2).
  *
  * <p>The index holds every key in exact least-recently-used order. Size is bounded by evicting
  * from the LRU end after each commit; a blob shared by several keys (identical content) is
- * stored and counted once and deleted when its last key goes.
+ * stored and counted once and deleted when its last key goes. The order survives a clean
+ * restart (the snapshot keeps it); a rebuild takes the oldest fetch as the least recently used.
  */
 public final class DiskStore implements ArtifactStore {
 
@@ -67,6 +75,7 @@ public final class DiskStore implements ArtifactStore {
   private final Path blobsDir;
   private final Path keysDir;
   private final Path tmpDir;
+  private final Path snapshotFile;
   private final long maxSizeBytes;
   private final Clock clock;
   private final ObjectMapper json =
@@ -84,13 +93,20 @@ public final class DiskStore implements ArtifactStore {
    * A LinkedHashMap in access order gives exact LRU.
    */
   private final ReentrantLock lock = new ReentrantLock();
-  private final LinkedHashMap<String, StoredArtifact> index = new LinkedHashMap<>(64, 0.75f, true);
-  private final Map<String, BlobRefs> blobs = new HashMap<>();
+  // Both replaced once, at open, by tables sized for an index snapshot's entries.
+  private LinkedHashMap<String, StoredArtifact> index = new LinkedHashMap<>(64, 0.75f, true);
+  private Map<String, BlobRefs> blobs = new HashMap<>();
   /** Told the id of each key evicted to make room (outside the lock); for the replica directory. */
   private volatile java.util.function.Consumer<String> onEvicted = keyId -> {};
   /** Deletes a file renamed into tmp/ under the lock; called outside it. Replaced by tests. */
   private volatile Deletion deletion = Files::deleteIfExists;
   private long totalSize;
+  /** One copy of the header names, values and lists many keys have alike. */
+  private final SharedHeaders sharedHeaders = new SharedHeaders();
+  /** A snapshot written by {@link #close} is on disk and matches the index; guarded by the lock. */
+  private boolean snapshotWritten;
+  /** How this store's index was loaded at open. */
+  private final boolean openedFromSnapshot;
 
   /** Deletes one file that is no longer wanted. */
   @FunctionalInterface
@@ -110,7 +126,8 @@ public final class DiskStore implements ArtifactStore {
 
   /**
    * Opens the store in {@code dataDir} (created if absent), deletes leftover temporary files and
-   * rebuilds the index from the key records on disk, checking each blob's size (not its hash).
+   * loads the index from the snapshot a clean {@link #close} left, or else rebuilds it from the key
+   * records on disk, checking each blob's size (not its hash).
    *
    * @param maxSizeBytes the total blob size above which least recently used keys are evicted
    * @param clock the source of {@link StoredArtifact#fetchedAtMillis()} on commit
@@ -122,6 +139,7 @@ public final class DiskStore implements ArtifactStore {
     this.blobsDir = dataDir.resolve("blobs");
     this.keysDir = dataDir.resolve("keys");
     this.tmpDir = dataDir.resolve("tmp");
+    this.snapshotFile = dataDir.resolve(IndexSnapshot.FILE_NAME);
     this.maxSizeBytes = maxSizeBytes;
     this.clock = Objects.requireNonNull(clock, "clock");
     for (Path dir : List.of(blobsDir, keysDir, tmpDir)) {
@@ -129,7 +147,12 @@ public final class DiskStore implements ArtifactStore {
       OwnerOnly.tighten(dir);
     }
     OwnerOnly.tighten(dataDir);
-    rebuild();
+    lock.lock(); // index and blobs are assigned here, read under the lock by every other thread
+    try {
+      this.openedFromSnapshot = load();
+    } finally {
+      lock.unlock();
+    }
   }
 
   /** Same as the constructor. */
@@ -231,7 +254,7 @@ public final class DiskStore implements ArtifactStore {
     String keyId = key.id();
     StoredArtifact artifact =
         new StoredArtifact(
-            keyId, key.canonical(), writer.sha256(), writer.written(), headers,
+            keyId, key.canonical(), writer.sha256(), writer.written(), sharedHeaders.share(headers),
             fetchedAtMillis >= 0 ? fetchedAtMillis : clock.millis());
     Path blobPath = blobPath(artifact.sha256());
     OwnerOnly.createDirectories(blobPath.getParent());
@@ -242,6 +265,7 @@ public final class DiskStore implements ArtifactStore {
     List<Path> doomed = new ArrayList<>();
     lock.lock();
     try {
+      forgetSnapshot();
       placeBlob(writer, blobPath, artifact.size(), doomed);
       try {
         moveAtomically(recordTemp, recordPath);
@@ -294,7 +318,8 @@ public final class DiskStore implements ArtifactStore {
     }
     StoredArtifact touched =
         new StoredArtifact(
-            keyId, current.key(), current.sha256(), current.size(), headers, fetchedAtMillis);
+            keyId, current.key(), current.sha256(), current.size(), sharedHeaders.share(headers),
+            fetchedAtMillis);
     Path recordTemp = writeRecordTemp(touched);
     lock.lock();
     try {
@@ -302,6 +327,7 @@ public final class DiskStore implements ArtifactStore {
       if (!current.equals(index.get(keyId))) {
         return Optional.empty();
       }
+      forgetSnapshot();
       moveAtomically(recordTemp, recordPath(keyId));
       index.put(keyId, touched);
       return Optional.of(touched);
@@ -545,10 +571,11 @@ public final class DiskStore implements ArtifactStore {
 
   /** Removes a key from the index and discards its files. */
   private boolean dropKey(String keyId, List<Path> doomed) throws IOException {
-    StoredArtifact removed = index.remove(keyId);
-    if (removed == null) {
+    if (!index.containsKey(keyId)) {
       return false;
     }
+    forgetSnapshot();
+    StoredArtifact removed = index.remove(keyId);
     try {
       discard(recordPath(keyId), doomed);
     } finally {
@@ -605,6 +632,7 @@ public final class DiskStore implements ArtifactStore {
       if (current != null && !current.equals(badFile)) {
         return; // replaced by a fresh copy in the meantime
       }
+      forgetSnapshot();
       List<String> keyIds = new ArrayList<>();
       for (StoredArtifact a : index.values()) {
         if (a.sha256().equals(sha256)) {
@@ -648,10 +676,103 @@ public final class DiskStore implements ArtifactStore {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Start-up
+  // Start-up and close
 
-  private void rebuild() throws IOException {
+  /**
+   * Writes the whole index, in its LRU order, to the snapshot the next open loads instead of
+   * reading every key record. Call it once nothing commits any more (a node: after its front door
+   * has drained and its shards have been handed off). The store stays usable: a change after the
+   * snapshot was written (a late replica, a purge, a bad blob found by a read) deletes the
+   * snapshot first, so the next open rebuilds instead of trusting an index that misses the change.
+   * Only recency is not guarded: lookups after the close move keys in an order the snapshot does
+   * not have, which costs nothing but that ordering.
+   *
+   * <p>Written under the lock, so no change can fall between the index being written and the
+   * snapshot counting as written. A failure is logged and leaves no snapshot (the next open
+   * rebuilds); data is never at risk.
+   */
+  public void close() {
+    lock.lock();
+    try {
+      long started = System.nanoTime();
+      IndexSnapshot.write(tmpDir.resolve(UUID.randomUUID() + ".snapshot"), snapshotFile, index.values());
+      snapshotWritten = true;
+      log.info("index snapshot written: {} keys in {} ms", index.size(),
+          (System.nanoTime() - started) / 1_000_000);
+    } catch (IOException | RuntimeException e) {
+      log.warn("could not write the index snapshot ({}); the next start will rebuild the index from"
+          + " the key records", e.toString());
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** The key ids in LRU order, least recently used first (tests); touches no key. */
+  List<String> keyIdsEldestFirst() {
+    lock.lock();
+    try {
+      return List.copyOf(index.keySet());
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Whether this store's index came from a snapshot at open (else from the key records). */
+  boolean openedFromSnapshot() {
+    return openedFromSnapshot;
+  }
+
+  /**
+   * Under the lock, before any change to the index or the files: deletes the snapshot a {@link
+   * #close} wrote, durably, so that it can never be loaded without this change. Throws (and the
+   * change is not made) if it cannot.
+   */
+  private void forgetSnapshot() throws IOException {
+    if (snapshotWritten) {
+      Files.deleteIfExists(snapshotFile);
+      IndexSnapshot.syncDirectory(snapshotFile.getParent());
+      snapshotWritten = false;
+      log.info("the store changed after its index snapshot was written: snapshot deleted, the next"
+          + " start rebuilds the index");
+    }
+  }
+
+  /** Loads the index from the snapshot if a valid one is there, else from the key records. */
+  private boolean load() throws IOException {
     int tmpDeleted = deleteChildren(tmpDir);
+    LinkedHashMap<String, StoredArtifact> loaded = null;
+    long started = System.nanoTime();
+    try {
+      loaded = IndexSnapshot.read(snapshotFile, sharedHeaders);
+    } catch (NoSuchFileException e) {
+      log.info("no index snapshot (the node did not stop cleanly, or this is its first start):"
+          + " rebuilding the index from the key records");
+    } catch (IndexSnapshot.Invalid | IOException e) {
+      log.warn("index snapshot {} is unusable ({}); rebuilding the index from the key records"
+          + " instead, nothing is lost", snapshotFile, e.getMessage());
+    }
+    // Consumed before anything can change: a crash from here on must not find it.
+    Files.deleteIfExists(snapshotFile);
+    IndexSnapshot.syncDirectory(snapshotFile.getParent());
+    if (loaded == null) {
+      rebuild(tmpDeleted);
+      return false;
+    }
+    index = loaded;
+    blobs = new HashMap<>((int) (loaded.size() / 0.75) + 1);
+    for (StoredArtifact a : loaded.values()) {
+      addRef(a);
+    }
+    List<Path> doomed = new ArrayList<>();
+    evict(null, doomed); // the maximum may be smaller than at the close
+    delete(doomed);
+    log.info("store opened from its index snapshot: {} keys, {} bytes in {} ms; {} temp files deleted",
+        index.size(), totalSize, (System.nanoTime() - started) / 1_000_000, tmpDeleted);
+    return true;
+  }
+
+  private void rebuild(int tmpDeleted) throws IOException {
+    long started = System.nanoTime();
     List<StoredArtifact> records = new ArrayList<>();
     int dropped = 0;
     for (Path record : filesTwoDeep(keysDir)) {
@@ -661,9 +782,10 @@ public final class DiskStore implements ArtifactStore {
         dropped++;
         continue;
       }
-      records.add(a);
+      records.add(new StoredArtifact(a.keyId(), a.key(), a.sha256(), a.size(),
+          sharedHeaders.share(a.headers()), a.fetchedAtMillis()));
     }
-    // Recency is not persisted; the oldest fetch is taken as the least recently used.
+    // Recency is in no key record; the oldest fetch is taken as the least recently used.
     records.sort(
         Comparator.comparingLong(StoredArtifact::fetchedAtMillis)
             .thenComparing(StoredArtifact::keyId));
@@ -681,8 +803,9 @@ public final class DiskStore implements ArtifactStore {
     List<Path> doomed = new ArrayList<>();
     evict(null, doomed);
     delete(doomed);
-    log.info("store opened: {} keys, {} bytes; dropped {} broken records, {} orphan blobs, {} temp"
-            + " files", index.size(), totalSize, dropped, orphans, tmpDeleted);
+    log.info("store opened: {} keys, {} bytes, rebuilt from the key records in {} ms; dropped {} broken"
+            + " records, {} orphan blobs, {} temp files", index.size(), totalSize,
+        (System.nanoTime() - started) / 1_000_000, dropped, orphans, tmpDeleted);
   }
 
   /** The record is where its key id says, and names a plausible blob. */
@@ -759,7 +882,7 @@ public final class DiskStore implements ArtifactStore {
     return temp;
   }
 
-  private static void moveAtomically(Path from, Path to) throws IOException {
+  static void moveAtomically(Path from, Path to) throws IOException {
     try {
       Files.move(from, to, StandardCopyOption.ATOMIC_MOVE);
     } catch (AtomicMoveNotSupportedException e) {
