@@ -206,15 +206,18 @@ public final class KeyRecords {
           ? CompletableFuture.completedFuture(new GetObjectResult<>(Optional.ofNullable(current), revision))
           : guessing ? CompletableFuture.completedFuture(new GetObjectResult<>(Optional.empty(), 0))
           : store.getObject(persistenceId);
+      // Pekko's CompletionStages run every callback given without an executor on the common
+      // pool (a thread hop each); these only build a record and send a message, so they run where
+      // the database's answer arrives.
       known
-          .thenCompose(got -> {
+          .thenComposeAsync(got -> {
             Record base = got.value().orElse(Record.EMPTY);
             Record record = change.apply(base);
             current = record; // read by the entity's thread only after the write's message
             return store.upsertObject(persistenceId, got.revision() + 1, record, record.tag())
-                .thenApply(d -> got.revision() + 1);
-          })
-          .whenComplete((rev, error) -> self.tell(done.apply(rev == null ? -1L : rev, error)));
+                .thenApplyAsync(d -> got.revision() + 1, Runnable::run);
+          }, Runnable::run)
+          .whenCompleteAsync((rev, error) -> self.tell(done.apply(rev == null ? -1L : rev, error)), Runnable::run);
     }
   }
 }
