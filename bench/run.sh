@@ -378,7 +378,7 @@ bench_corral_cluster() {
       bash -c 'cd "$1" && shift && exec "$@"' _ "$ROOT" ./corral serve \
       --http-host 127.0.0.1 --http-port 0 --data-dir "$TMP/corral-data-$((i + 1))" --node-name "node-$((i + 1))" \
       --cluster-host 127.0.0.1 --cluster-port "${cports[i]}" --seed-nodes "127.0.0.1:${cports[0]}" \
-      --management-port "${mports[i]}" "${journal[@]}" \
+      --peer-port 0 --management-port "${mports[i]}" "${journal[@]}" \
       --repo "bench=generic:http://127.0.0.1:$ORIGIN_PORT"
     pids+=("$STARTED_PID")
   done
