@@ -137,6 +137,15 @@ ROWS = [
         ("of which JIT compiler threads", ("S4", "target_jit_cpu_s"), " s"),
         ("other processes' CPU", ("S4", "other_load_cores"), " cores"),
     ]),
+    ("S5: new connections, 10 rounds x 100 clients, one hit each on a fresh connection, 1 KiB", [
+        ("TTFB p50", ("S5", "ttfb_ms", "p50"), " ms"),
+        ("TTFB p90", ("S5", "ttfb_ms", "p90"), " ms"),
+        ("TTFB p99", ("S5", "ttfb_ms", "p99"), " ms"),
+        ("upstream requests (ideal 0)", ("S5", "upstream_requests"), ""),
+        ("errors", ("S5", "errors"), ""),
+        ("the target's CPU in S5", ("S5", "target_cpu_s"), " s"),
+        ("other processes' CPU", ("S5", "other_load_cores"), " cores"),
+    ]),
 ]
 
 
@@ -359,6 +368,7 @@ def main():
         ("S2 upstream requests", ("S2", "upstream_requests"), ""),
         ("S4 miss overhead p50", ("S4", "overhead_ms", "p50"), " ms"),
         ("S4 miss overhead p99", ("S4", "overhead_ms", "p99"), " ms"),
+        ("S5 new connection TTFB p50", ("S5", "ttfb_ms", "p50"), " ms"),
     ]:
         if c is not None:
             parts = [f"{cname} {fmt(dig(c, *path), unit)}"]
@@ -393,6 +403,11 @@ def main():
         if o50 is not None:
             checks.append(("S4 miss overhead <= 2 ms p50 and <= 5 ms p99 (one node)",
                            o99 is not None and o50 <= 2.0 and o99 <= 5.0, f"{fmt(o50, ' ms')} / {fmt(o99, ' ms')}"))
+        c5 = dig(c, "S5", "ttfb_ms", "p50")
+        n5 = dig(targets.get("nginx", {}), "S5", "ttfb_ms", "p50")
+        if c5 is not None and n5:
+            checks.append(("S5 new connections: TTFB p50 <= 1.2x nginx", c5 <= 1.2 * n5,
+                           f"{fmt(c5, ' ms')} = {fmt_ratio(ratio(c5, n5))} nginx"))
         checks.append(("S1s upstream requests = rounds",
                        dig(c, "S1s", "upstream_requests") == dig(c, "S1s", "rounds"),
                        fmt(dig(c, "S1s", "upstream_requests"))))

@@ -21,6 +21,8 @@ S3   warm hits: wrk -t2 -c64 -d<duration>s --latency on a cached 1 KiB and 1 MiB
 S4   miss overhead: 8 clients, each on its own keep-alive connection, ask 500 new 1 KiB keys
      (origin delay 0) one after another; time to last byte against the origin's own for the
      same shape of load asked of the origin directly just before (1000 unmeasured misses first).
+S5   new connections: 10 rounds of 100 clients, each on a fresh connection, one hit each on a
+     cached 1 KiB key (1000 connections): time to first byte.
 Every scenario uses keys no earlier run used, so the cache starts cold for it.
 """
 import argparse
@@ -310,6 +312,34 @@ def misses(args, origin, keys=500, clients=8, warmup=1000):
     }
 
 
+def new_connections(args, origin, rounds=10, clients=100):
+    """S5: what a fresh connection costs a hit (issue 14 item 5)."""
+    name = f"{args.run_id}-s5"
+    for base in args.bases:  # cached on every base before the rounds
+        for _ in range(2):
+            get(blob(base, name, KIB, 0))
+    origin.reset()
+    ttfb, cache, errors = [], {}, 0
+    la0 = loadavg()
+    for _ in range(rounds):
+        records, s = burst(args, [key_url(args, name, KIB, 0)], clients)
+        ttfb += [r["first_byte"] - r["send"] for r in records if "error" not in r]
+        errors += s["errors"]
+        for k, v in s["cache"].items():
+            cache[k] = cache.get(k, 0) + v
+    time.sleep(0.2)
+    return {
+        "rounds": rounds, "clients_per_round": clients, "body_bytes": KIB,
+        "connections": rounds * clients,
+        "ttfb_ms": {p: load.ms(load.percentile(ttfb, q)) for p, q in (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100))},
+        "cache": cache,
+        "errors": errors,
+        "upstream_requests": origin.count(f"/blob/{name}"),
+        "loadavg_before": la0,
+        "loadavg_after": loadavg(),
+    }
+
+
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60000.0, "h": 3600000.0}
 
 
@@ -442,7 +472,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--pgid", default="", help="the target's process group(s), comma list (peak RSS, excluded from other load)")
     ap.add_argument("--exclude-pgids", default="", help="comma list of our other process groups (origin)")
-    ap.add_argument("--scenarios", default="S1,S2,S1s,S3,S4")
+    ap.add_argument("--scenarios", default="S1,S2,S1s,S3,S4,S5")
     ap.add_argument("--wrk-duration", type=int, default=10)
     ap.add_argument("--wrk-runs", type=int, default=1)
     ap.add_argument("--s1s-rounds", type=int, default=3)
@@ -533,6 +563,8 @@ def main():
             res["S3_1KiB"] = res["S3_1MiB"] = {"error": "wrk not installed"}
     if "S4" in want:
         step("S4", lambda: misses(args, origin))
+    if "S5" in want:
+        step("S5", lambda: new_connections(args, origin))
     if args.pgids:
         res["peak_rss_kib"] = peak_rss_kib(set(args.pgids))
         res["processes"] = len(args.pgids)
