@@ -168,6 +168,8 @@ class ClusterSettingsTest {
     assertEquals("org.apache.pekko.cluster.sbr.SplitBrainResolverProvider",
         p.getString("pekko.cluster.downing-provider-class"));
     assertEquals("keep-majority", p.getString("pekko.cluster.split-brain-resolver.active-strategy"));
+    assertEquals("pekko.actor.default-dispatcher", p.getString("pekko.io.tcp.worker-dispatcher"),
+        "TCP connections' actors run beside their streams (docs/operations.md, Dispatchers)");
     assertEquals("slick.jdbc.PostgresProfile$", p.getString("jdbc-durable-state-store.slick.profile"));
     assertEquals("org.postgresql.Driver", p.getString("jdbc-durable-state-store.slick.db.driver"));
     assertEquals("pw", p.getString("pekko-persistence-jdbc.shared-databases.slick.db.password"));
