@@ -33,6 +33,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from urllib.parse import urlsplit
 
@@ -238,7 +239,6 @@ def sequential_misses(bases, names, clients, timeout):
     """`clients` threads, each with its own keep-alive connection per base, ask for the names
     one after another (name i by thread i mod clients, on base i mod len(bases)); returns each
     request's time to last byte in seconds and the responses' cache statuses."""
-    import threading
     times, statuses, errors = [], {}, []
     lock = threading.Lock()
 

@@ -151,28 +151,25 @@ public final class KeyRecords {
       inFlight = null;
       boolean guessed = guessing;
       guessing = false;
-      if (failure != null && guessed) {
-        // Most likely a record exists after all: read it and try again now, not counted.
-        log.debug("the record of {} was not new; reading it: {}", persistenceId, failure.toString());
-        revision = -1;
-        current = null;
-        UnaryOperator<Record> after = pending;
-        pending = after == null ? failed : r -> after.apply(failed.apply(r));
-        next(self, done);
-        return Optional.empty();
-      }
       if (failure != null) {
         revision = -1; // read it again before the next write
         current = null;
+        UnaryOperator<Record> after = pending; // the failed change goes back in front of the queue
+        pending = after == null ? failed : r -> after.apply(failed.apply(r));
+        if (guessed) {
+          // Most likely a record exists after all: read it and try again now, not counted.
+          log.debug("the record of {} was not new; reading it: {}", persistenceId, failure.toString());
+          next(self, done);
+          return Optional.empty();
+        }
         failures++;
         if (failures < MAX_TRIES) {
           log.warn("could not write the record of {} (try {} of {}): {}", persistenceId, failures, MAX_TRIES,
               failure.toString());
-          UnaryOperator<Record> after = pending;
-          pending = after == null ? failed : r -> after.apply(failed.apply(r));
           retryDue = true;
           return Optional.of(FIRST_RETRY.multipliedBy(1L << (failures - 1)));
         }
+        pending = after; // given up: the failed change goes, what was queued since stays
         log.error("gave up writing the record of {} after {} tries: {}", persistenceId, failures, failure.toString());
       } else {
         revision = newRevision;
