@@ -50,6 +50,7 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -287,6 +288,10 @@ public final class CorralServer implements AutoCloseable {
     // still be copying from it.
     cs.addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(), "corral-peer-unbind",
         () -> peerBinding.terminate(Duration.ofSeconds(1)).thenApply(t -> Done.getInstance()));
+    // The client pools (upstreams, peers) are idle by now; closed here rather than by the actor
+    // system's end, which would log each live pool as "shut down unexpectedly".
+    cs.addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(), "corral-client-pools",
+        () -> Http.get(system).shutdownAllConnectionPools().thenApply(d -> Done.getInstance()));
     cs.addTask(CoordinatedShutdown.PhaseServiceRequestsDone(), "corral-drain", () -> {
       long deadline = System.nanoTime() + drainTimeout.toNanos();
       CompletableFuture<Done> idle = new CompletableFuture<>();
