@@ -8,8 +8,9 @@ GET /blob/<name>?size=N&delay_ms=D[&status=S][&sync_ms=T]
     T ms of the first is answered at the same instant, T ms after the first one
     arrived, by one thread writing all the responses back to back: a perfect
     coalescer, used to measure the floor of the load client itself.
-GET /__count   JSON: {"total": n, "paths": {"/blob/a": n, ...}, "arrivals": [[path, s], ...]}
-               (arrivals: seconds since the last reset, first 10000 requests)
+GET /__count   JSON: {"total": n, "paths": {"/blob/a": n, ...}, "arrivals": [[path, s], ...],
+               "since": t} (arrivals: seconds since the last reset, first 10000 requests;
+               since: the reset's time on CLOCK_MONOTONIC, Python's time.monotonic())
 GET /__reset   sets every counter to zero.
 
 Listens on 127.0.0.1, port 0 by default, and prints "origin listening on
@@ -69,7 +70,8 @@ class Counter:
 
     def snapshot(self):
         with self._lock:
-            return {"total": self.total, "paths": dict(self.paths), "arrivals": list(self.arrivals)}
+            return {"total": self.total, "paths": dict(self.paths), "arrivals": list(self.arrivals),
+                    "since": self.since}
 
 
 class SyncGroup:

@@ -55,9 +55,12 @@ def versions():
 
 def dig(d, *path):
     for p in path:
-        if not isinstance(d, dict) or p not in d:
+        if isinstance(d, list) and isinstance(p, int) and 0 <= p < len(d):
+            d = d[p]
+        elif isinstance(d, dict) and p in d:
+            d = d[p]
+        else:
             return None
-        d = d[p]
     return d
 
 
@@ -84,6 +87,16 @@ def fmt_ratio(r):
 
 # (section, label, path into a target's result, unit)
 ROWS = [
+    ("S0: cold, right after start: 5 bursts of 50 clients x 1 new 1 KiB key (origin 100 ms), then wrk on it", [
+        ("first burst: TTFB p50 over the origin's 100 ms", ("S0", "bursts", 0, "ttfb_over_origin_ms", "p50"), " ms"),
+        ("first burst: TTFB p99 over the origin's 100 ms", ("S0", "bursts", 0, "ttfb_over_origin_ms", "p99"), " ms"),
+        ("first burst: the upstream request leaves after", ("S0", "bursts", 0, "upstream_request_after_ms"), " ms"),
+        ("first burst: the last client answered after", ("S0", "bursts", 0, "last_answered_after_ms"), " ms"),
+        ("bursts 2-5: TTFB p50 over the origin", ("S0", "later_bursts_ttfb_over_origin_p50_ms"), " ms"),
+        ("upstream requests (ideal 5)", ("S0", "upstream_requests"), ""),
+        ("first hits after start (one wrk run), req/s", ("S0", "hits_rps"), " req/s"),
+        ("those hits' p99", ("S0", "hits", "p99_ms"), " ms"),
+    ]),
     ("S1: 200 clients x 1 key, 1 MiB, origin 500 ms", [
         ("upstream requests", ("S1", "upstream_requests"), ""),
         ("TTFB p50", ("S1", "ttfb_ms", "p50"), " ms"),
@@ -369,6 +382,8 @@ def main():
         ("S4 miss overhead p50", ("S4", "overhead_ms", "p50"), " ms"),
         ("S4 miss overhead p99", ("S4", "overhead_ms", "p99"), " ms"),
         ("S5 new connection TTFB p50", ("S5", "ttfb_ms", "p50"), " ms"),
+        ("S0 first hits after start", ("S0", "hits_rps"), " req/s"),
+        ("S0 first burst TTFB p50 over the origin", ("S0", "first_burst_ttfb_over_origin_p50_ms"), " ms"),
     ]:
         if c is not None:
             parts = [f"{cname} {fmt(dig(c, *path), unit)}"]
@@ -411,6 +426,17 @@ def main():
         checks.append(("S1s upstream requests = rounds",
                        dig(c, "S1s", "upstream_requests") == dig(c, "S1s", "rounds"),
                        fmt(dig(c, "S1s", "upstream_requests"))))
+        c0, n0 = dig(c, "S0", "hits_rps"), dig(targets.get("nginx", {}), "S0", "hits_rps")
+        if c0 is not None and n0:
+            checks.append(("S0 first hits after start >= 0.7x nginx's", c0 >= 0.7 * n0,
+                           f"{fmt(c0)} req/s = {fmt_ratio(ratio(c0, n0))} nginx"))
+        f0 = dig(c, "S0", "first_burst_ttfb_over_origin_p50_ms")
+        if f0 is not None:
+            checks.append(("S0 first burst after start: TTFB p50 <= origin + 100 ms", f0 <= 100.0, fmt(f0, " ms")))
+        l1 = dig(c, "S1s", "leader_ttfb_ms_p50")
+        if l1 is not None:
+            checks.append(("S1s after warm-up: leader TTFB p50 <= origin + 10 ms", l1 - 100.0 <= 10.0,
+                           f"origin + {fmt(round(l1 - 100.0, 3), ' ms')}"))
     out["checks"] = [{"check": a, "met": b, "value": v} for a, b, v in checks]
 
     if ran:

@@ -25,7 +25,7 @@
 #   BENCH_WRK_DURATION  seconds per wrk run (default 10; --quick: 3)
 #   BENCH_WRK_RUNS      wrk runs per URL, the median is reported (default 3; --quick: 1)
 #   BENCH_S1S_ROUNDS    S1s rounds of 50 clients (default 10)
-#   BENCH_SCENARIOS     comma list of scenarios to run (default S1,S2,S1s,S3,S4,S5)
+#   BENCH_SCENARIOS     comma list of scenarios to run (default S0,S1,S2,S1s,S3,S4,S5)
 #   BENCH_WARMUP_ROUNDS unmeasured S1s-like bursts before Corral's scenarios (default 600;
 #                       --quick: 30): a JVM compiles its hot paths only after thousands of calls
 #                       (nginx and Varnish need none, and their lock's 500 ms poll would make it slow)
@@ -58,7 +58,7 @@ esac
 WRK_DURATION=${BENCH_WRK_DURATION:-10}
 WRK_RUNS=${BENCH_WRK_RUNS:-3}
 S1S_ROUNDS=${BENCH_S1S_ROUNDS:-10}
-SCENARIOS=${BENCH_SCENARIOS:-S1,S2,S1s,S3,S4,S5}
+SCENARIOS=${BENCH_SCENARIOS:-S0,S1,S2,S1s,S3,S4,S5}
 WARMUP_ROUNDS=${BENCH_WARMUP_ROUNDS:-600}
 WAIT_QUIET=${BENCH_WAIT_QUIET:-30}
 CORRAL_START_TIMEOUT=${BENCH_CORRAL_START_TIMEOUT:-120}

@@ -12,6 +12,11 @@ prefix i mod n, so every key's clients are spread evenly; in S3 wrk runs one
 thread per prefix (-tN -c21N), each thread's connections on its own prefix.
 Results then also break S1, S2 and S1s down by prefix.
 
+S0   cold: the target as a start leaves it, before any warm-up and before every other
+     scenario. 5 bursts of 50 clients on a new 1 KiB key each (origin delay 100 ms): TTFB over
+     the origin's delay, when the upstream request leaves and when the last client is answered,
+     per burst; the first is the first request the target ever serves. Then one wrk run
+     (-t2 -c64, --wrk-duration) on the first burst's key: the target's first seconds of hits.
 S1   200 clients x 1 key, 1 MiB, origin delay 500 ms: upstream fetches, TTFB.
 S2   50 keys x 20 clients, 1 KiB, origin delay 200 ms: upstream fetches (1 per key is ideal).
 S1s  50 clients x 1 key, 1 KiB, origin delay 100 ms, in several rounds (a new key each):
@@ -109,9 +114,12 @@ class Origin:
     def reset(self):
         get(self.base + "/__reset")
 
-    def count(self, prefix=None):
+    def counts(self):
         _, _, body = get(self.base + "/__count")
-        c = json.loads(body)
+        return json.loads(body)
+
+    def count(self, prefix=None):
+        c = self.counts()
         if prefix is None:
             return c["total"]
         return sum(n for p, n in c["paths"].items() if p.startswith(prefix))
@@ -158,6 +166,52 @@ def coalescing(args, origin, name, clients, keys, size, delay_ms):
         loadavg_after=loadavg(),
     )
     return s
+
+
+def cold(args, origin, bursts=5, clients=50, delay_ms=100):
+    """S0: a freshly started target (issue 14 items 2 and 4). Per burst: the clients' TTFB, when
+    the upstream request reached the origin and when the last client had its whole body, both
+    counted from the burst's first send (the origin and this process share CLOCK_MONOTONIC)."""
+    per_burst = []
+    for r in range(bursts):
+        name = f"{args.run_id}-s0-{r}"
+        origin.reset()
+        records, s = burst(args, [key_url(args, name, KIB, delay_ms)], clients)
+        time.sleep(0.2)
+        c = origin.counts()
+        arrivals = [a for p, a in c["arrivals"] if p == f"/blob/{name}"]
+        ok = [x for x in records if "error" not in x]
+        first_send = min((x["send"] for x in ok), default=None)
+        per_burst.append({
+            "ttfb_ms": s["ttfb_ms"],
+            "ttfb_over_origin_ms": {p: round(v - delay_ms, 3) if v is not None else None for p, v in s["ttfb_ms"].items()},
+            "upstream_requests": len(arrivals),
+            "upstream_request_after_ms": load.ms(c["since"] + arrivals[0] - first_send) if arrivals and first_send else None,
+            "last_answered_after_ms": load.ms(max(x["end"] for x in ok) - first_send) if ok else None,
+            "cache": s["cache"],
+            "errors": s["errors"],
+        })
+    url = blob(args.base, f"{args.run_id}-s0-0", KIB, delay_ms)
+    la0 = loadavg()
+    cmd = ["wrk", "-t2", "-c64", f"-d{args.wrk_duration}s", "--latency", url]
+    hits = {"error": "wrk not installed"}
+    if shutil.which("wrk"):
+        origin.reset()
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.wrk_duration + 60)
+        hits = parse_wrk(p.stdout)
+        hits["exit"] = p.returncode
+        hits["upstream_requests"] = origin.count(f"/blob/{args.run_id}-s0-0")
+    return {
+        "bursts": per_burst,
+        "first_burst_ttfb_over_origin_p50_ms": per_burst[0]["ttfb_over_origin_ms"]["p50"],
+        "later_bursts_ttfb_over_origin_p50_ms": [b["ttfb_over_origin_ms"]["p50"] for b in per_burst[1:]],
+        "hits": hits,
+        "hits_rps": hits.get("rps"),
+        "upstream_requests": sum(b["upstream_requests"] for b in per_burst),
+        "errors": sum(b["errors"] for b in per_burst),
+        "clients_per_burst": clients, "body_bytes": KIB, "origin_delay_ms": delay_ms,
+        "loadavg_before": la0, "loadavg_after": loadavg(),
+    }
 
 
 def warmup(args, origin):
@@ -472,7 +526,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--pgid", default="", help="the target's process group(s), comma list (peak RSS, excluded from other load)")
     ap.add_argument("--exclude-pgids", default="", help="comma list of our other process groups (origin)")
-    ap.add_argument("--scenarios", default="S1,S2,S1s,S3,S4,S5")
+    ap.add_argument("--scenarios", default="S0,S1,S2,S1s,S3,S4,S5")
     ap.add_argument("--wrk-duration", type=int, default=10)
     ap.add_argument("--wrk-runs", type=int, default=1)
     ap.add_argument("--s1s-rounds", type=int, default=3)
@@ -545,6 +599,16 @@ def main():
             res[name] = {"error": f"{type(e).__name__}: {e}"}
         print(f"[{args.target}] {name} done in {time.time() - t:.1f} s", file=sys.stderr, flush=True)
 
+    # S0 before anything else: a node as a deploy leaves it (no settling: the JIT's work at start
+    # is part of what it measures).
+    if "S0" in want:
+        t = time.time()
+        print(f"[{args.target}] S0 ...", file=sys.stderr, flush=True)
+        try:
+            res["S0"] = cold(args, origin)
+        except Exception as e:
+            res["S0"] = {"error": f"{type(e).__name__}: {e}"}
+        print(f"[{args.target}] S0 done in {time.time() - t:.1f} s", file=sys.stderr, flush=True)
     if args.warmup_rounds > 0:
         step("warmup", lambda: warmup(args, origin))
     # S1s first, right after the warm-up (whose bursts have its shape): it measures how waiters
