@@ -129,6 +129,7 @@ public final class CorralServer implements AutoCloseable {
     ActorSystem<Void> system;
     try {
       system = ClusterJoin.createSystem(pekkoConfig(settings, dataDir), settings.cluster());
+      warmUp(system);
     } catch (ClusterJoin.CannotListen e) {
       throw asSetting(e);
     }
@@ -219,6 +220,22 @@ public final class CorralServer implements AutoCloseable {
   }
 
   /**
+   * The record serializers' first use, on a thread of its own while the start goes on, rather
+   * than on the node's first fetch (S0 in bench/: the first miss waited about 50 ms for it).
+   */
+  private static void warmUp(ActorSystem<?> system) {
+    Thread warm = new Thread(() -> {
+      try {
+        KeyRecords.warmUp(system);
+      } catch (RuntimeException e) {
+        log.debug("record serializer warm-up: {}", e.toString());
+      }
+    }, "corral-warm-up");
+    warm.setDaemon(true);
+    warm.start();
+  }
+
+  /**
    * Opens the store on a thread of its own, so that loading its index (a million keys: about a
    * second from the index snapshot) overlaps the start of the actor system, which is mostly one
    * thread's work too. A failed start after this has consumed the snapshot: the next start rebuilds.
@@ -227,7 +244,9 @@ public final class CorralServer implements AutoCloseable {
     CompletableFuture<DiskStore> opening = new CompletableFuture<>();
     Thread opener = new Thread(() -> {
       try {
-        opening.complete(DiskStore.open(dir, maxSizeBytes, Clock.systemUTC()));
+        DiskStore store = DiskStore.open(dir, maxSizeBytes, Clock.systemUTC());
+        opening.complete(store);
+        store.warmUp(); // after the store is handed over: the start does not wait for it
       } catch (Throwable e) {
         opening.completeExceptionally(e);
       }

@@ -1,7 +1,10 @@
 package dev.corral.core.record;
 
 import dev.corral.core.record.Record;
+import dev.corral.core.store.StoredArtifact;
+import dev.corral.core.upstream.Header;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.Optional;
@@ -12,6 +15,10 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.persistence.state.DurableStateStoreRegistry;
 import org.apache.pekko.persistence.state.javadsl.DurableStateUpdateStore;
 import org.apache.pekko.persistence.state.javadsl.GetObjectResult;
+import org.apache.pekko.serialization.Serialization;
+import org.apache.pekko.serialization.SerializationExtension;
+import org.apache.pekko.serialization.Serializer;
+import org.apache.pekko.serialization.Serializers;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,6 +46,21 @@ public final class KeyRecords {
   public static KeyRecords of(ActorSystem<?> system) {
     return new KeyRecords(DurableStateStoreRegistry.get(system)
         .getDurableStateStoreFor(DurableStateUpdateStore.class, ""));
+  }
+
+  /**
+   * Serializes a made-up record and reads it back with the system's serialization (the journal's
+   * and Artery's), in memory: Jackson builds its serializers for a type on first use, which would
+   * otherwise fall on a node's first fetch, while its clients wait. Writes nothing.
+   */
+  public static void warmUp(ActorSystem<?> system) {
+    Serialization serialization = SerializationExtension.get(system);
+    StoredArtifact artifact = new StoredArtifact("0".repeat(64), "warm-up", "0".repeat(64), 0,
+        List.of(new Header("Content-Type", "application/octet-stream")), 0);
+    Record record = new Record(artifact, List.of("http://127.0.0.1:1"));
+    Serializer serializer = serialization.findSerializerFor(record);
+    byte[] bytes = serialization.serialize(record).get();
+    serialization.deserialize(bytes, serializer.identifier(), Serializers.manifestFor(serializer, record)).get();
   }
 
   /** The last record written for a persistence id, if any. */

@@ -820,6 +820,21 @@ public final class DiskStore implements ArtifactStore {
         && record.getParent().getFileName().toString().equals(fanOut(a.keyId()));
   }
 
+  /**
+   * Round-trips a made-up key record through the record files' JSON mapper, in memory: Jackson
+   * builds its serializer and deserializer for a type on first use, which would otherwise fall on
+   * the first commit, while its clients wait. Reads and writes nothing.
+   */
+  public void warmUp() {
+    try {
+      StoredArtifact sample = new StoredArtifact("0".repeat(64), "warm-up", "0".repeat(64), 0,
+          List.of(new dev.corral.core.upstream.Header("Content-Type", "application/octet-stream")), 0);
+      json.readValue(json.writeValueAsBytes(sample), StoredArtifact.class);
+    } catch (IOException e) {
+      log.debug("record mapper warm-up: {}", e.toString());
+    }
+  }
+
   private StoredArtifact readRecord(Path record) {
     try {
       return json.readValue(record.toFile(), StoredArtifact.class);

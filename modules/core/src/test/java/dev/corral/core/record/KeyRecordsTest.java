@@ -39,6 +39,12 @@ class KeyRecordsTest {
 
   record Written(long revision, Throwable failure) {}
 
+  /** The start's warm-up goes through the serializer the journal uses (Java serialization is off). */
+  @Test
+  void theWarmUpRoundTripsARecordThroughTheSystemsSerialization() {
+    KeyRecords.warmUp(kit.system());
+  }
+
   /** A durable state store whose answers the test gives one by one. */
   static final class HeldStore implements DurableStateUpdateStore<Record> {
     final ConcurrentLinkedQueue<CompletableFuture<GetObjectResult<Record>>> reads = new ConcurrentLinkedQueue<>();

@@ -804,6 +804,23 @@ class DiskStoreTest {
   // ---------------------------------------------------------------------------------------------
   // Helpers
 
+  /** The start's warm-up of the record mapper is in memory: the store's files stay as they were. */
+  @Test
+  void theWarmUpWritesNothing() throws IOException {
+    DiskStore store = open(BIG);
+    put(store, key("a"), "bytes of a".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    List<String> before = files();
+    store.warmUp();
+    assertEquals(before, files());
+    assertTrue(store.lookup(key("a")).isPresent());
+  }
+
+  private List<String> files() throws IOException {
+    try (var walk = Files.walk(dir)) {
+      return walk.map(p -> dir.relativize(p) + (Files.isRegularFile(p) ? " " + p.toFile().length() : "")).sorted().toList();
+    }
+  }
+
   private DiskStore open(long max) throws IOException {
     return new DiskStore(dir, max, clock);
   }
