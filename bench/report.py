@@ -135,6 +135,8 @@ ROWS = [
         ("1 MiB p99", ("S3_1MiB", "p99_ms"), " ms"),
         ("upstream requests during wrk", None, ""),
         ("peak RSS (sum over processes)", ("peak_rss_mib",), " MiB"),
+        ("RSS after the hit load (sum over processes)", ("rss_after_hits_mib",), " MiB"),
+        ("RSS 6 s after the hit load", ("rss_after_hits_6s_mib",), " MiB"),
         ("other processes' CPU, 1 KiB / 1 MiB", None, ""),
     ]),
     ("S4: misses, 8 clients x 500 new 1 KiB keys one after another, origin delay 0", [
@@ -242,6 +244,10 @@ def per_node(name, res):
 def cluster_checks(c, nginx3):
     """The cluster issue's targets that this benchmark measures."""
     checks = []
+    m6, n = dig(c, "rss_after_hits_6s_mib"), dig(c, "processes")
+    if m6 is not None and n:
+        checks.append(("resident memory after the hit load <= 300 MiB per node (6 s after it)", m6 / n <= 300.0,
+                       f"{fmt(round(m6 / n, 1), ' MiB')} per node"))
     for sc, ideal in (("S1", 1), ("S2", 50)):
         n = dig(c, sc, "upstream_requests")
         peer = dig(nginx3, sc, "upstream_requests") if nginx3 else None
@@ -276,8 +282,9 @@ def main():
         except (OSError, ValueError) as e:
             print(f"cannot read {path}: {e}", file=sys.stderr)
             continue
-        if r.get("peak_rss_kib"):
-            r["peak_rss_mib"] = round(r["peak_rss_kib"] / 1024, 1)
+        for k in ("peak_rss", "rss_after_hits", "rss_after_hits_6s"):
+            if r.get(k + "_kib"):
+                r[k + "_mib"] = round(r[k + "_kib"] / 1024, 1)
         targets[r["target"]] = r
     floor = targets.pop("floor", None)
     names = [t for t in ORDER if t in targets] + [t for t in targets if t not in ORDER]
@@ -426,6 +433,9 @@ def main():
         checks.append(("S1s upstream requests = rounds",
                        dig(c, "S1s", "upstream_requests") == dig(c, "S1s", "rounds"),
                        fmt(dig(c, "S1s", "upstream_requests"))))
+        m6 = dig(c, "rss_after_hits_6s_mib")
+        if m6 is not None:
+            checks.append(("resident memory after the hit load <= 200 MiB (6 s after it)", m6 <= 200.0, fmt(m6, " MiB")))
         c0, n0 = dig(c, "S0", "hits_rps"), dig(targets.get("nginx", {}), "S0", "hits_rps")
         if c0 is not None and n0:
             checks.append(("S0 first hits after start >= 0.7x nginx's", c0 >= 0.7 * n0,

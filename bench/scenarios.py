@@ -497,6 +497,27 @@ def jit_cpu(pgids):
     return out
 
 
+def rss_kib(pgids, field="VmRSS"):
+    """Sum of a /proc status field (resident set: VmRSS; its peak: VmHWM) over the processes of
+    some process groups."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+            if int(stat.rsplit(")", 1)[1].split()[2]) not in pgids:
+                continue
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith(field + ":"):
+                        total += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total or None
+
+
 def peak_rss_kib(pgids):
     """Sum of VmHWM (peak resident set) over the processes of some process groups."""
     total = 0
@@ -623,6 +644,12 @@ def main():
         if shutil.which("wrk"):
             step("S3_1KiB", lambda: warm_hits(args, origin, KIB, "1k"))
             step("S3_1MiB", lambda: warm_hits(args, origin, MIB, "1m"))
+            if args.pgids:
+                # issue 14 item 6: resident memory after the hit load, at once and 6 s later (a
+                # node gives its C heap back every 5 s)
+                res["rss_after_hits_kib"] = rss_kib(set(args.pgids))
+                time.sleep(6)
+                res["rss_after_hits_6s_kib"] = rss_kib(set(args.pgids))
         else:
             res["S3_1KiB"] = res["S3_1MiB"] = {"error": "wrk not installed"}
     if "S4" in want:

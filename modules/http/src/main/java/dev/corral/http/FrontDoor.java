@@ -6,6 +6,7 @@ import static dev.corral.http.Answers.text;
 import com.github.benmanes.caffeine.cache.Scheduler;
 import com.github.benmanes.caffeine.cache.Ticker;
 import dev.corral.core.fetch.Node;
+import dev.corral.core.fetch.Timers;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.wait.ByteBudget;
 import dev.corral.core.wait.Waiters;
@@ -56,7 +57,8 @@ public final class FrontDoor {
   private final Metrics metrics;
   private final Waiters waiters;
   /** Connection deadlines run in real time, as Pekko's own idle timeout does. */
-  private final Scheduler connectionTimers = Scheduler.systemScheduler();
+  /** The connections' head deadlines: a cancelled timer leaves the queue at once (see {@link Timers}). */
+  private final Scheduler connectionTimers = Timers.system();
   private final RequestCounts counts;
   private final KeyServe keys;
   private final ArtifactRoute artifacts;

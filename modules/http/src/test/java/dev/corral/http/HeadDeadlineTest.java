@@ -141,4 +141,35 @@ class HeadDeadlineTest {
     assertEquals(List.of(false), expired, "and the deadline still holds, from the last response");
     assertEquals(2, scheduler.scheduled, "one more when the first timer found the deadline moved on");
   }
+
+  /**
+   * A closed connection's timer may stay queued until it is due (a scheduler that keeps cancelled
+   * tasks, as Caffeine's system scheduler does): it must not keep what expires the connection,
+   * which reaches the connection's whole stream, in memory until then.
+   */
+  @Test
+  void aClosedConnectionIsNotKeptInMemoryByItsQueuedTimer() {
+    HandScheduler scheduler = new HandScheduler();
+    HeadDeadline deadline = new HeadDeadline(scheduler, scheduler, HEADER, IDLE);
+    java.util.function.Consumer<Boolean> expire = new java.util.function.Consumer<>() {
+      final byte[] stream = new byte[1 << 20];
+
+      @Override
+      public void accept(Boolean first) {
+        stream[0] = 1;
+      }
+    };
+    java.lang.ref.WeakReference<Object> connection = new java.lang.ref.WeakReference<>(expire);
+    deadline.start(expire);
+    deadline.requestArrived();
+    deadline.responseSent(); // the idle timeout's timer is queued
+    deadline.closed();
+    expire = null;
+    for (int i = 0; i < 20 && connection.get() != null; i++) {
+      System.gc();
+    }
+    assertEquals(null, connection.get(), "the closed connection is still reachable from its queued timer");
+    java.lang.ref.Reference.reachabilityFence(deadline);
+    java.lang.ref.Reference.reachabilityFence(scheduler);
+  }
 }

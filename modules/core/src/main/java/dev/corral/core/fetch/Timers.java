@@ -5,7 +5,8 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 
 /**
  * The scheduler of a running node's waiter timers ({@link Node#scheduler()}): each waiter's budget,
- * the re-ask of an unanswered ask and the pauses before asking a stopped entity again.
+ * the re-ask of an unanswered ask and the pauses before asking a stopped entity again; the front
+ * door's connection deadlines use it too.
  *
  * <p>Caffeine's {@link Scheduler} SPI, which core already uses for its {@code Ticker}: a scheduler
  * only hands a due task to the executor it was given, so the task itself runs where the caller
