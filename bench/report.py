@@ -135,6 +135,12 @@ ROWS = [
         ("1 MiB p99", ("S3_1MiB", "p99_ms"), " ms"),
         ("upstream requests during wrk", None, ""),
         ("peak RSS (sum over processes)", ("peak_rss_mib",), " MiB"),
+        ("GC pauses during the 1 KiB hits: count", ("S3_1KiB", "gc_pauses", "count"), ""),
+        ("GC pause p99, 1 KiB hits", ("S3_1KiB", "gc_pauses", "p99_ms"), " ms"),
+        ("GC pause max, 1 KiB hits", ("S3_1KiB", "gc_pauses", "max_ms"), " ms"),
+        ("GC pause p99, 1 MiB hits", ("S3_1MiB", "gc_pauses", "p99_ms"), " ms"),
+        ("GC pause p99 during the warm-up", ("warmup", "gc_pauses", "p99_ms"), " ms"),
+        ("GC pause max during the warm-up", ("warmup", "gc_pauses", "max_ms"), " ms"),
         ("RSS after the hit load (sum over processes)", ("rss_after_hits_mib",), " MiB"),
         ("RSS 6 s after the hit load", ("rss_after_hits_6s_mib",), " MiB"),
         ("other processes' CPU, 1 KiB / 1 MiB", None, ""),
@@ -433,6 +439,10 @@ def main():
         checks.append(("S1s upstream requests = rounds",
                        dig(c, "S1s", "upstream_requests") == dig(c, "S1s", "rounds"),
                        fmt(dig(c, "S1s", "upstream_requests"))))
+        g = [dig(c, f"S3_{size}", "gc_pauses", "p99_ms") for size in ("1KiB", "1MiB")]
+        g = [x for x in g if x is not None]
+        if g:
+            checks.append(("GC pause p99 <= 10 ms during the hit benchmark (S3)", max(g) <= 10.0, fmt(max(g), " ms")))
         m6 = dig(c, "rss_after_hits_6s_mib")
         if m6 is not None:
             checks.append(("resident memory after the hit load <= 200 MiB (6 s after it)", m6 <= 200.0, fmt(m6, " MiB")))

@@ -80,6 +80,7 @@ TMP=$(mktemp -d /tmp/corral-bench.XXXXXX)
 chmod 755 "$TMP" # nginx workers and varnish's child drop root and must reach their dirs
 GROUPS_STARTED=()
 SCENARIOS_PID="" # scenarios.py while it runs
+GC_LOG="" # the GC log of the Corral node while its scenarios run
 PG_DIR="" # the PostgreSQL of the corral-3 target while it runs (pg_ctl daemonizes it: stopped by postgres.sh)
 
 stop_group() { # pgid [seconds]: TERM the group, wait up to 5 s (or seconds), then KILL it
@@ -185,6 +186,7 @@ run_scenarios() { # target base[,base...] pgid[,pgid...] [more pgids to exclude 
   "$PY" "$BENCH_DIR/scenarios.py" --target "$1" --base "$2" --origin "$ORIGIN" --pgid "$3" --exclude-pgids "$ORIGIN_PID${4:+,$4}" \
     --out "$out" --wrk-duration "$WRK_DURATION" --wrk-runs "$WRK_RUNS" --s1s-rounds "$S1S_ROUNDS" \
     --scenarios "$SCENARIOS" --warmup-rounds "$([[ $1 == corral* ]] && echo "$WARMUP_ROUNDS" || echo 0)" --wait-quiet "$WAIT_QUIET" \
+    ${GC_LOG:+--gc-log "$GC_LOG"} \
     --run-id "$STAMP" &
   SCENARIOS_PID=$! # waited on in the background, so a TERM or INT runs the trap at once
   local rc=0
@@ -276,8 +278,12 @@ bench_corral() {
     return
   fi
   local log="$TMP/corral.log" line port
-  # from the repository root, as documented; `cd` in a subshell so this script's cwd stays
-  start_group "$log" bash -c 'cd "$1" && shift && exec "$@"' _ "$ROOT" ./corral serve \
+  # from the repository root, as documented; `cd` in a subshell so this script's cwd stays.
+  # JDK_JAVA_OPTIONS adds to ./corral's JVM flags (JAVA_OPTS would replace them): a GC log, whose
+  # pauses scenarios.py reports per scenario.
+  GC_LOG="$TMP/corral-gc.log"
+  start_group "$log" env JDK_JAVA_OPTIONS="-Xlog:gc:file=$GC_LOG:time" \
+    bash -c 'cd "$1" && shift && exec "$@"' _ "$ROOT" ./corral serve \
     --http-host 127.0.0.1 --http-port 0 --data-dir "$TMP/corral-data" \
     --repo "bench=generic:http://127.0.0.1:$ORIGIN_PORT"
   local pid=$STARTED_PID
@@ -294,6 +300,7 @@ bench_corral() {
   port=$(sed -E 's#.*listening on http://[^ :]+:([0-9]+).*#\1#' <<<"$line")
   log "corral on 127.0.0.1:$port"
   run_scenarios corral "http://127.0.0.1:$port/bench" "$pid" || log "corral scenarios failed"
+  GC_LOG=""
   stop_group "$pid"
 }
 

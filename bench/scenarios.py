@@ -31,6 +31,7 @@ S5   new connections: 10 rounds of 100 clients, each on a fresh connection, one 
 Every scenario uses keys no earlier run used, so the cache starts cold for it.
 """
 import argparse
+import datetime
 import http.client
 import json
 import os
@@ -497,6 +498,30 @@ def jit_cpu(pgids):
     return out
 
 
+_GC_PAUSE = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)([+-]\d{4})\].*Pause.* ([0-9.]+)ms$")
+
+
+def gc_pauses(path, t0, t1):
+    """The JVM's GC pauses (-Xlog:gc:file=PATH:time) that began between t0 and t1 (epoch seconds):
+    count, p50, p99, max in ms; None without a log."""
+    if not path or not os.path.exists(path):
+        return None
+    out = []
+    with open(path) as f:
+        for line in f:
+            m = _GC_PAUSE.match(line.strip())
+            if not m:
+                continue
+            stamp = datetime.datetime.strptime(m.group(1) + m.group(2), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
+            if t0 <= stamp <= t1:
+                out.append(float(m.group(3)))
+    out.sort()
+    if not out:
+        return {"count": 0}
+    return {"count": len(out), "p50_ms": out[len(out) // 2], "p99_ms": out[min(len(out) - 1, int(len(out) * 0.99))],
+            "max_ms": out[-1], "total_ms": round(sum(out), 1)}
+
+
 def rss_kib(pgids, field="VmRSS"):
     """Sum of a /proc status field (resident set: VmRSS; its peak: VmHWM) over the processes of
     some process groups."""
@@ -562,6 +587,7 @@ def main():
     ap.add_argument("--engine", choices=("raw", "threads"), default="raw", help="load.py engine")
     ap.add_argument("--floor", action="store_true",
                     help="--base is the origin: S1s measures the harness floor (origin answers all at once)")
+    ap.add_argument("--gc-log", default="", help="the target JVM's -Xlog:gc:file=...:time log: pauses per scenario")
     ap.add_argument("--run-id", default=f"r{int(time.time())}")
     args = ap.parse_args()
     args.run_id = f"{args.target}-{args.run_id}"
@@ -610,6 +636,9 @@ def main():
         try:
             res[name] = fn()
             res[name]["other_load_cores"] = other.cores()
+            pauses = gc_pauses(args.gc_log, t, time.time())
+            if pauses is not None:
+                res[name]["gc_pauses"] = pauses
             if settled is not None:
                 res[name]["settle"] = settled
             if jit0 is not None:  # the target's own CPU in this step, and how much of it was JIT compiling
