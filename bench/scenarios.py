@@ -545,23 +545,7 @@ def rss_kib(pgids, field="VmRSS"):
 
 def peak_rss_kib(pgids):
     """Sum of VmHWM (peak resident set) over the processes of some process groups."""
-    total = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                stat = f.read()
-            # fields after the ")" of comm: state ppid pgrp ...
-            if int(stat.rsplit(")", 1)[1].split()[2]) not in pgids:
-                continue
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        total += int(line.split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    return total or None
+    return rss_kib(pgids, "VmHWM")
 
 
 def main():
