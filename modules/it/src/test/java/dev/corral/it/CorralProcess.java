@@ -58,6 +58,7 @@ final class CorralProcess implements AutoCloseable {
   static CorralProcess start(String name, List<String> javaOpts, String... args) throws IOException {
     List<String> command = new ArrayList<>();
     command.add(javaExecutable().toString());
+    command.addAll(archiveFlags());
     command.addAll(javaOpts);
     command.add("-jar");
     command.add(serverJar().toString());
@@ -91,11 +92,63 @@ final class CorralProcess implements AutoCloseable {
     args.addAll(extraArgs);
     List<String> command = new ArrayList<>();
     command.add(javaExecutable().toString());
+    command.addAll(archiveFlags());
     command.addAll(javaOpts);
     command.add("-jar");
     command.add(serverJar().toString());
     command.addAll(args);
     return startCommand(name, moduleDir(), env, command);
+  }
+
+  // ---- class data sharing ------------------------------------------------------------------------
+
+  private static List<String> archiveFlags;
+
+  /**
+   * The flags that map a class data sharing archive of the server jar into every node process. The
+   * archive is made once per build of the jar, by the same training run as {@code ./corral}'s
+   * ({@code dev.corral.server.CdsTraining}), in this module's {@code target/} (not beside the jar,
+   * where ServeCommandIT checks that the launcher makes its own): the integration tests start
+   * dozens of nodes, and each then skips loading and verifying the classes, about half of a
+   * start's CPU on a 2-core machine. When the training fails, nodes start without an archive.
+   */
+  static synchronized List<String> archiveFlags() {
+    if (archiveFlags != null) {
+      return archiveFlags;
+    }
+    archiveFlags = List.of();
+    Path jar = serverJar();
+    Path archive = moduleDir().resolve("target/it-cds/corral-server.jsa");
+    try {
+      if (!Files.isRegularFile(archive)
+          || Files.getLastModifiedTime(archive).compareTo(Files.getLastModifiedTime(jar)) < 0) {
+        Files.createDirectories(archive.getParent());
+        Path made = archive.resolveSibling("corral-server.jsa.new");
+        Files.deleteIfExists(made);
+        Process training = new ProcessBuilder(javaExecutable().toString(), "-Xlog:cds=off", "-Xlog:cds+dynamic=off",
+            "-XX:ArchiveClassesAtExit=" + made, "-cp", jar.toString(), "dev.corral.server.CdsTraining")
+            .redirectErrorStream(true)
+            .redirectOutput(archive.resolveSibling("training.log").toFile())
+            .start();
+        if (!training.waitFor(180, TimeUnit.SECONDS)) {
+          training.destroyForcibly();
+          System.err.println("CorralProcess: the class data sharing training did not end in 180 s; nodes start without");
+          return archiveFlags;
+        }
+        if (training.exitValue() != 0 || !Files.isRegularFile(made) || Files.size(made) == 0) {
+          System.err.println("CorralProcess: the class data sharing training failed (" + archive.resolveSibling("training.log")
+              + "); nodes start without");
+          return archiveFlags;
+        }
+        Files.move(made, archive, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+      }
+      archiveFlags = List.of("-XX:SharedArchiveFile=" + archive, "-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off");
+    } catch (IOException e) {
+      System.err.println("CorralProcess: no class data sharing archive: " + e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return archiveFlags;
   }
 
   // ---- locations --------------------------------------------------------------------------------
