@@ -26,7 +26,8 @@ import java.util.stream.Stream;
  * on free loopback ports with a temporary data directory, behind it an upstream of its own on
  * 127.0.0.1, and asks it what a node is asked on its first day: misses (small, and one large
  * enough to stream), hits from memory and from disk, a HEAD, an upstream 404, a bad path, an npm
- * packument and its verified tarball, health and metrics. It checks every answer, stops the node
+ * packument and its verified tarball, a Maven artifact verified by its checksum file and a
+ * {@code maven-metadata.xml}, health and metrics. It checks every answer, stops the node
  * the way SIGTERM does and exits; the JVM then writes every class the run loaded, lambda forms
  * included, into the archive. A node started with it finds those classes already parsed and
  * verified: its first misses and hits skip loading them (docs/operations.md, "JVM and memory").
@@ -63,7 +64,8 @@ public final class CdsTraining {
       String origin = "http://127.0.0.1:" + upstream.getAddress().getPort();
       String[] args = {"--http-host", "127.0.0.1", "--http-port", "0", "--cluster-port", "0", "--peer-port", "0",
           "--management-port", "0", "--data-dir", dir.resolve("data").toString(),
-          "--repo", "files=generic:" + origin + "/files", "--repo", "npm=npm:" + origin + "/npm"};
+          "--repo", "files=generic:" + origin + "/files", "--repo", "npm=npm:" + origin + "/npm",
+          "--repo", "maven=maven:" + origin + "/maven"};
       try (CorralServer node = CorralServer.start(CorralSettings.load(args, Map.of()))) {
         String base = "http://127.0.0.1:" + node.address().getPort();
         for (int i = 0; i < 3; i++) {
@@ -78,6 +80,11 @@ public final class CdsTraining {
         expect(wrong, base, "GET", "/npm/left-pad", 200, "MISS");
         expect(wrong, base, "GET", "/npm/left-pad/-/left-pad-1.0.0.tgz", 200, "MISS");
         expect(wrong, base, "GET", "/npm/left-pad/-/left-pad-1.0.0.tgz", 200, "HIT");
+        expect(wrong, base, "GET", "/maven/org/example/lib/1.0/lib-1.0.jar", 200, "MISS");
+        expect(wrong, base, "GET", "/maven/org/example/lib/1.0/lib-1.0.jar", 200, "HIT");
+        expect(wrong, base, "GET", "/maven/org/example/lib/1.0/lib-1.0.jar.sha1", 200, null);
+        expect(wrong, base, "GET", "/maven/org/example/lib/maven-metadata.xml", 200, "MISS");
+        expect(wrong, base, "GET", "/maven/org/example/lib/maven-metadata.xml.sha1", 200, null);
         expect(wrong, base, "GET", "/-/health/live", 200, null);
         expect(wrong, base, "GET", "/-/health/ready", 200, null);
         expect(wrong, base, "GET", "/-/metrics", 200, null);
@@ -123,7 +130,7 @@ public final class CdsTraining {
       body = bytes(LARGE, 1);
     } else if (path.equals("/npm/left-pad")) {
       String host = exchange.getLocalAddress().getPort() + "";
-      String integrity = "sha512-" + Base64.getEncoder().encodeToString(sha512(TARBALL));
+      String integrity = "sha512-" + Base64.getEncoder().encodeToString(digest("SHA-512", TARBALL));
       body = ("{\"name\":\"left-pad\",\"dist-tags\":{\"latest\":\"1.0.0\"},\"versions\":{\"1.0.0\":{\"name\":"
           + "\"left-pad\",\"version\":\"1.0.0\",\"dist\":{\"tarball\":\"http://127.0.0.1:" + host
           + "/npm/left-pad/-/left-pad-1.0.0.tgz\",\"integrity\":\"" + integrity + "\"}}}}")
@@ -131,6 +138,17 @@ public final class CdsTraining {
       type = "application/json";
     } else if (path.equals("/npm/left-pad/-/left-pad-1.0.0.tgz")) {
       body = TARBALL;
+    } else if (path.equals("/maven/org/example/lib/1.0/lib-1.0.jar")) {
+      body = TARBALL;
+    } else if (path.equals("/maven/org/example/lib/1.0/lib-1.0.jar.sha1")) {
+      body = java.util.HexFormat.of().formatHex(digest("SHA-1", TARBALL)).getBytes(StandardCharsets.US_ASCII);
+      type = "text/plain";
+    } else if (path.equals("/maven/org/example/lib/maven-metadata.xml")) {
+      body = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<metadata><groupId>org.example</groupId><artifactId>lib"
+          + "</artifactId><versioning><latest>1.0</latest><release>1.0</release><versions><version>1.0</version>"
+          + "</versions><lastUpdated>20261201000000</lastUpdated></versioning></metadata>\n")
+          .getBytes(StandardCharsets.UTF_8);
+      type = "application/xml";
     }
     try (exchange) {
       if (body == null) {
@@ -150,9 +168,9 @@ public final class CdsTraining {
     return b;
   }
 
-  private static byte[] sha512(byte[] b) {
+  private static byte[] digest(String algorithm, byte[] b) {
     try {
-      return MessageDigest.getInstance("SHA-512").digest(b);
+      return MessageDigest.getInstance(algorithm).digest(b);
     } catch (java.security.NoSuchAlgorithmException e) {
       throw new IllegalStateException(e);
     }
