@@ -213,8 +213,12 @@ class KubernetesDiscoveryIT {
     return s;
   }
 
+  /** As {@link Postgres#freePort()}, on another loopback address. */
   private static int freePort(String address) throws IOException {
-    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName(address))) {
+    CorralProcess.archiveFlags();
+    try (ServerSocket s = new ServerSocket()) {
+      s.setReuseAddress(false);
+      s.bind(new java.net.InetSocketAddress(InetAddress.getByName(address), 0), 1);
       return s.getLocalPort();
     }
   }

@@ -83,8 +83,17 @@ final class Postgres implements BeforeAllCallback, AfterAllCallback {
     run(List.of("sql", dir.toString(), String.valueOf(port), db.user(), sql), 60);
   }
 
+  /**
+   * A port of 127.0.0.1 that nothing uses, for a process to bind a little later. Not one with a
+   * connection in TIME_WAIT (the socket does not ask to reuse the address, so the kernel skips
+   * those): a server binding it without that option would fail. The nodes' class data sharing
+   * archive is made first, so that its training run's connections are not left to collide.
+   */
   static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+    CorralProcess.archiveFlags();
+    try (ServerSocket s = new ServerSocket()) {
+      s.setReuseAddress(false);
+      s.bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 1);
       return s.getLocalPort();
     }
   }
