@@ -67,7 +67,10 @@ final class AdminRoutes {
       if (request.method() != HttpMethods.DELETE) {
         return done(text(405, "purge with DELETE").addHeader(RawHeader.create("Allow", "DELETE")));
       }
-      return purge(request, addresses, "/" + path.substring("/-/cache/".length()), RequestPath.query(raw));
+      String repoPath = "/" + path.substring("/-/cache/".length());
+      // An OCI artifact may be named as its clients name it, /v2/NAME/...
+      return purge(request, addresses, RegistryApi.under(repoPath) ? RegistryApi.unprefixed(repoPath) : repoPath,
+          RequestPath.query(raw));
     }
     return done(handleAtOnce(request, path));
   }

@@ -39,7 +39,8 @@ final class ArtifactResponses {
   private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(ArtifactResponses.class);
   /** Headers replayed to clients; Content-Type goes on the entity. */
   private static final List<String> REPLAYED =
-      List.of("etag", "last-modified", "cache-control", "content-disposition", "expires", "content-language");
+      List.of("etag", "last-modified", "cache-control", "content-disposition", "expires", "content-language",
+          "docker-content-digest");
   private static final HttpHeader ACCEPT_RANGES = RawHeader.create("Accept-Ranges", "bytes");
   private static final Map<Via, HttpHeader> X_CACHE = new EnumMap<>(Via.class);
 

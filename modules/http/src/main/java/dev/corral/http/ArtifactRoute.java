@@ -119,10 +119,24 @@ final class ArtifactRoute {
   }
 
   CompletionStage<HttpResponse> handle(HttpRequest request, String raw, PublicBase.Addresses addresses) {
+    boolean api = RegistryApi.under(RequestPath.withoutQuery(raw));
     if (request.method() != HttpMethods.GET && request.method() != HttpMethods.HEAD) {
-      return done(counts.count("", "error", text(405, "only GET and HEAD are served")
+      return done(counts.count("", "error", api ? RegistryApi.readOnly() : text(405, "only GET and HEAD are served")
           .addHeader(RawHeader.create("Allow", "GET, HEAD"))));
     }
+    if (api) {
+      if (RegistryApi.isRoot(RequestPath.withoutQuery(raw))) {
+        return done(RegistryApi.versionCheck());
+      }
+      return routed(request, RegistryApi.unprefixed(raw), addresses, true)
+          .thenApply(r -> r.addHeader(RegistryApi.API_VERSION));
+    }
+    return routed(request, raw, addresses, false);
+  }
+
+  /** @param api whether the request came under {@code /v2/} (raw is then without that prefix) */
+  private CompletionStage<HttpResponse> routed(HttpRequest request, String raw, PublicBase.Addresses addresses,
+      boolean api) {
     RequestPath parsed = RequestPath.parse(RequestPath.withoutQuery(raw), true);
     if (parsed instanceof RequestPath.Rejected r) {
       return done(counts.count("", "rejected", text(400, r.reason())));
@@ -131,6 +145,10 @@ final class ArtifactRoute {
     Repository repo = repos.get(ok.repo());
     if (repo == null) {
       return done(counts.count("", "error", text(404, "unknown repository: " + ok.repo())));
+    }
+    if (repo.distributionApi() != api) {
+      return done(counts.count("", "error", text(404, api ? "not an OCI repository: " + ok.repo()
+          : "the OCI repository " + ok.repo() + " is served under /v2/" + ok.repo() + "/")));
     }
     if (!repo.allowsEncodedSlash() && ok.segments().stream().anyMatch(s -> s.indexOf('/') >= 0)) {
       return done(counts.count("", "rejected", text(400, "encoded '/' in a path segment")));

@@ -42,9 +42,13 @@ final class ClientGate {
     return verdict instanceof ClientAuth.Verdict.Forbidden f ? Optional.of(f.who()) : Optional.empty();
   }
 
-  /** The repository a raw request path names: its first segment, as sent. */
+  /** The repository a raw request path names: its first segment, as sent ({@code /v2/NAME}: NAME). */
   static String repoOf(String rawPath) {
     String path = RequestPath.withoutQuery(rawPath);
+    if (RegistryApi.under(path)) {
+      // /v2/NAME/...: the OCI repository NAME; the version check /v2/ names none ("").
+      return RegistryApi.isRoot(path) ? "" : repoOf(RegistryApi.unprefixed(path));
+    }
     int end = path.indexOf('/', 1);
     return end < 0 ? path.substring(Math.min(1, path.length())) : path.substring(1, end);
   }

@@ -284,10 +284,14 @@ public final class FrontDoor {
           .thenApply(r -> AccessLog.log(request, path, "", r, started, client, Optional.empty()));
     }
     String repo = ClientGate.repoOf(raw);
-    ClientAuth.Verdict verdict = gate.check(request, repo);
+    ClientAuth.Verdict checked = gate.check(request, repo);
+    // The OCI version check reads no repository: any valid credential passes it.
+    ClientAuth.Verdict verdict = checked instanceof ClientAuth.Verdict.Forbidden f && RegistryApi.isRoot(path)
+        ? new ClientAuth.Verdict.Allowed(Optional.of(f.who())) : checked;
     CompletionStage<HttpResponse> answer = verdict instanceof ClientAuth.Verdict.Allowed
         ? route(request, raw, addresses)
-        : done(counts.count("", "rejected", ClientGate.refusal(verdict)));
+        : done(counts.count("", "rejected", RegistryApi.under(path)
+            ? ClientGate.refusal(verdict).addHeader(RegistryApi.API_VERSION) : ClientGate.refusal(verdict)));
     return answer.thenApply(ServingHeaders::artifact)
         .thenApply(r -> AccessLog.log(request, path, repo, r, started, client, ClientGate.who(verdict)));
   }

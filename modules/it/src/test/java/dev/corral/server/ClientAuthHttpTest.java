@@ -62,8 +62,9 @@ class ClientAuthHttpTest {
           corral.repos {
             other { type = generic, url = "%s" }
             open { type = generic, url = "%s" }
+            images { type = oci, url = "%s" }
           }
-          """.formatted(n.url("/"), n.url("/")))
+          """.formatted(n.url("/"), n.url("/"), n.url("/")))
       .args(n -> {
         Path admin = n.dir().resolve("admin-token");
         Files.writeString(admin, ADMIN_TOKEN + "\n");
@@ -121,6 +122,20 @@ class ClientAuthHttpTest {
     assertNull(xCache(r), what + ": nothing about the key");
     assertEquals("unauthorized\n", new String(r.body(), StandardCharsets.UTF_8), what + ": no detail");
     assertHygiene(r, what);
+  }
+
+  @Test
+  void theOciVersionCheckAsksForACredentialAndTakesAnyValidOne() {
+    HttpResponse<byte[]> none = get("/v2/", null);
+    assertRefused401(none, "/v2/ without a credential");
+    assertEquals("registry/2.0", none.headers().firstValue("Docker-Distribution-API-Version").orElse(null));
+    // The version check reads no repository: a token limited to another one passes it...
+    assertEquals(200, get("/v2/", basic("robot", OTHER_TOKEN)).statusCode());
+    assertEquals(200, get("/v2/", "Bearer " + CI_TOKEN).statusCode());
+    assertRefused401(get("/v2/", "Bearer not-a-token"), "/v2/ with a wrong token");
+    // ...but not the OCI repository it does not read.
+    assertEquals(403, get("/v2/images/team/app/manifests/1", basic("robot", OTHER_TOKEN)).statusCode());
+    assertRefused401(get("/v2/images/team/app/manifests/1", null), "an OCI repository without a credential");
   }
 
   private static void assertHygiene(HttpResponse<byte[]> r, String what) {

@@ -25,6 +25,14 @@ public interface Repository {
     return false;
   }
 
+  /**
+   * Whether clients reach it through the OCI Distribution API, {@code /v2/NAME/...}, rather than
+   * {@code /NAME/...} (then {@code /NAME/...} is a 404 that says where to go).
+   */
+  default boolean distributionApi() {
+    return false;
+  }
+
   /** What the request names. */
   CompletionStage<Target> resolve(RepoRequest request, Lookup lookup);
 

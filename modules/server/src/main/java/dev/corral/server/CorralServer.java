@@ -26,6 +26,7 @@ import dev.corral.registry.generic.GenericRepository;
 import dev.corral.registry.go.GoRepository;
 import dev.corral.registry.maven.MavenRepository;
 import dev.corral.registry.npm.NpmRepository;
+import dev.corral.registry.oci.OciRepository;
 import dev.corral.registry.pypi.PypiRepository;
 import dev.corral.registry.Repository;
 import dev.corral.http.upstream.HttpUpstream;
@@ -467,6 +468,7 @@ public final class CorralServer implements AutoCloseable {
       case "go" -> new GoRepository(r.name(), r.url(), r.sumdbUrl());
       case "npm" -> new NpmRepository(r.name(), r.url());
       case "pypi" -> new PypiRepository(r.name(), r.url());
+      case "oci" -> new OciRepository(r.name(), r.url(), r.singleNameNamespace());
       // one line per registry type
       default -> throw new SettingsException("corral.repos." + r.name() + ".type", r.type() + " is not served yet");
     };

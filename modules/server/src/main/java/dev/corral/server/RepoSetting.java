@@ -10,7 +10,7 @@ import java.util.Optional;
  * Any other key is an error, so that a typo is not silently ignored.
  */
 public enum RepoSetting {
-  TYPE("type", false, null, "npm, maven, pypi, go or generic (plain HTTP)"),
+  TYPE("type", false, null, "npm, maven, pypi, go, oci (container images) or generic (plain HTTP)"),
   URL("url", false, null, "Upstream base URL: absolute http or https, with a host"),
   CONNECT_TIMEOUT("connect-timeout", true, null, "Time allowed to open a connection upstream"),
   FIRST_BYTE_TIMEOUT("first-byte-timeout", true, null,
@@ -47,6 +47,9 @@ public enum RepoSetting {
   CLIENT_CERT("client-cert", false, null,
       "PEM certificate chain presented when the upstream asks for a client certificate; with client-key"),
   CLIENT_KEY("client-key", false, null, "PEM private key of client-cert (PKCS#8, RSA or EC, unencrypted)"),
+  SINGLE_NAME_NAMESPACE("single-name-namespace", false, null,
+      "oci only: the namespace a one-part image name is asked upstream in (library for registries"
+          + " that keep official images there: alpine is asked as library/alpine); none by default"),
   SUMDB_URL("sumdb-url", false, null,
       "go only: a Go checksum database to proxy under /NAME/sumdb/HOST[:PORT]/ (else 404 there)"),
   ALLOWED_HOSTS("allowed-hosts", false, null,

@@ -27,6 +27,8 @@ import java.util.Optional;
  * @param allowedHosts hosts besides the upstream's own origin that its requests may reach
  *     (redirect targets, tarball and file hosts); never with the credential
  * @param tls the CAs its upstream must chain to and the client certificate it presents
+ * @param singleNameNamespace oci repositories: the namespace a one-component image name is asked
+ *     upstream in ({@code library} for registries that keep official images there), if any
  */
 public record RepoSettings(
     String name,
@@ -51,7 +53,21 @@ public record RepoSettings(
     Optional<String> sumdbUrl,
     QueryPolicy query,
     List<AllowedHost> allowedHosts,
-    UpstreamTls tls) {
+    UpstreamTls tls,
+    Optional<String> singleNameNamespace) {
+
+  /** With no single-name namespace (every type but oci has none). */
+  public RepoSettings(String name, String type, String url, Duration connectTimeout,
+      Duration firstByteTimeout, Duration idleTimeout, int retries, Duration retryBackoff,
+      int maxRedirects, int maxConnections, Duration negativeTtl, Duration waiterBudget,
+      OnBudgetExhausted onBudgetExhausted, int maxWaiters, int maxOrphanFetches,
+      long inlineLimitBytes, Optional<Credential> credential, Duration metadataTtl, Duration maxStale,
+      Optional<String> sumdbUrl, QueryPolicy query, List<AllowedHost> allowedHosts, UpstreamTls tls) {
+    this(name, type, url, connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff,
+        maxRedirects, maxConnections, negativeTtl, waiterBudget, onBudgetExhausted, maxWaiters,
+        maxOrphanFetches, inlineLimitBytes, credential, metadataTtl, maxStale, sumdbUrl, query, allowedHosts, tls,
+        Optional.empty());
+  }
 
   /** With no allowed hosts (only the upstream's own origin is reached), the JDK's CAs and no client certificate. */
   public RepoSettings(String name, String type, String url, Duration connectTimeout,
@@ -93,7 +109,7 @@ public record RepoSettings(
 
   /** Repository types the parser accepts. */
   public static final java.util.List<String> KNOWN_TYPES =
-      java.util.List.of("generic", "npm", "maven", "pypi", "go");
+      java.util.List.of("generic", "npm", "maven", "pypi", "go", "oci");
 
   /** What a waiter gets when its budget runs out before the fetch's outcome begins. */
   public enum OnBudgetExhausted {
@@ -146,6 +162,7 @@ public record RepoSettings(
     Objects.requireNonNull(sumdbUrl, "sumdbUrl");
     Objects.requireNonNull(query, "query");
     Objects.requireNonNull(tls, "tls");
+    Objects.requireNonNull(singleNameNamespace, "singleNameNamespace");
     allowedHosts = List.copyOf(allowedHosts);
   }
 }

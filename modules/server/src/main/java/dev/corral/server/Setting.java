@@ -47,8 +47,8 @@ public enum Setting {
   MEMORY_CACHE_SIZE("--memory-cache-size", "corral.memory-cache-size", "CORRAL_MEMORY_CACHE_SIZE", "SIZE",
       "Heap kept for the most used small artifacts (up to 1 MiB each), served without disk reads"),
   REPO("--repo", "corral.repos", "CORRAL_REPOS", "NAME=TYPE:URL",
-      "A repository to cache; repeat the flag for more. TYPE: npm, maven, pypi, go or"
-          + " generic. In the environment a comma- or space-separated list. In HOCON"
+      "A repository to cache; repeat the flag for more. TYPE: npm, maven, pypi, go, oci or"
+          + " generic (oci is served under /v2/NAME/). In the environment a comma- or space-separated list. In HOCON"
           + " corral.repos.NAME { type, url, ... }"),
   METADATA_MEMORY("--metadata-memory", "corral.metadata-memory", "CORRAL_METADATA_MEMORY", "SIZE",
       "Heap for metadata read whole at once to be rewritten or looked up (as much again keeps rewritten"

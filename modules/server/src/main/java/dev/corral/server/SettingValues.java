@@ -109,6 +109,9 @@ final class SettingValues {
 
   /** Why {@code name} cannot be a repository name, or null if it can. */
   static String repoNameProblem(String name) {
+    if (name.equals("v2")) {
+      return "v2 is not a repository name: /v2/ is where OCI repositories are served";
+    }
     return REPO_NAME.matcher(name).matches() ? null : "name must match " + REPO_NAME.pattern();
   }
 

@@ -533,7 +533,7 @@ final class SettingsReader {
         duration(field(name, RepoSetting.MAX_STALE), false),
         sumdbUrl(name, type),
         query(name, type),
-        allowedHosts(name), upstreamTls(name));
+        allowedHosts(name), upstreamTls(name), singleNameNamespace(name, type));
   }
 
   /** A list (or a comma-separated string) of HOST or HOST:PORT entries; empty when unset. */
@@ -652,6 +652,21 @@ final class SettingsReader {
     String url = text(path).trim();
     url(path, url);
     return Optional.of(url);
+  }
+
+  private Optional<String> singleNameNamespace(String name, String type) {
+    String path = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.SINGLE_NAME_NAMESPACE.key());
+    if (!has(path)) {
+      return Optional.empty();
+    }
+    if (!type.equals("oci")) {
+      throw error(path, "only oci repositories have image names");
+    }
+    String namespace = text(path).trim();
+    if (!namespace.matches("[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")) {
+      throw error(path, quoted(namespace) + " is not an image namespace (lower-case letters and digits)");
+    }
+    return Optional.of(namespace);
   }
 
   /** The repository's own path for the key if set there, else the repo-defaults path. */

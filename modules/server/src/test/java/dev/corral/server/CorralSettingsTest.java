@@ -433,7 +433,7 @@ class CorralSettingsTest {
 
   @Test
   void badRepoType() throws IOException {
-    assertEquals("--repo \"x=ftp:http://127.0.0.1/\": unknown type \"ftp\" (known: generic, npm, maven, pypi, go); expected NAME=TYPE:URL",
+    assertEquals("--repo \"x=ftp:http://127.0.0.1/\": unknown type \"ftp\" (known: generic, npm, maven, pypi, go, oci); expected NAME=TYPE:URL",
         fails("--repo", "x=ftp:http://127.0.0.1/").getMessage());
     Path conf = file("t.conf", "corral.repos.x { type = rubygems, url = \"http://127.0.0.1:9/\" }");
     assertEquals("corral.repos.x.type", fails("--config", conf.toString()).setting());
@@ -625,6 +625,28 @@ class CorralSettingsTest {
     assertTrue(fails("--config", bad.toString()).getMessage().contains("sumdb-url"));
     Path inDefaults = file("defaults.conf", "corral.repo-defaults.sumdb-url = \"http://127.0.0.1:8/db\"");
     fails("--config", inDefaults.toString());
+  }
+
+  // ---- oci (issue 15)
+
+  @Test
+  void singleNameNamespaceIsReadForOciRepositoriesOnly() throws IOException {
+    Path ok = file("oci.conf", "corral.repos.hub { type = oci, url = \"http://127.0.0.1:9/\","
+        + " single-name-namespace = library }");
+    assertEquals(java.util.Optional.of("library"), only(load("--config", ok.toString())).singleNameNamespace());
+    assertEquals(java.util.Optional.empty(), only(load("--repo", "hub=oci:http://127.0.0.1:9/")).singleNameNamespace());
+    Path generic = file("generic-ns.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/g\","
+        + " single-name-namespace = library }");
+    assertTrue(fails("--config", generic.toString()).getMessage().contains("single-name-namespace"));
+    Path bad = file("bad-ns.conf", "corral.repos.hub { type = oci, url = \"http://127.0.0.1:9/\","
+        + " single-name-namespace = \"Lib/../x\" }");
+    assertTrue(fails("--config", bad.toString()).getMessage().contains("not an image namespace"));
+  }
+
+  @Test
+  void v2IsNeverARepositoryName() {
+    assertTrue(fails("--repo", "v2=oci:http://127.0.0.1:9/").getMessage().contains("/v2/"));
+    assertTrue(fails("--repo", "v2=generic:http://127.0.0.1:9/").getMessage().contains("/v2/"));
   }
 
   // ---- issue 12: metadata memory, miss rate limit, generic query policy

@@ -43,7 +43,7 @@ public final class Download {
   /** Response headers worth replaying from the store. */
   private static final Set<String> KEPT_HEADERS =
       Set.of("content-type", "etag", "last-modified", "cache-control", "content-disposition",
-          "expires", "content-language");
+          "expires", "content-language", "docker-content-digest");
 
   private final Downloads node; // the node's store, hot blobs, upstream and running downloads
   private final ArtifactKey key;
