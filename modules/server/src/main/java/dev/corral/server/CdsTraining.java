@@ -27,7 +27,7 @@ import java.util.stream.Stream;
  * 127.0.0.1, and asks it what a node is asked on its first day: misses (small, and one large
  * enough to stream), hits from memory and from disk, a HEAD, an upstream 404, a bad path, an npm
  * packument and its verified tarball, a Maven artifact verified by its checksum file and a
- * {@code maven-metadata.xml}, health and metrics. It checks every answer, stops the node
+ * {@code maven-metadata.xml}, an OCI manifest by tag and a layer by digest, health and metrics. It checks every answer, stops the node
  * the way SIGTERM does and exits; the JVM then writes every class the run loaded, lambda forms
  * included, into the archive. A node started with it finds those classes already parsed and
  * verified: its first misses and hits skip loading them (docs/operations.md, "JVM and memory").
@@ -65,7 +65,7 @@ public final class CdsTraining {
       String[] args = {"--http-host", "127.0.0.1", "--http-port", "0", "--cluster-port", "0", "--peer-port", "0",
           "--management-port", "0", "--data-dir", dir.resolve("data").toString(),
           "--repo", "files=generic:" + origin + "/files", "--repo", "npm=npm:" + origin + "/npm",
-          "--repo", "maven=maven:" + origin + "/maven"};
+          "--repo", "maven=maven:" + origin + "/maven", "--repo", "images=oci:" + origin + "/oci"};
       try (CorralServer node = CorralServer.start(CorralSettings.load(args, Map.of()))) {
         String base = "http://127.0.0.1:" + node.address().getPort();
         for (int i = 0; i < 3; i++) {
@@ -85,6 +85,11 @@ public final class CdsTraining {
         expect(wrong, base, "GET", "/maven/org/example/lib/1.0/lib-1.0.jar.sha1", 200, null);
         expect(wrong, base, "GET", "/maven/org/example/lib/maven-metadata.xml", 200, "MISS");
         expect(wrong, base, "GET", "/maven/org/example/lib/maven-metadata.xml.sha1", 200, null);
+        expect(wrong, base, "GET", "/v2/", 200, null);
+        expect(wrong, base, "GET", "/v2/images/team/app/manifests/1.0", 200, "MISS");
+        expect(wrong, base, "GET", "/v2/images/team/app/manifests/1.0", 200, "HIT");
+        expect(wrong, base, "GET", "/v2/images/team/app/blobs/" + LAYER_DIGEST, 200, "MISS");
+        expect(wrong, base, "HEAD", "/v2/images/team/app/blobs/" + LAYER_DIGEST, 200, "HIT");
         expect(wrong, base, "GET", "/-/health/live", 200, null);
         expect(wrong, base, "GET", "/-/health/ready", 200, null);
         expect(wrong, base, "GET", "/-/metrics", 200, null);
@@ -118,6 +123,8 @@ public final class CdsTraining {
   }
 
   private static final byte[] TARBALL = bytes(SMALL, 7);
+  private static final String LAYER_DIGEST =
+      "sha256:" + java.util.HexFormat.of().formatHex(digest("SHA-256", TARBALL));
 
   /** The upstream: bodies of a given size under /files, one npm package under /npm, 404 else. */
   private static void answer(HttpExchange exchange) throws IOException {
@@ -137,6 +144,12 @@ public final class CdsTraining {
           .getBytes(StandardCharsets.UTF_8);
       type = "application/json";
     } else if (path.equals("/npm/left-pad/-/left-pad-1.0.0.tgz")) {
+      body = TARBALL;
+    } else if (path.equals("/oci/v2/team/app/manifests/1.0")) {
+      body = ("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"layers\":[{"
+          + "\"digest\":\"" + LAYER_DIGEST + "\",\"size\":" + TARBALL.length + "}]}").getBytes(StandardCharsets.UTF_8);
+      type = "application/vnd.oci.image.manifest.v1+json";
+    } else if (path.equals("/oci/v2/team/app/blobs/" + LAYER_DIGEST)) {
       body = TARBALL;
     } else if (path.equals("/maven/org/example/lib/1.0/lib-1.0.jar")) {
       body = TARBALL;
