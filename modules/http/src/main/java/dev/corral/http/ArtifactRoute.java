@@ -64,6 +64,7 @@ final class ArtifactRoute {
   private final ActorSystem<?> system;
   private final Node node;
   private final Map<String, Repository> repos;
+  private final Optional<Repository> rootMirror;
   private final KeyServe keys;
   private final RequestCounts counts;
   private final ArtifactResponses responses;
@@ -84,6 +85,7 @@ final class ArtifactRoute {
     this.bodies = new WholeBodies(node, waiters, system, WHOLE_BODY_LIMIT, budget);
     this.node = node;
     this.repos = Map.copyOf(repos);
+    this.rootMirror = repos.values().stream().filter(Repository::rootMirror).findFirst();
     this.keys = keys;
     this.counts = counts;
     this.publicBase = publicBase;
@@ -128,10 +130,30 @@ final class ArtifactRoute {
       if (RegistryApi.isRoot(RequestPath.withoutQuery(raw))) {
         return done(RegistryApi.versionCheck());
       }
-      return routed(request, RegistryApi.unprefixed(raw), addresses, true)
+      return routed(request, apiPath(raw), addresses, true)
           .thenApply(r -> r.addHeader(RegistryApi.API_VERSION));
     }
     return routed(request, raw, addresses, false);
+  }
+
+  /**
+   * {@code /v2/NAME/rest} as {@code /NAME/rest}; {@code /v2/<image>/rest} whose first segment names
+   * no repository as {@code /ROOT/<image>/rest} when a {@link Repository#rootMirror} is configured.
+   */
+  private String apiPath(String raw) {
+    String unprefixed = RegistryApi.unprefixed(raw);
+    return rootMirror.isPresent() && !repos.containsKey(ClientGate.firstSegment(unprefixed))
+        ? "/" + rootMirror.get().name() + unprefixed : unprefixed;
+  }
+
+  /**
+   * The repository a request is for, as client authentication sees it: the first segment of its
+   * path; under {@code /v2/} the one after it, or the root mirror's ("" for the version check).
+   */
+  String repoOf(String raw) {
+    String path = RequestPath.withoutQuery(raw);
+    return RegistryApi.under(path) && !RegistryApi.isRoot(path) ? ClientGate.firstSegment(apiPath(path))
+        : ClientGate.repoOf(raw);
   }
 
   /** @param api whether the request came under {@code /v2/} (raw is then without that prefix) */

@@ -47,8 +47,14 @@ final class ClientGate {
     String path = RequestPath.withoutQuery(rawPath);
     if (RegistryApi.under(path)) {
       // /v2/NAME/...: the OCI repository NAME; the version check /v2/ names none ("").
-      return RegistryApi.isRoot(path) ? "" : repoOf(RegistryApi.unprefixed(path));
+      return RegistryApi.isRoot(path) ? "" : firstSegment(RegistryApi.unprefixed(path));
     }
+    return firstSegment(path);
+  }
+
+  /** The first segment of a raw path, as sent. */
+  static String firstSegment(String rawPath) {
+    String path = RequestPath.withoutQuery(rawPath);
     int end = path.indexOf('/', 1);
     return end < 0 ? path.substring(Math.min(1, path.length())) : path.substring(1, end);
   }

@@ -283,7 +283,7 @@ public final class FrontDoor {
       return route(request, raw, addresses)
           .thenApply(r -> AccessLog.log(request, path, "", r, started, client, Optional.empty()));
     }
-    String repo = ClientGate.repoOf(raw);
+    String repo = artifacts.repoOf(raw);
     ClientAuth.Verdict checked = gate.check(request, repo);
     // The OCI version check reads no repository: any valid credential passes it.
     ClientAuth.Verdict verdict = checked instanceof ClientAuth.Verdict.Forbidden f && RegistryApi.isRoot(path)

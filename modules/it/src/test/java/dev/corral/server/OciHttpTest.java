@@ -43,7 +43,7 @@ class OciHttpTest {
   final TestNodeExtension node = TestNodeExtension.routed().otherwise(this::answer).config(n -> """
       corral.repos {
         images { type = oci, url = "%s", retries = 0 }
-        hub { type = oci, url = "%s", retries = 0, single-name-namespace = library }
+        hub { type = oci, url = "%s", retries = 0, single-name-namespace = library, root-mirror = true }
         files { type = generic, url = "%s", retries = 0 }
       }
       """.formatted(n.url("/"), n.url("/"), n.url("/files/")));
@@ -197,6 +197,20 @@ class OciHttpTest {
   }
 
   @Test
+  void theRootMirrorServesImagePathsThatNameNoRepository() throws Exception {
+    byte[] m = "{\"schemaVersion\":2,\"root\":1}".getBytes(StandardCharsets.UTF_8);
+    docs.put("/v2/library/rooted/manifests/1", List.of(new Doc(OCI_MANIFEST, m)));
+    // As the Docker daemon asks a mirror given as a bare host: no repository name in the path.
+    HttpResponse<byte[]> r = node.get("/v2/library/rooted/manifests/1", "Accept", OCI_MANIFEST);
+    assertEquals(200, r.statusCode());
+    assertArrayEquals(m, r.body());
+    assertEquals("HIT", xCache(node.get("/v2/hub/library/rooted/manifests/1", "Accept", OCI_MANIFEST)));
+    assertEquals(1, upstreamRequests("/v2/library/rooted/manifests/1"));
+    // A first segment that names a repository is that repository, never the root mirror's image.
+    assertEquals(404, node.get("/v2/files/rooted/manifests/1").statusCode());
+  }
+
+  @Test
   void aTagsListKeepsOnlyItsPagingParameters() throws Exception {
     byte[] list = "{\"name\":\"team/app\",\"tags\":[\"1\",\"2\"]}".getBytes(StandardCharsets.UTF_8);
     docs.put("/v2/team/app/tags/list?n=2&last=1", List.of(new Doc("application/json", list)));
@@ -239,6 +253,6 @@ class OciHttpTest {
     assertEquals(404, direct.statusCode());
     assertTrue(new String(direct.body(), StandardCharsets.UTF_8).contains("/v2/images/"));
     assertEquals(404, node.get("/v2/files/team/app/manifests/latest").statusCode());
-    assertEquals(404, node.get("/v2/nothing/team/app/manifests/latest").statusCode());
+    assertEquals(404, node.get("/images/team/app/blobs/sha256:" + "a".repeat(64)).statusCode());
   }
 }

@@ -33,6 +33,15 @@ public interface Repository {
     return false;
   }
 
+  /**
+   * Whether it is also served at {@code /v2/<image>/...} without its name: a path there whose first
+   * segment names no repository is this repository's (only for a {@link #distributionApi} type;
+   * at most one repository of a node).
+   */
+  default boolean rootMirror() {
+    return false;
+  }
+
   /** What the request names. */
   CompletionStage<Target> resolve(RepoRequest request, Lookup lookup);
 

@@ -468,7 +468,7 @@ public final class CorralServer implements AutoCloseable {
       case "go" -> new GoRepository(r.name(), r.url(), r.sumdbUrl());
       case "npm" -> new NpmRepository(r.name(), r.url());
       case "pypi" -> new PypiRepository(r.name(), r.url());
-      case "oci" -> new OciRepository(r.name(), r.url(), r.singleNameNamespace());
+      case "oci" -> new OciRepository(r.name(), r.url(), r.singleNameNamespace(), r.rootMirror());
       // one line per registry type
       default -> throw new SettingsException("corral.repos." + r.name() + ".type", r.type() + " is not served yet");
     };

@@ -50,6 +50,9 @@ public enum RepoSetting {
   SINGLE_NAME_NAMESPACE("single-name-namespace", false, null,
       "oci only: the namespace a one-part image name is asked upstream in (library for registries"
           + " that keep official images there: alpine is asked as library/alpine); none by default"),
+  ROOT_MIRROR("root-mirror", false, null,
+      "oci only: also serve this repository at /v2/<image>/... without its name, for mirror settings"
+          + " that take no path (the Docker daemon's registry-mirrors); at most one repository"),
   SUMDB_URL("sumdb-url", false, null,
       "go only: a Go checksum database to proxy under /NAME/sumdb/HOST[:PORT]/ (else 404 there)"),
   ALLOWED_HOSTS("allowed-hosts", false, null,

@@ -29,6 +29,8 @@ import java.util.Optional;
  * @param tls the CAs its upstream must chain to and the client certificate it presents
  * @param singleNameNamespace oci repositories: the namespace a one-component image name is asked
  *     upstream in ({@code library} for registries that keep official images there), if any
+ * @param rootMirror oci repositories: also served at {@code /v2/<image>/...}, without its name (at
+ *     most one repository), for clients whose mirror setting takes no path
  */
 public record RepoSettings(
     String name,
@@ -54,7 +56,8 @@ public record RepoSettings(
     QueryPolicy query,
     List<AllowedHost> allowedHosts,
     UpstreamTls tls,
-    Optional<String> singleNameNamespace) {
+    Optional<String> singleNameNamespace,
+    boolean rootMirror) {
 
   /** With no single-name namespace (every type but oci has none). */
   public RepoSettings(String name, String type, String url, Duration connectTimeout,
@@ -66,7 +69,7 @@ public record RepoSettings(
     this(name, type, url, connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff,
         maxRedirects, maxConnections, negativeTtl, waiterBudget, onBudgetExhausted, maxWaiters,
         maxOrphanFetches, inlineLimitBytes, credential, metadataTtl, maxStale, sumdbUrl, query, allowedHosts, tls,
-        Optional.empty());
+        Optional.empty(), false);
   }
 
   /** With no allowed hosts (only the upstream's own origin is reached), the JDK's CAs and no client certificate. */

@@ -485,6 +485,11 @@ final class SettingsReader {
       }
       result.add(repo(name));
     }
+    List<String> rootMirrors = result.stream().filter(RepoSettings::rootMirror).map(RepoSettings::name).toList();
+    if (rootMirrors.size() > 1) {
+      throw error(ConfigUtil.joinPath("corral", "repos", rootMirrors.get(1), RepoSetting.ROOT_MIRROR.key()),
+          "only one repository can be served at /v2/ without its name (also set for " + rootMirrors.get(0) + ")");
+    }
     return result;
   }
 
@@ -533,7 +538,7 @@ final class SettingsReader {
         duration(field(name, RepoSetting.MAX_STALE), false),
         sumdbUrl(name, type),
         query(name, type),
-        allowedHosts(name), upstreamTls(name), singleNameNamespace(name, type));
+        allowedHosts(name), upstreamTls(name), singleNameNamespace(name, type), rootMirror(name, type));
   }
 
   /** A list (or a comma-separated string) of HOST or HOST:PORT entries; empty when unset. */
@@ -667,6 +672,17 @@ final class SettingsReader {
       throw error(path, quoted(namespace) + " is not an image namespace (lower-case letters and digits)");
     }
     return Optional.of(namespace);
+  }
+
+  private boolean rootMirror(String name, String type) {
+    String path = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.ROOT_MIRROR.key());
+    if (!has(path)) {
+      return false;
+    }
+    if (!type.equals("oci")) {
+      throw error(path, "only an oci repository can be served at /v2/ without its name");
+    }
+    return hocon(path, () -> config.getBoolean(path));
   }
 
   /** The repository's own path for the key if set there, else the repo-defaults path. */

@@ -644,6 +644,19 @@ class CorralSettingsTest {
   }
 
   @Test
+  void atMostOneOciRepositoryIsTheRootMirror() throws IOException {
+    Path ok = file("root.conf", "corral.repos.hub { type = oci, url = \"http://127.0.0.1:9/\", root-mirror = true }\n"
+        + "corral.repos.other { type = oci, url = \"http://127.0.0.1:8/\" }");
+    assertTrue(load("--config", ok.toString()).repos().stream().filter(RepoSettings::rootMirror)
+        .map(RepoSettings::name).toList().equals(java.util.List.of("hub")));
+    Path two = file("two-roots.conf", "corral.repos.a { type = oci, url = \"http://127.0.0.1:9/\", root-mirror = true }\n"
+        + "corral.repos.b { type = oci, url = \"http://127.0.0.1:8/\", root-mirror = true }");
+    assertTrue(fails("--config", two.toString()).getMessage().contains("only one repository"));
+    Path generic = file("generic-root.conf", "corral.repos.g { type = generic, url = \"http://127.0.0.1:9/\", root-mirror = true }");
+    assertTrue(fails("--config", generic.toString()).getMessage().contains("root-mirror"));
+  }
+
+  @Test
   void v2IsNeverARepositoryName() {
     assertTrue(fails("--repo", "v2=oci:http://127.0.0.1:9/").getMessage().contains("/v2/"));
     assertTrue(fails("--repo", "v2=generic:http://127.0.0.1:9/").getMessage().contains("/v2/"));

@@ -55,17 +55,19 @@ public final class OciRepository implements Repository {
   private final String name;
   private final String root;
   private final Optional<String> singleNameNamespace;
+  private final boolean rootMirror;
 
   public OciRepository(String name, String url) {
-    this(name, url, Optional.empty());
+    this(name, url, Optional.empty(), false);
   }
 
   /**
    * @param singleNameNamespace the namespace a one-component image name is asked upstream in
    *     ({@code library} for registries that keep official images there: {@code alpine} is asked
    *     as {@code library/alpine}, and both names share one key)
+   * @param rootMirror also served at {@code /v2/<image>/...}, without its name
    */
-  public OciRepository(String name, String url, Optional<String> singleNameNamespace) {
+  public OciRepository(String name, String url, Optional<String> singleNameNamespace, boolean rootMirror) {
     this.name = name;
     this.root = url.endsWith("/") ? url.substring(0, url.length() - 1) : url;
     singleNameNamespace.ifPresent(ns -> {
@@ -74,6 +76,7 @@ public final class OciRepository implements Repository {
       }
     });
     this.singleNameNamespace = singleNameNamespace;
+    this.rootMirror = rootMirror;
   }
 
   @Override
@@ -84,6 +87,11 @@ public final class OciRepository implements Repository {
   @Override
   public boolean distributionApi() {
     return true;
+  }
+
+  @Override
+  public boolean rootMirror() {
+    return rootMirror;
   }
 
   @Override

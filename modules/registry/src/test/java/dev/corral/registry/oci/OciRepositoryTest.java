@@ -21,7 +21,7 @@ class OciRepositoryTest {
   private static final String HEX = "0123456789abcdef".repeat(4);
 
   private final OciRepository repo = new OciRepository("images", UP);
-  private final OciRepository hub = new OciRepository("hub", UP, Optional.of("library"));
+  private final OciRepository hub = new OciRepository("hub", UP, Optional.of("library"), false);
 
   private static Target resolve(OciRepository repo, String path, String query, String accept) {
     RepoRequest r = new RepoRequest(List.of(path.split("/", -1)), "/" + path, Optional.ofNullable(query),
@@ -102,7 +102,7 @@ class OciRepositoryTest {
     assertEquals(key(resolve(hub, "alpine/manifests/3", null, null)), key(resolve(hub, "library/alpine/manifests/3", null, null)));
     assertEquals("http://127.0.0.1:9/v2/team/app/manifests/3", key(resolve(hub, "team/app/manifests/3", null, null)).url());
     assertEquals("http://127.0.0.1:9/v2/alpine/manifests/3", key(resolve(repo, "alpine/manifests/3", null, null)).url());
-    assertThrows(IllegalArgumentException.class, () -> new OciRepository("x", UP, Optional.of("Lib")));
+    assertThrows(IllegalArgumentException.class, () -> new OciRepository("x", UP, Optional.of("Lib"), false));
   }
 
   @Test
