@@ -8,9 +8,14 @@ GET /blob/<name>?size=N&delay_ms=D[&status=S][&sync_ms=T]
     T ms of the first is answered at the same instant, T ms after the first one
     arrived, by one thread writing all the responses back to back: a perfect
     coalescer, used to measure the floor of the load client itself.
+GET /oci/v2/<image>/blobs/sha256:<hex>   an OCI registry's blob for the bench's oci
+    repository: <image> holds s<N> (fanout/s268435456r1: 256 MiB), the body is the
+    deterministic bytes of (image, N), whatever the digest says (GET /__sha256 gives it).
+GET /__sha256?name=<image>&size=N   JSON {"sha256": hex} of those bytes (not counted).
 GET /__count   JSON: {"total": n, "paths": {"/blob/a": n, ...}, "arrivals": [[path, s], ...],
-               "since": t} (arrivals: seconds since the last reset, first 10000 requests;
-               since: the reset's time on CLOCK_MONOTONIC, Python's time.monotonic())
+               "since": t, "bytes": b} (arrivals: seconds since the last reset, first 10000
+               requests; since: the reset's time on CLOCK_MONOTONIC, Python's time.monotonic();
+               bytes: body bytes sent since the last reset)
 GET /__reset   sets every counter to zero.
 
 Listens on 127.0.0.1, port 0 by default, and prints "origin listening on
@@ -18,7 +23,9 @@ http://127.0.0.1:PORT" (and nothing else) on stdout once it accepts connections.
 Admin requests are not counted.
 """
 import argparse
+import hashlib
 import json
+import re
 import sys
 import threading
 import time
@@ -42,6 +49,11 @@ class Counter:
             self.arrivals = []
             self.since = time.monotonic()
             self.sync = {}
+            self.bytes = 0
+
+    def sent(self, n):
+        with self._lock:
+            self.bytes += n
 
     def hit(self, path):
         with self._lock:
@@ -71,7 +83,7 @@ class Counter:
     def snapshot(self):
         with self._lock:
             return {"total": self.total, "paths": dict(self.paths), "arrivals": list(self.arrivals),
-                    "since": self.since}
+                    "since": self.since, "bytes": self.bytes}
 
 
 class SyncGroup:
@@ -134,6 +146,29 @@ class Handler(BaseHTTPRequestHandler):
         if url.path == "/__reset":
             COUNTER.reset()
             return self._json({"ok": True})
+        if url.path == "/__sha256":
+            q = parse_qs(url.query)
+            h = hashlib.sha256()
+            for chunk in body_chunks(q["name"][0], int(q["size"][0])):
+                h.update(chunk)
+            return self._json({"sha256": h.hexdigest()})
+        oci = re.fullmatch(r"/oci/v2/(.+/s([0-9]+)[^/]*)/blobs/sha256:[0-9a-f]{64}", url.path)
+        if oci:
+            COUNTER.hit(url.path)
+            name, size = oci.group(1), int(oci.group(2))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            if head:
+                return
+            try:
+                for chunk in body_chunks(name, size):
+                    self.wfile.write(chunk)
+                    COUNTER.sent(len(chunk))
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+            return
         if not url.path.startswith("/blob/"):
             self.send_error(404)
             return

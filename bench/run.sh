@@ -25,7 +25,8 @@
 #   BENCH_WRK_DURATION  seconds per wrk run (default 10; --quick: 3)
 #   BENCH_WRK_RUNS      wrk runs per URL, the median is reported (default 3; --quick: 1)
 #   BENCH_S1S_ROUNDS    S1s rounds of 50 clients (default 10)
-#   BENCH_SCENARIOS     comma list of scenarios to run (default S0,S1,S2,S1s,S3,S4,S5)
+#   BENCH_SCENARIOS     comma list of scenarios to run (default S0,S1,S2,S1s,S3,S4,S5; O1, the OCI
+#                       fan-out of issue 15, runs only when listed: BENCH_SCENARIOS=O1 --cluster)
 #   BENCH_WARMUP_ROUNDS unmeasured S1s-like bursts before Corral's scenarios (default 600;
 #                       --quick: 30): a JVM compiles its hot paths only after thousands of calls
 #                       (nginx and Varnish need none, and their lock's 500 ms poll would make it slow)
@@ -285,7 +286,7 @@ bench_corral() {
   start_group "$log" env JDK_JAVA_OPTIONS="-Xlog:gc:file=$GC_LOG:time" \
     bash -c 'cd "$1" && shift && exec "$@"' _ "$ROOT" ./corral serve \
     --http-host 127.0.0.1 --http-port 0 --data-dir "$TMP/corral-data" \
-    --repo "bench=generic:http://127.0.0.1:$ORIGIN_PORT"
+    --repo "bench=generic:http://127.0.0.1:$ORIGIN_PORT" --repo "bench-oci=oci:http://127.0.0.1:$ORIGIN_PORT/oci"
   local pid=$STARTED_PID
   if ! line=$(wait_line "$log" 'listening on http://[^ :]+:[0-9]+' "$CORRAL_START_TIMEOUT" "$pid"); then
     tail -n 30 "$log" >&2 || true
@@ -386,7 +387,7 @@ bench_corral_cluster() {
       --http-host 127.0.0.1 --http-port 0 --data-dir "$TMP/corral-data-$((i + 1))" --node-name "node-$((i + 1))" \
       --cluster-host 127.0.0.1 --cluster-port "${cports[i]}" --seed-nodes "127.0.0.1:${cports[0]}" \
       --peer-port 0 --management-port "${mports[i]}" "${journal[@]}" \
-      --repo "bench=generic:http://127.0.0.1:$ORIGIN_PORT"
+      --repo "bench=generic:http://127.0.0.1:$ORIGIN_PORT" --repo "bench-oci=oci:http://127.0.0.1:$ORIGIN_PORT/oci"
     pids+=("$STARTED_PID")
   done
   for ((i = 0; i < CLUSTER_NODES; i++)); do

@@ -28,10 +28,15 @@ S4   miss overhead: 8 clients, each on its own keep-alive connection, ask 500 ne
      same shape of load asked of the origin directly just before (1000 unmeasured misses first).
 S5   new connections: 10 rounds of 100 clients, each on a fresh connection, one hit each on a
      cached 1 KiB key (1000 connections): time to first byte.
+O1   OCI fan-out (issue 15, Corral only, not in the default list): --fanout-pulls clients
+     (30) at once pull one new --fanout-mib MiB (256) layer through the oci repository
+     bench-oci, spread over the nodes: TTFB and time to the last byte of the first and the last
+     puller, the upstream's requests and bytes for the layer (1x the layer is the promise).
 Every scenario uses keys no earlier run used, so the cache starts cold for it.
 """
 import argparse
 import datetime
+import hashlib
 import http.client
 import json
 import os
@@ -212,6 +217,78 @@ def cold(args, origin, bursts=5, clients=50, delay_ms=100):
         "errors": sum(b["errors"] for b in per_burst),
         "clients_per_burst": clients, "body_bytes": KIB, "origin_delay_ms": delay_ms,
         "loadavg_before": la0, "loadavg_after": loadavg(),
+    }
+
+
+def fanout(args, origin):
+    """O1 (issue 15): one new OCI layer of --fanout-mib MiB pulled by --fanout-pulls clients at once,
+    spread round-robin over the target's nodes, through the oci repository `bench-oci` (Corral
+    targets only). Per pull: TTFB and time to the last byte; one pull per node checks the bytes'
+    sha256. The origin counts its requests for the layer and the body bytes it sent."""
+    size = args.fanout_mib * MIB
+    image = f"fanout/s{size}{args.run_id.replace('-', '').lower()}"
+    _, _, body = get(args.origin.rstrip("/") + f"/__sha256?name={image}&size={size}", timeout=120)
+    hexd = json.loads(body)["sha256"]
+    urls = [f"{b.rsplit('/bench', 1)[0]}/v2/bench-oci/{image}/blobs/sha256:{hexd}" for b in args.bases]
+    origin.reset()
+    barrier = threading.Barrier(args.fanout_pulls)
+    results = [None] * args.fanout_pulls
+
+    def pull(i):
+        u = urlsplit(urls[i % len(urls)])
+        verify = i < len(urls)
+        h = hashlib.sha256() if verify else None
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=args.timeout)
+        try:
+            barrier.wait(30)
+            t0 = time.monotonic()
+            conn.request("GET", u.path, headers={"User-Agent": "corral-bench"})
+            r = conn.getresponse()
+            ttfb = time.monotonic() - t0
+            n = 0
+            while True:
+                chunk = r.read(1 << 20)
+                if not chunk:
+                    break
+                n += len(chunk)
+                if h:
+                    h.update(chunk)
+            results[i] = {"status": r.status, "cache": r.getheader("X-Cache"), "ttfb_s": ttfb,
+                          "total_s": time.monotonic() - t0, "bytes": n,
+                          "digest_ok": None if h is None else h.hexdigest() == hexd}
+        except Exception as e:
+            results[i] = {"error": f"{type(e).__name__}: {e}"}
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=pull, args=(i,)) for i in range(args.fanout_pulls)]
+    la0 = loadavg()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(args.timeout + 60)
+    time.sleep(0.2)
+    c = origin.counts()
+    ok = [r for r in results if r and "error" not in r and r["status"] == 200 and r["bytes"] == size]
+    ttfb = sorted(r["ttfb_s"] for r in ok)
+    total = sorted(r["total_s"] for r in ok)
+    caches = {}
+    for r in ok:
+        caches[r["cache"]] = caches.get(r["cache"], 0) + 1
+    return {
+        "pulls": args.fanout_pulls, "nodes": len(urls), "layer_bytes": size,
+        "complete": len(ok), "errors": args.fanout_pulls - len(ok),
+        "digest_checked": sum(1 for r in ok if r["digest_ok"] is not None),
+        "digest_bad": sum(1 for r in ok if r["digest_ok"] is False),
+        "cache": caches,
+        "ttfb_first_s": round(ttfb[0], 3) if ttfb else None, "ttfb_last_s": round(ttfb[-1], 3) if ttfb else None,
+        "total_first_s": round(total[0], 3) if total else None, "total_last_s": round(total[-1], 3) if total else None,
+        "total_p50_s": round(total[len(total) // 2], 3) if total else None,
+        "upstream_requests": sum(n for p, n in c["paths"].items() if p.startswith("/oci/v2/" + image)),
+        "upstream_bytes": c.get("bytes"),
+        "upstream_bytes_ratio": round(c.get("bytes", 0) / size, 3),
+        "loadavg_before": la0, "loadavg_after": loadavg(),
+        "first_error": next((r.get("error") or r.get("status") for r in results if r not in ok), None),
     }
 
 
@@ -573,6 +650,8 @@ def main():
                     help="--base is the origin: S1s measures the harness floor (origin answers all at once)")
     ap.add_argument("--gc-log", default="", help="the target JVM's -Xlog:gc:file=...:time log: pauses per scenario")
     ap.add_argument("--run-id", default=f"r{int(time.time())}")
+    ap.add_argument("--fanout-mib", type=int, default=256, help="O1: the layer's size")
+    ap.add_argument("--fanout-pulls", type=int, default=30, help="O1: pulls at once")
     args = ap.parse_args()
     args.run_id = f"{args.target}-{args.run_id}"
     args.bases = [b for b in args.base.split(",") if b]
@@ -669,6 +748,8 @@ def main():
         step("S4", lambda: misses(args, origin))
     if "S5" in want:
         step("S5", lambda: new_connections(args, origin))
+    if "O1" in want and args.target.startswith("corral"):
+        step("O1", lambda: fanout(args, origin))
     if args.pgids:
         res["peak_rss_kib"] = peak_rss_kib(set(args.pgids))
         res["processes"] = len(args.pgids)
