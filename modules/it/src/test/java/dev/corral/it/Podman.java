@@ -34,6 +34,14 @@ import java.util.stream.Stream;
  * mirror {@code 127.0.0.1:PORT/NAME} is {@code GET /v2/NAME/corral/demo/manifests/v1}. When the
  * mirror fails, podman falls back to {@link #NOWHERE}, which refuses the connection, so the pull
  * fails (after podman 4.3's three retries a second apart) and never leaves loopback.
+ *
+ * <p>What it still reads of the machine, with no flag or variable in podman 4.3 to move it (none
+ * of it leads off loopback): the drop-in dir {@code /etc/containers/registries.conf.d} (short-name
+ * aliases, unused since every name here is fully qualified), {@code /etc/containers/registries.d}
+ * and the local signature dir {@code /var/lib/containers/sigstore} (the images are unsigned), and
+ * root's digest-knowledge cache {@code /var/lib/containers/cache/blob-info-cache-v1.boltdb} (no
+ * image content; a fresh store has no layer it could point to). A failed pull is retried three
+ * times a second apart: four rounds of requests to the mirror.
  * Installs {@code podman} with apt-get when missing; never skips.
  */
 final class Podman implements AutoCloseable {

@@ -20,6 +20,8 @@ import java.util.TreeMap;
  * ({@code REGISTRY_AUTH_FILE}) and HOME, XDG_RUNTIME_DIR and TMPDIR in the work dir. Every image
  * name is fully qualified with a 127.0.0.1 registry, and TLS verification is off only for those.
  * Pushes an {@link OciImage} layout into a registry and copies an image out to a {@code dir:}.
+ * Like {@link Podman} it still reads {@code /etc/containers/registries.conf.d} and root's
+ * blob-info cache under {@code /var/lib/containers/cache}, which no flag of skopeo 1.9 moves.
  * Installs {@code skopeo} with apt-get when missing; never skips.
  */
 final class Skopeo {
