@@ -64,10 +64,20 @@ final class ClientCommand {
 
   static Result run(Path dir, Map<String, String> env, Duration timeout, List<String> command)
       throws IOException, InterruptedException {
+    return run(dir, env, List.of(), timeout, command);
+  }
+
+  /**
+   * The same with the inherited variables whose names start with one of {@code dropPrefixes}
+   * removed first (say, {@code CONTAINER_HOST} would turn podman into a remote client).
+   */
+  static Result run(Path dir, Map<String, String> env, List<String> dropPrefixes, Duration timeout,
+      List<String> command) throws IOException, InterruptedException {
     Files.createDirectories(dir);
     Path log = Files.createTempFile(dir, "client-", ".log");
     ProcessBuilder b = new ProcessBuilder(command).directory(dir.toFile())
         .redirectErrorStream(true).redirectOutput(log.toFile());
+    b.environment().keySet().removeIf(k -> dropPrefixes.stream().anyMatch(k::startsWith));
     b.environment().putAll(env);
     Process p = b.start();
     if (!p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
