@@ -216,7 +216,21 @@ final class ArtifactRoute {
   private RepoRequest repoRequest(HttpRequest request, PublicBase.Addresses addresses, Repository repo,
       RequestPath.Ok ok, Optional<String> query) {
     return new RepoRequest(ok.segments(), ok.upstreamPath(), query,
-        request.getHeader("Accept").map(HttpHeader::value), baseUrl(request, addresses) + "/" + repo.name());
+        accept(request), baseUrl(request, addresses) + "/" + repo.name());
+  }
+
+  /**
+   * The client's {@code Accept}: every such header line joined with {@code ", "}, as RFC 9110
+   * allows (Go clients such as podman send one line per media type).
+   */
+  static Optional<String> accept(HttpRequest request) {
+    String joined = null;
+    for (HttpHeader h : request.getHeaders()) {
+      if (h.is("accept")) {
+        joined = joined == null ? h.value() : joined + ", " + h.value();
+      }
+    }
+    return Optional.ofNullable(joined);
   }
 
   private CompletionStage<HttpResponse> target(HttpRequest request, Repository repo, Target target) {

@@ -156,6 +156,10 @@ class OciHttpTest {
     assertEquals("HIT", xCache(ociAgain));
     assertArrayEquals(oci, ociAgain.body());
 
+    // Accept as several header lines (as Go clients send it) is the same set: a hit.
+    HttpResponse<byte[]> lines = node.get("/v2/images/team/web/manifests/1.0", "Accept", OCI_MANIFEST, "Accept", OCI_INDEX);
+    assertEquals("HIT", xCache(lines));
+
     // A client that accepts only the Docker type is another key and gets the Docker form.
     HttpResponse<byte[]> dockerOnly = node.get("/v2/images/team/web/manifests/1.0", "Accept", DOCKER_MANIFEST);
     assertEquals("MISS", xCache(dockerOnly));

@@ -1,0 +1,162 @@
+package dev.corral.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The oci repository type end to end (issue 15, done-when 1 and 4): a real registry (Debian's
+ * {@code docker-registry}) holds a three-layer image pushed by {@code skopeo}; one Corral node
+ * mirrors it as {@code images}; the real {@code skopeo copy} and {@code podman pull} (through a
+ * registries.conf mirror entry {@code 127.0.0.1:PORT/images}) get byte-identical layers, and a
+ * pull into an empty client store asks the registry nothing. A second repository reaches the same
+ * registry through a proxy that flips one bit of every blob: every client gets an error, nothing
+ * is kept, and the pull after the proxy heals succeeds.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class OciClientIT {
+  static final String REPO = "corral/demo";
+  static final String UPSTREAM = OciToolsIT.UPSTREAM;
+
+  private Path dir;
+  private OciRegistry registry;
+  private FlippingProxy proxy;
+  private OciImage image;
+  private Skopeo skopeo;
+  private Podman podman;
+  private CorralProcess node;
+  private String corral; // 127.0.0.1:PORT
+
+  @BeforeAll
+  void start(@TempDir Path tmp) throws Exception {
+    dir = tmp;
+    registry = OciRegistry.start(dir.resolve("registry"));
+    proxy = new FlippingProxy(registry.base());
+    image = OciImage.builder()
+        .layer(1000, 5000)
+        .layer(64 * 1024)
+        .layer(300 * 1024, 7)
+        .tag("v1").tag("latest").index("multi")
+        .write(dir.resolve("layout"));
+    skopeo = Skopeo.create(dir.resolve("skopeo"));
+    skopeo.push(image, registry.hostPort() + "/" + REPO);
+    node = CorralProcess.serve("oci-clients", List.of(), dir.resolve("data"), List.of(),
+        "images=oci:" + registry.base(), "flaky=oci:" + proxy.base());
+    corral = node.awaitListening(Duration.ofSeconds(60)).replaceFirst("^http://", "");
+    podman = Podman.create(dir.resolve("podman")).mirror(UPSTREAM, corral + "/images");
+  }
+
+  @AfterAll
+  void stop() throws Exception {
+    if (podman != null) {
+      podman.close();
+    }
+    if (node != null) {
+      node.close();
+    }
+    if (proxy != null) {
+      proxy.close();
+    }
+    if (registry != null) {
+      registry.close();
+    }
+  }
+
+  @Test
+  @Order(1)
+  void skopeoCopiesThroughCorralByteForByteAndTheRegistryIsAskedEachThingOnce() throws Exception {
+    int before = registry.requests().size();
+    Path copy = skopeo.copyToDir(corral + "/images/" + REPO + ":v1");
+    Skopeo.assertSameBlobs(image, copy);
+    List<OciRegistry.Request> asked = since(before);
+    assertEquals(1, OciRegistry.count(asked, "GET", "/v2/" + REPO + "/manifests/v1"), asked.toString());
+    for (OciImage.Blob blob : image.blobs().subList(1, image.blobs().size())) {
+      assertEquals(1, OciRegistry.count(asked, "GET", "/v2/" + REPO + "/blobs/" + blob.digest()), blob + " " + asked);
+    }
+  }
+
+  @Test
+  @Order(2)
+  void podmanPullsThroughCorralAsAMirrorAndAnEmptyStoreAsksTheRegistryNothing() throws Exception {
+    podman.pull(UPSTREAM + "/" + REPO + ":v1").ok();
+    assertPulledIsTheImage(UPSTREAM + "/" + REPO + ":v1", image.manifest().digest());
+
+    podman.freshStore();
+    assertEquals(List.of(), podman.images(), "a fresh store is empty");
+    int before = registry.requests().size();
+    podman.pull(UPSTREAM + "/" + REPO + ":v1").ok();
+    assertEquals(List.of(), since(before), "a pull into an empty store, everything cached: no upstream request");
+    assertPulledIsTheImage(UPSTREAM + "/" + REPO + ":v1", image.manifest().digest());
+  }
+
+  @Test
+  @Order(3)
+  void anIndexTagResolvesToThePlatformManifestThroughCorral() throws Exception {
+    podman.freshStore();
+    int before = registry.requests().size();
+    podman.pull(UPSTREAM + "/" + REPO + ":multi", "--platform", "linux/amd64").ok();
+    List<OciRegistry.Request> asked = since(before);
+    assertEquals(1, OciRegistry.count(asked, "GET", "/v2/" + REPO + "/manifests/multi"), asked.toString());
+    assertPulledIsTheImage(UPSTREAM + "/" + REPO + ":multi", image.index().orElseThrow().digest());
+  }
+
+  @Test
+  @Order(4)
+  void aBlobWithAWrongByteFailsEveryClientIsNotKeptAndThePullAfterTheUpstreamHealsSucceeds() throws Exception {
+    proxy.flip(true);
+    String source = corral + "/flaky/" + REPO + ":v1";
+    List<CompletableFuture<ClientCommand.Result>> copies = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      Skopeo client = Skopeo.create(dir.resolve("skopeo-flaky-" + i));
+      Path out = dir.resolve("flaky-" + i);
+      copies.add(CompletableFuture.supplyAsync(() -> {
+        try {
+          return client.run("copy", "--src-tls-verify=false", "docker://" + source, "dir:" + out);
+        } catch (Exception e) {
+          throw new IllegalStateException(e);
+        }
+      }));
+    }
+    for (CompletableFuture<ClientCommand.Result> copy : copies) {
+      ClientCommand.Result result = copy.join();
+      assertNotEquals(0, result.exit(), "a client got a layer with a wrong byte: " + result.output());
+    }
+    long blobsAsked = proxy.blobsAsked();
+    assertTrue(blobsAsked > 0);
+    // Nothing was kept: the next client's request goes upstream again, and fails again.
+    assertNotEquals(0, skopeo.run("copy", "--src-tls-verify=false", "docker://" + source, "dir:" + dir.resolve("flaky-x")).exit());
+    assertTrue(proxy.blobsAsked() > blobsAsked, "the bad blob was not kept: asked upstream again");
+
+    proxy.flip(false);
+    Skopeo.assertSameBlobs(image, skopeo.copyToDir(source));
+  }
+
+  private List<OciRegistry.Request> since(int before) throws Exception {
+    List<OciRegistry.Request> all = registry.requests();
+    return List.copyOf(all.subList(before, all.size()));
+  }
+
+  /** The store holds the image: its config as ID, {@code digest} as its digest, its layers byte for byte. */
+  private void assertPulledIsTheImage(String reference, String digest) throws Exception {
+    Podman.Inspect inspect = podman.inspect(reference);
+    assertEquals(image.config().digest(), "sha256:" + inspect.id().replaceFirst("^sha256:", ""));
+    assertEquals(digest, inspect.digest());
+    assertEquals(image.layers().stream().map(OciImage.Layer::diffId).toList(), inspect.diffIds());
+    Podman.assertSameLayers(image, podman.saveUncompressed(reference));
+  }
+}
