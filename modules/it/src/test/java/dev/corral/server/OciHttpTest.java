@@ -6,6 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import dev.corral.testkit.TestNode;
 import dev.corral.testkit.TestNodeExtension;
 import dev.corral.testkit.upstream.FakeUpstream;
@@ -17,6 +20,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -38,20 +42,67 @@ class OciHttpTest {
 
   /** Upstream path -> document; a manifest path may hold one document per media type. */
   private final Map<String, List<Doc>> docs = new ConcurrentHashMap<>();
+  /** Upstream path -> where the registry redirects it (object storage on another host). */
+  private final Map<String, String> redirects = new ConcurrentHashMap<>();
+  /** The object storage: another host (127.0.0.2), which records the Authorization it is sent. */
+  private final Map<String, byte[]> stored = new ConcurrentHashMap<>();
+  private final List<String> storageAuthorization = new java.util.concurrent.CopyOnWriteArrayList<>();
+  private final HttpServer storage = storage();
+
+  private HttpServer storage() {
+    try {
+      HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getByName("127.0.0.2"), 0), 16);
+      server.createContext("/", exchange -> {
+        try (exchange) {
+          storageAuthorization.add(String.valueOf(exchange.getRequestHeaders().getFirst("Authorization")));
+          byte[] body = stored.get(exchange.getRequestURI().getPath());
+          exchange.getResponseHeaders().add("Content-Type", "application/octet-stream");
+          exchange.sendResponseHeaders(body == null ? 404 : 200, body == null ? -1 : body.length);
+          if (body != null) {
+            exchange.getResponseBody().write(body);
+          }
+        }
+      });
+      server.start();
+      return server;
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  @AfterAll
+  void stopStorage() {
+    storage.stop(0);
+  }
 
   @RegisterExtension
   final TestNodeExtension node = TestNodeExtension.routed().otherwise(this::answer).config(n -> """
       corral.repos {
         images { type = oci, url = "%s", retries = 0 }
+        secured { type = oci, url = "%s", retries = 0, allowed-hosts = ["127.0.0.2:%d"],
+          credentials { type = basic, username = mirror, password-file = "%s" } }
         hub { type = oci, url = "%s", retries = 0, single-name-namespace = library, root-mirror = true }
         files { type = generic, url = "%s", retries = 0 }
       }
-      """.formatted(n.url("/"), n.url("/"), n.url("/files/")));
+      """.formatted(n.url("/"), n.url("/"), storage.getAddress().getPort(), password(n.dir()), n.url("/"),
+      n.url("/files/")));
+
+  private static String password(java.nio.file.Path dir) throws java.io.IOException {
+    java.nio.file.Path file = dir.resolve("registry-password");
+    java.nio.file.Files.writeString(file, "s3cret-pw\n");
+    return file.toString();
+  }
 
   /** A registry: the first stored document whose type the request's Accept names (any for blobs). */
   private void answer(HttpExchange exchange, int nth) throws Exception {
     String path = exchange.getRequestURI().getRawPath()
         + (exchange.getRequestURI().getRawQuery() == null ? "" : "?" + exchange.getRequestURI().getRawQuery());
+    String to = redirects.get(path);
+    if (to != null) {
+      exchange.getResponseHeaders().add("Location", to);
+      FakeUpstream.send(exchange, 307, new byte[0]);
+      return;
+    }
     List<Doc> forms = docs.get(path);
     String accept = exchange.getRequestHeaders().getFirst("Accept");
     Doc chosen = null;
@@ -116,6 +167,30 @@ class OciHttpTest {
     assertEquals(200, head.statusCode());
     assertEquals(String.valueOf(layer.length), head.headers().firstValue("Content-Length").orElse(null));
     assertEquals(1, upstreamRequests("/v2/team/app/blobs/" + d));
+  }
+
+  @Test
+  void aBlobRedirectedToObjectStorageOnAnotherHostIsFollowedWithoutTheCredential() throws Exception {
+    byte[] layer = TestNode.bytes(40_000, 21);
+    String d = digest(layer);
+    String hex = d.substring("sha256:".length());
+    stored.put("/bucket/" + hex, layer);
+    String storageBase = "http://127.0.0.2:" + storage.getAddress().getPort();
+    redirects.put("/v2/team/private/blobs/" + d, storageBase + "/bucket/" + hex + "?X-Signature=abc");
+    HttpResponse<byte[]> r = node.get("/v2/secured/team/private/blobs/" + d);
+    assertEquals(200, r.statusCode());
+    assertEquals("MISS", xCache(r));
+    assertArrayEquals(layer, r.body());
+    // The registry got the repository's credential; the other host never does.
+    assertEquals("Basic " + java.util.Base64.getEncoder().encodeToString("mirror:s3cret-pw".getBytes(StandardCharsets.UTF_8)),
+        node.upstream().last().header("Authorization"));
+    assertEquals(List.of("null"), storageAuthorization);
+    String metrics = new String(node.get("/-/metrics").body(), StandardCharsets.UTF_8);
+    assertTrue(metrics.contains("corral_upstream_requests_total{repo=\"secured\",status=\"307\"} 1.0"), metrics);
+    // A redirect to a host the repository does not allow is refused.
+    byte[] other = TestNode.bytes(1000, 22);
+    redirects.put("/v2/team/private/blobs/" + digest(other), "http://127.0.0.3:" + storage.getAddress().getPort() + "/bucket/x");
+    assertEquals(502, node.get("/v2/secured/team/private/blobs/" + digest(other)).statusCode());
   }
 
   @Test
