@@ -358,7 +358,8 @@ class RegistryTokenFlowTest {
   void a401WithoutABearerChallengeIsTheAnswerAsBefore() throws Exception {
     FakeUpstream basicOnly = fake((ex, n) -> {
       if (ex.getRequestURI().getPath().endsWith("/basic")) {
-        ex.getResponseHeaders().add("WWW-Authenticate", "Basic realm=\"registry\"");
+        // A realm that looks like a token realm: Basic all the same.
+        ex.getResponseHeaders().add("WWW-Authenticate", "Basic realm=\"" + realm.url("/token") + "\",service=\"s\"");
       }
       FakeUpstream.send(ex, 401, new byte[0]);
     });
@@ -373,6 +374,7 @@ class RegistryTokenFlowTest {
       assertEquals(401, r.status(), path);
     }
     assertEquals(2, basicOnly.requests());
+    assertEquals(0, realm.requests());
     assertEquals(ALICE.authorization(), basicOnly.last().header("Authorization"));
 
     // The switch off: a Bearer challenge is an answer like any 401, as before.
@@ -407,15 +409,17 @@ class RegistryTokenFlowTest {
       valid.clear();
       body(get(upstream, "/v2/team/app/manifests/v2"));
 
-      // Answers without a usable token: cut JSON, a token with a line break, a refusal.
-      for (String format : List.of("{\"token\":\"%s", "{\"token\":\"%s\\r\\nX-Injected: 1\"}", "[\"%s\"]")) {
+      // Answers without a usable token: cut JSON, an unquoted token (the parser would quote it), a
+      // token with a line break, not an object.
+      for (String format : List.of("{\"token\":\"%s", "{\"token\":secret_%s}", "{\"token\":\"%s\\r\\nX-Injected: 1\"}",
+          "[\"%s\"]")) {
         answerFormat.set(format);
         UpstreamException e = failure(upstream, "/v2/team/bad" + messages.size() + "/manifests/v1");
         assertEquals(HttpUpstream.TOKEN, e.reason());
         messages.add(e.getMessage());
       }
-      assertEquals(3.0, tokenFetches("invalid"));
-      assertEquals(5, realm.requests(), "each bad answer fails its fetch, none is kept");
+      assertEquals(4.0, tokenFetches("invalid"));
+      assertEquals(6, realm.requests(), "each bad answer fails its fetch, none is kept");
       FakeUpstream refusing = fake((ex, n) -> FakeUpstream.send(ex, 401, "tok-refusal-secret".getBytes(UTF_8)));
       challengeRealm.set(refusing.url("/token"));
       UpstreamException e = failure(upstream(FAST.withCredential(ALICE),

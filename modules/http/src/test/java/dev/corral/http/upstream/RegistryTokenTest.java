@@ -35,7 +35,7 @@ class RegistryTokenTest {
 
   @Test
   void refusesAnswersWithoutAUsableTokenWithoutQuotingThem() {
-    for (String bad : List.of("{\"token\":\"sec", "[\"secret\"]", "{\"token\":42,\"x\":\"secret\"}", "{}",
+    for (String bad : List.of("{\"token\":\"sec", "{\"token\":secret}", "[\"secret\"]", "{\"token\":42,\"x\":\"secret\"}", "{}",
         "{\"token\":\"sec ret\"}", "{\"token\":\"secret\\r\\nX: y\"}", "{\"token\":\"\"}", "null")) {
       IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> parse(bad), bad);
       assertFalse(e.getMessage().contains("sec"), e.getMessage());
