@@ -58,6 +58,11 @@ public record BearerChallenge(URI realm, Optional<String> service, List<String> 
     return URI.create(query.length() == 0 ? base : base + "?" + query);
   }
 
+  /** Whether asking the realm would leave https for http, when the challenge came over https ({@code challenged}). */
+  public boolean leavesHttps(URI challenged) {
+    return "https".equalsIgnoreCase(challenged.getScheme()) && !"https".equalsIgnoreCase(realm.getScheme());
+  }
+
   private static void append(StringBuilder query, String name, String value) {
     if (query.length() > 0) query.append('&');
     query.append(name).append('=').append(URLEncoder.encode(value, StandardCharsets.UTF_8));

@@ -375,7 +375,7 @@ public final class HttpUpstream implements Upstream {
       URI realm = challenge.realm();
       UpstreamScope.Admission admission;
       try {
-        if (challenged.getScheme().equalsIgnoreCase("https") && !realm.getScheme().equalsIgnoreCase("https")) {
+        if (challenge.leavesHttps(challenged)) {
           throw new UpstreamScope.Refused("upstream request refused by policy: the token realm leaves https for http");
         }
         admission = repo.scope.admitRealm(realm);

@@ -1,6 +1,7 @@
 package dev.corral.http.upstream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.URI;
@@ -59,5 +60,14 @@ class BearerChallengeTest {
         + "&scope=repository%3Aa%2Fb%3Apull&scope=repository%3Ac%3Apull"), c.tokenUrl());
     assertEquals(URI.create("https://auth.upstream.example/token"),
         new BearerChallenge(URI.create("https://auth.upstream.example/token"), Optional.empty(), List.of()).tokenUrl());
+  }
+
+  @Test
+  void aRealmOnHttpIsADowngradeOnlyForAnHttpsUpstream() {
+    BearerChallenge plain = new BearerChallenge(URI.create("http://auth.upstream.example/token"), Optional.empty(), List.of());
+    BearerChallenge tls = new BearerChallenge(URI.create("HTTPS://auth.upstream.example/token"), Optional.empty(), List.of());
+    assertTrue(plain.leavesHttps(URI.create("https://registry.upstream.example/v2/a/manifests/1")));
+    assertFalse(plain.leavesHttps(URI.create("http://registry.upstream.example/v2/a/manifests/1")));
+    assertFalse(tls.leavesHttps(URI.create("https://registry.upstream.example/v2/a/manifests/1")));
   }
 }
