@@ -316,6 +316,11 @@ public final class HttpUpstream implements Upstream {
       HttpResponse response = answered.response();
       int status = response.status().intValue();
       count(Integer.toString(status));
+      if (status == 401 && challenged && grant.isPresent()) {
+        // The token given for the challenge is refused too: the answer stands, and the next fetch
+        // does not take that token again.
+        repo.tokens.orElseThrow().forget(grant.get());
+      }
       Optional<BearerChallenge> challenge = status == 401 ? challenge(response, admission) : Optional.empty();
       if (challenge.isPresent()) {
         discard(answered);

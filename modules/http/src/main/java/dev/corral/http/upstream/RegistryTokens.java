@@ -93,9 +93,14 @@ final class RegistryTokens {
       Function<BearerChallenge, CompletionStage<RegistryToken>> fetch) {
     lastChallenge.set(challenge);
     Key key = Key.of(challenge);
-    refused.filter(r -> r.key().equals(key)).ifPresent(r -> tokens.asMap().remove(key, r.source()));
+    refused.filter(r -> r.key().equals(key)).ifPresent(this::forget);
     CompletableFuture<RegistryToken> source = tokens.get(key, (k, executor) -> fetch.apply(challenge).toCompletableFuture());
     return source.thenApply(token -> new Grant(key, source, token));
+  }
+
+  /** Drops this grant's token if it is still the one kept for its key (the upstream refused it). */
+  void forget(Grant refused) {
+    tokens.asMap().remove(refused.key(), refused.source());
   }
 
   /**

@@ -275,6 +275,14 @@ class RegistryTokenFlowTest {
     assertEquals(401, refused.status());
     assertEquals(4, realm.requests());
     assertEquals(2, registry.requests() - before, "the request with the kept token, then once with the new one");
+
+    // The refused new token is not kept: the next fetch asks the realm again (and is refused
+    // again), even one whose path names no scope and so carries no token before its challenge.
+    UpstreamResponse again = get(upstream, "/v2/team/app/referrers/sha256:u").get(20, SECONDS);
+    again.body().runWith(Sink.ignore(), system).toCompletableFuture().get(20, SECONDS);
+    assertEquals(401, again.status());
+    assertEquals(5, realm.requests());
+    assertEquals(4, registry.requests() - before);
   }
 
   @Test
