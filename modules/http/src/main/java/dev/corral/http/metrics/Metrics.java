@@ -52,6 +52,19 @@ public final class Metrics implements FetchEvents {
           .register(registry);
 
   /**
+   * {@code corral_upstream_token_fetches_total{repo,outcome}}: registry token requests to a token
+   * realm, by outcome: {@code ok}, {@code refused} (the realm is outside the repository's scope),
+   * {@code invalid} (no usable token in the answer), the realm's HTTP status, or the failure
+   * ({@code timeout}, {@code connect-error}, {@code reset}, {@code redirect}).
+   */
+  public final Counter upstreamTokenFetches =
+      Counter.builder()
+          .name("corral_upstream_token_fetches_total")
+          .help("Registry token requests to an upstream's token realm, by outcome")
+          .labelNames("repo", "outcome")
+          .register(registry);
+
+  /**
    * {@code corral_unverified_fetches_total{repo}}: upstream downloads of keys that are verified
    * (Maven release files) made without a digest, since the upstream publishes no checksum for them.
    */

@@ -5,7 +5,9 @@ import java.util.Base64;
 
 /**
  * A repository's credential for its upstream, sent as {@code Authorization} only to the
- * repository's own origin (scheme, host and port of its base URL). The secret never appears in
+ * repository's own origin (scheme, host and port of its base URL), and, with the registry token
+ * flow, to the token realm its own origin names when {@link UpstreamScope#admitRealm} allows it
+ * (inside the base, or on {@code allowed-hosts}). The secret never appears in
  * {@link #toString()}, so it cannot leak into logs or exception messages.
  */
 public sealed interface Credential {

@@ -1,5 +1,6 @@
 package dev.corral.http.upstream;
 
+import com.github.benmanes.caffeine.cache.Ticker;
 import dev.corral.http.metrics.Metrics;
 import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.Upstream;
@@ -43,6 +44,7 @@ import org.apache.pekko.http.javadsl.settings.ClientConnectionSettings;
 import org.apache.pekko.http.javadsl.settings.ConnectionPoolSettings;
 import org.apache.pekko.http.scaladsl.coding.Coders;
 import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
 import org.slf4j.Logger;
@@ -61,6 +63,13 @@ import org.slf4j.LoggerFactory;
  * every redirect hop are admitted by it first, and the pool's transport checks the address it
  * connects to. A refusal fails the fetch with reason {@code refused}, before any connection.
  * Messages and logs name upstream URLs without their query ({@link QuerylessUrl}).
+ *
+ * <p>With {@link UpstreamSettings#registryTokens} a 401 from the repository's own origin that
+ * carries a {@code Bearer} challenge is answered once per fetch: a token from the challenge's realm
+ * ({@link RegistryTokens}, asked with the credential only under {@link UpstreamScope#admitRealm}),
+ * then the same request again with {@code Authorization: Bearer}. The token goes where the
+ * credential goes (the first base), so never to a redirect target on another host; neither it nor
+ * the credential is ever logged or put in a message.
  */
 public final class HttpUpstream implements Upstream {
   static final String USER_AGENT = "corral/0.1";
@@ -79,19 +88,26 @@ public final class HttpUpstream implements Upstream {
 
   private static final Set<Integer> REDIRECTS = Set.of(301, 302, 303, 307, 308);
 
+  /** The largest token realm answer read; a larger one is refused as invalid. */
+  private static final int MAX_TOKEN_ANSWER = 64 * 1024;
+
+  /** The reason of a fetch failed because its token realm's answer held no usable token. */
+  static final String TOKEN = "token";
+
   private final ActorSystem<?> system;
   private final Metrics metrics;
   private final Http http;
   private final HttpsConnectionContext https;
   private final LoggingAdapter poolLog;
   private final Map<String, Repo> repos;
+  private final Ticker ticker;
 
   private final Optional<EgressProxy> proxy;
 
   /** @param queue the repository's requests waiting for a pool connection (K2: queued, never failed) */
   private record Repo(String name, UpstreamScope scope, UpstreamSettings settings, ConnectionPoolSettings pool,
       Optional<HttpsConnectionContext> https, Optional<EgressProxy> proxy, ConnectionPoolSettings proxied,
-      PoolQueue queue) {
+      PoolQueue queue, Optional<RegistryTokens> tokens) {
     /** The pool settings for a request to {@code url}: through the egress proxy unless its host is exempt. */
     ConnectionPoolSettings poolFor(URI url) {
       return url.getHost() != null && EgressProxy.forHost(proxy, url.getHost()).isPresent() ? proxied : pool;
@@ -120,6 +136,15 @@ public final class HttpUpstream implements Upstream {
    */
   public HttpUpstream(ActorSystem<?> system, Metrics metrics, Map<String, RepoUpstream> repos,
       Optional<EgressProxy> proxy) {
+    this(system, metrics, repos, proxy, Ticker.systemTicker());
+  }
+
+  /**
+   * @param ticker the time registry tokens are kept by ({@link RegistryToken#expiresAtNanos})
+   */
+  public HttpUpstream(ActorSystem<?> system, Metrics metrics, Map<String, RepoUpstream> repos,
+      Optional<EgressProxy> proxy, Ticker ticker) {
+    this.ticker = ticker;
     this.proxy = proxy;
     this.system = system;
     this.metrics = metrics;
@@ -139,7 +164,8 @@ public final class HttpUpstream implements Upstream {
     ConnectionPoolSettings pool = plain.withConnectionSettings(plain.getConnectionSettings().withTransport(
         ScopedTransport.of(upstream.scope(), system.dispatchers().lookup(DispatcherSelector.blocking()))));
     return new Repo(name, upstream.scope(), upstream.settings(), pool, upstream.tls().connectionContext(), proxy,
-        proxy.map(p -> p.applyTo(plain)).orElse(pool), queue(name, upstream.settings().maxConnections()));
+        proxy.map(p -> p.applyTo(plain)).orElse(pool), queue(name, upstream.settings().maxConnections()),
+        upstream.settings().registryTokens() ? Optional.of(new RegistryTokens(ticker)) : Optional.empty());
   }
 
   private PoolQueue queue(String repo, int maxConnections) {
@@ -182,7 +208,14 @@ public final class HttpUpstream implements Upstream {
     } catch (IllegalArgumentException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return new Fetch(repo, extraHeaders(request.headers())).attempt(url, 0, 0);
+    Fetch fetch = new Fetch(repo, extraHeaders(request.headers()), Optional.empty());
+    if (repo.tokens.isEmpty()) {
+      return fetch.attempt(url, 0, 0);
+    }
+    return repo.tokens.get().cachedFor(url).thenCompose(grant -> {
+      fetch.grant = grant;
+      return fetch.attempt(url, 0, 0);
+    });
   }
 
   private static List<HttpHeader> extraHeaders(List<Header> headers) {
@@ -201,14 +234,29 @@ public final class HttpUpstream implements Upstream {
     return List.copyOf(out);
   }
 
-  /** One {@link #get}: attempts, redirects and retries for one URL. */
+  /** A token request's {@code Authorization}: sent to the realm's origin only (never to a redirect elsewhere). */
+  private record TokenRequest(Origin realm, Optional<String> authorization) {
+    @Override
+    public String toString() {
+      return "TokenRequest[" + realm + "]";
+    }
+  }
+
+  /** One {@link #get}, or one token request: attempts, redirects and retries for one URL. */
   private final class Fetch {
     private final Repo repo;
     private final List<HttpHeader> headers;
+    /** Present for a token request, which answers no challenge itself. */
+    private final Optional<TokenRequest> tokenRequest;
+    /** The registry token sent to the repository's own origin instead of the credential, once there is one. */
+    private Optional<RegistryTokens.Grant> grant = Optional.empty();
+    /** Whether this fetch answered a Bearer challenge already: it does so once, a second 401 is the answer. */
+    private boolean challenged;
 
-    Fetch(Repo repo, List<HttpHeader> headers) {
+    Fetch(Repo repo, List<HttpHeader> headers, Optional<TokenRequest> tokenRequest) {
       this.repo = repo;
       this.headers = headers;
+      this.tokenRequest = tokenRequest;
     }
 
     /**
@@ -228,7 +276,7 @@ public final class HttpUpstream implements Upstream {
                 try {
                   return error != null
                       ? onFailure(url, failures, redirects, error)
-                      : onResponse(url, failures, redirects, response);
+                      : onResponse(url, failures, redirects, response, admission);
                 } catch (RuntimeException e) {
                   return CompletableFuture.<UpstreamResponse>failedFuture(e);
                 }
@@ -263,10 +311,29 @@ public final class HttpUpstream implements Upstream {
       return new UpstreamException("refused", e.getMessage(), false, null);
     }
 
-    private CompletionStage<UpstreamResponse> onResponse(URI url, int failures, int redirects, Answered answered) {
+    private CompletionStage<UpstreamResponse> onResponse(URI url, int failures, int redirects, Answered answered,
+        UpstreamScope.Admission admission) {
       HttpResponse response = answered.response();
       int status = response.status().intValue();
       count(Integer.toString(status));
+      if (status == 401 && challenged && grant.isPresent()) {
+        // The token given for the challenge is refused too: the answer stands, and the next fetch
+        // does not take that token again.
+        repo.tokens.orElseThrow().forget(grant.get());
+      }
+      Optional<BearerChallenge> challenge = status == 401 ? challenge(response, admission) : Optional.empty();
+      if (challenge.isPresent()) {
+        discard(answered);
+        challenged = true;
+        Optional<RegistryTokens.Grant> refused = grant;
+        grant = Optional.empty();
+        log.debug("upstream {} answered 401 with a Bearer challenge ({}): {}", repo.name, challenge.get(), QuerylessUrl.of(url));
+        return repo.tokens.orElseThrow().answer(challenge.get(), refused, c -> token(url, c))
+            .thenCompose(granted -> {
+              grant = Optional.of(granted);
+              return attempt(url, failures, redirects);
+            });
+      }
       Optional<String> location = response.getHeader("Location").map(HttpHeader::value);
       if (REDIRECTS.contains(status) && location.isPresent()) {
         discard(answered);
@@ -288,15 +355,116 @@ public final class HttpUpstream implements Upstream {
     }
 
     /**
+     * The Bearer challenge this 401 is to be answered with: only with the token flow on, only the
+     * repository's own origin's (the first base, where the credential goes: a redirect target's
+     * challenge is the answer as it is), once per fetch, never for a token request.
+     */
+    private Optional<BearerChallenge> challenge(HttpResponse response, UpstreamScope.Admission admission) {
+      if (repo.tokens.isEmpty() || tokenRequest.isPresent() || challenged
+          || admission != UpstreamScope.Admission.WITH_CREDENTIAL) {
+        return Optional.empty();
+      }
+      List<String> values = new ArrayList<>();
+      for (HttpHeader h : response.getHeaders()) {
+        if (h.lowercaseName().equals("www-authenticate")) values.add(h.value());
+      }
+      return BearerChallenge.in(values);
+    }
+
+    /**
+     * A token for {@code challenge}, which the answer to {@code challenged} named: the realm must
+     * be in the repository's scope ({@link UpstreamScope#admitRealm}, which also decides whether
+     * the credential goes with it) and must not leave https for http. Counted by outcome.
+     */
+    private CompletionStage<RegistryToken> token(URI challenged, BearerChallenge challenge) {
+      URI realm = challenge.realm();
+      UpstreamScope.Admission admission;
+      try {
+        if (challenge.leavesHttps(challenged)) {
+          throw new UpstreamScope.Refused("upstream request refused by policy: the token realm leaves https for http");
+        }
+        admission = repo.scope.admitRealm(realm);
+      } catch (UpstreamScope.Refused e) {
+        countToken("refused");
+        return CompletableFuture.failedFuture(refused(realm, e));
+      }
+      Optional<String> credential = admission == UpstreamScope.Admission.WITH_CREDENTIAL
+          ? repo.settings.credential().map(Credential::authorization) : Optional.empty();
+      List<HttpHeader> tokenHeaders = new ArrayList<>(extraHeaders(List.of()));
+      tokenHeaders.add(HttpHeader.parse("Accept", "application/json"));
+      Fetch request = new Fetch(repo, tokenHeaders, Optional.of(new TokenRequest(Origin.of(realm), credential)));
+      long sent = ticker.read();
+      CompletionStage<RegistryToken> token = request.attempt(challenge.tokenUrl(), 0, 0)
+          .thenCompose(answer -> tokenOf(realm, answer, sent));
+      return token.whenComplete((t, error) -> {
+        if (error == null) {
+          countToken("ok");
+          log.debug("upstream {} got a registry token for {} from {}", repo.name, challenge.scopes(), QuerylessUrl.of(realm));
+        } else {
+          Throwable cause = unwrap(error);
+          String reason = cause instanceof UpstreamException u ? u.reason() : "error";
+          if (!reason.equals(TOKEN)) {
+            countToken(reason); // a failure of the request itself; tokenOf counts what it refuses
+          }
+          log.warn("upstream {} registry token request failed: {}", repo.name, cause.getMessage());
+        }
+      });
+    }
+
+    /** The token in a realm's answer: a 200 with a JSON body of at most {@link #MAX_TOKEN_ANSWER} bytes. */
+    private CompletionStage<RegistryToken> tokenOf(URI realm, UpstreamResponse answer, long sent) {
+      if (answer.status() != 200) {
+        answer.body().runWith(Sink.ignore(), system);
+        return CompletableFuture.failedFuture(tokenFailure(Integer.toString(answer.status()),
+            "the token realm answered " + answer.status() + ": " + QuerylessUrl.of(realm)));
+      }
+      return answer.body()
+          .limitWeighted(MAX_TOKEN_ANSWER, b -> (long) b.size())
+          .runWith(Sink.fold(ByteString.emptyByteString(), ByteString::concat), system)
+          .handle((bytes, error) -> {
+            if (error != null) {
+              throw unwrap(error) instanceof UpstreamException u ? u
+                  : tokenFailure("invalid", "the token realm's answer is larger than 64 KiB: " + QuerylessUrl.of(realm));
+            }
+            try {
+              return RegistryToken.parse(bytes.toArray(), sent);
+            } catch (IllegalArgumentException e) {
+              throw tokenFailure("invalid", e.getMessage() + ": " + QuerylessUrl.of(realm));
+            }
+          });
+    }
+
+    /** An answer without a usable token, counted as {@code outcome}; reason {@link #TOKEN}, never quoting the answer. */
+    private UpstreamException tokenFailure(String outcome, String message) {
+      countToken(outcome);
+      return new UpstreamException(TOKEN, message, false, null);
+    }
+
+    private void countToken(String outcome) {
+      metrics.upstreamTokenFetches.labelValues(repo.name, outcome).inc();
+    }
+
+    /** What goes as {@code Authorization} to {@code url}, which the scope admitted as {@code admission}. */
+    private Optional<String> authorization(URI url, UpstreamScope.Admission admission) {
+      if (tokenRequest.isPresent()) {
+        return Origin.of(url).equals(tokenRequest.get().realm()) ? tokenRequest.get().authorization() : Optional.empty();
+      }
+      if (admission != UpstreamScope.Admission.WITH_CREDENTIAL) {
+        return Optional.empty();
+      }
+      return grant.isPresent()
+          ? Optional.of(grant.get().token().authorization())
+          : repo.settings.credential().map(Credential::authorization);
+    }
+
+    /**
      * The status and headers of one request, or a failure once the first-byte timeout passed. The
      * request first waits its turn in the repository's {@link PoolQueue}; the timeout counts from
      * when it leaves the queue (its time waiting for a connection is not the upstream's delay).
      */
     private CompletionStage<Answered> firstByte(URI url, UpstreamScope.Admission admission) {
       List<HttpHeader> requestHeaders = new ArrayList<>(headers);
-      if (admission == UpstreamScope.Admission.WITH_CREDENTIAL) {
-        repo.settings.credential().ifPresent(c -> requestHeaders.add(HttpHeader.parse("Authorization", c.authorization())));
-      }
+      authorization(url, admission).ifPresent(a -> requestHeaders.add(HttpHeader.parse("Authorization", a)));
       HttpRequest request = HttpRequest.GET(url.toASCIIString()).addHeaders(requestHeaders);
       return repo.queue.enter().thenCompose(slot -> sent(url, request, slot));
     }

@@ -139,6 +139,29 @@ public final class UpstreamScope {
   }
 
   /**
+   * Whether a registry token realm may be asked, and with the credential; else {@link Refused}.
+   * The realm comes from a {@code Bearer} challenge of the repository's own upstream (its first
+   * base: {@link HttpUpstream} honours no other challenge), so it is admitted as any URL is, and
+   * the credential goes with it when the realm is inside the first base or on an {@code
+   * allowed-hosts} entry: listing a realm's host is the operator's consent that it receives the
+   * credential. A realm on a further base (a checksum database) gets none.
+   */
+  public Admission admitRealm(URI realm) {
+    Admission admission = admit(realm);
+    if (admission == Admission.WITH_CREDENTIAL) {
+      return admission;
+    }
+    HttpUpstream.Origin origin = HttpUpstream.Origin.of(realm);
+    String host = IpLiteral.canonical(realm.getHost());
+    for (AllowedHost entry : allowed) {
+      if (entry.matches(origin.scheme(), host, origin.port())) {
+        return Admission.WITH_CREDENTIAL;
+      }
+    }
+    return Admission.WITHOUT_CREDENTIAL;
+  }
+
+  /**
    * The address to connect to for {@code host:port}, from {@code resolved} (the one lookup the
    * connection uses); {@link Refused} when the host is outside the scope or resolves to an
    * internal address it may not use.

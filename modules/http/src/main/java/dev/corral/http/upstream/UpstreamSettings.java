@@ -20,6 +20,11 @@ import java.util.Optional;
  *     parallel up to this many, and the repository's further requests wait in its {@link PoolQueue}
  * @param maxOpenRequests the pool's queue (a power of two, at least {@code maxConnections})
  * @param credential sent only to the repository's own origin, never to a redirect target elsewhere
+ *     (and, with {@code registryTokens}, to the token realm its own origin names, under the rule of
+ *     {@link UpstreamScope#admitRealm})
+ * @param registryTokens whether a 401 from the repository's own origin with a {@code Bearer}
+ *     challenge is answered with the registry token flow ({@link RegistryTokens}); off by default,
+ *     on for OCI registries. A 401 without a Bearer challenge is the answer either way
  */
 public record UpstreamSettings(
     Duration connectTimeout,
@@ -30,7 +35,8 @@ public record UpstreamSettings(
     int maxRedirects,
     int maxConnections,
     int maxOpenRequests,
-    Optional<Credential> credential) {
+    Optional<Credential> credential,
+    boolean registryTokens) {
 
   public static final UpstreamSettings DEFAULTS =
       new UpstreamSettings(
@@ -42,7 +48,8 @@ public record UpstreamSettings(
           5,
           64,
           openRequestsFor(64),
-          Optional.empty());
+          Optional.empty(),
+          false);
 
   public UpstreamSettings {
     positive(connectTimeout, "connect-timeout");
@@ -62,6 +69,14 @@ public record UpstreamSettings(
     credential = credential == null ? Optional.empty() : credential;
   }
 
+  /** Without the registry token flow. */
+  public UpstreamSettings(Duration connectTimeout, Duration firstByteTimeout, Duration idleTimeout, int retries,
+      Duration retryBackoff, int maxRedirects, int maxConnections, int maxOpenRequests,
+      Optional<Credential> credential) {
+    this(connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff, maxRedirects, maxConnections,
+        maxOpenRequests, credential, false);
+  }
+
   /** The pool queue that goes with {@code maxConnections}: the power of two >= 4 times it. */
   public static int openRequestsFor(int maxConnections) {
     // The pool fails (does not queue) requests beyond this, so distinct keys past it would get
@@ -71,32 +86,37 @@ public record UpstreamSettings(
   }
 
   public UpstreamSettings withConnectTimeout(Duration d) {
-    return new UpstreamSettings(d, firstByteTimeout, idleTimeout, retries, retryBackoff, maxRedirects, maxConnections, maxOpenRequests, credential);
+    return new UpstreamSettings(d, firstByteTimeout, idleTimeout, retries, retryBackoff, maxRedirects, maxConnections, maxOpenRequests, credential, registryTokens);
   }
 
   public UpstreamSettings withFirstByteTimeout(Duration d) {
-    return new UpstreamSettings(connectTimeout, d, idleTimeout, retries, retryBackoff, maxRedirects, maxConnections, maxOpenRequests, credential);
+    return new UpstreamSettings(connectTimeout, d, idleTimeout, retries, retryBackoff, maxRedirects, maxConnections, maxOpenRequests, credential, registryTokens);
   }
 
   public UpstreamSettings withIdleTimeout(Duration d) {
-    return new UpstreamSettings(connectTimeout, firstByteTimeout, d, retries, retryBackoff, maxRedirects, maxConnections, maxOpenRequests, credential);
+    return new UpstreamSettings(connectTimeout, firstByteTimeout, d, retries, retryBackoff, maxRedirects, maxConnections, maxOpenRequests, credential, registryTokens);
   }
 
   public UpstreamSettings withRetries(int n, Duration backoff) {
-    return new UpstreamSettings(connectTimeout, firstByteTimeout, idleTimeout, n, backoff, maxRedirects, maxConnections, maxOpenRequests, credential);
+    return new UpstreamSettings(connectTimeout, firstByteTimeout, idleTimeout, n, backoff, maxRedirects, maxConnections, maxOpenRequests, credential, registryTokens);
   }
 
   public UpstreamSettings withMaxRedirects(int n) {
-    return new UpstreamSettings(connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff, n, maxConnections, maxOpenRequests, credential);
+    return new UpstreamSettings(connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff, n, maxConnections, maxOpenRequests, credential, registryTokens);
   }
 
   /** Sets the pool size and its queue ({@link #openRequestsFor}). */
   public UpstreamSettings withMaxConnections(int n) {
-    return new UpstreamSettings(connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff, maxRedirects, n, openRequestsFor(n), credential);
+    return new UpstreamSettings(connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff, maxRedirects, n, openRequestsFor(n), credential, registryTokens);
   }
 
   public UpstreamSettings withCredential(Credential c) {
-    return new UpstreamSettings(connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff, maxRedirects, maxConnections, maxOpenRequests, Optional.of(c));
+    return new UpstreamSettings(connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff, maxRedirects, maxConnections, maxOpenRequests, Optional.of(c), registryTokens);
+  }
+
+  /** With the registry token flow on or off ({@code registryTokens}). */
+  public UpstreamSettings withRegistryTokens(boolean on) {
+    return new UpstreamSettings(connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff, maxRedirects, maxConnections, maxOpenRequests, credential, on);
   }
 
   private static void positive(Duration d, String name) {
@@ -109,6 +129,6 @@ public record UpstreamSettings(
     return "UpstreamSettings[connect=" + connectTimeout + ", firstByte=" + firstByteTimeout + ", idle=" + idleTimeout
         + ", retries=" + retries + " after " + retryBackoff + ", maxRedirects=" + maxRedirects
         + ", maxConnections=" + maxConnections + ", maxOpenRequests=" + maxOpenRequests
-        + ", credential=" + credential.map(Object::toString).orElse("none") + "]";
+        + ", credential=" + credential.map(Object::toString).orElse("none") + ", registryTokens=" + registryTokens + "]";
   }
 }

@@ -115,4 +115,18 @@ class UpstreamScopeTest {
     assertThrows(UpstreamScope.Refused.class, () -> scope.connectable("10.0.0.7", 9090, new InetAddress[] {lan}, own));
     assertThrows(UpstreamScope.Refused.class, () -> scope.connectable("files.upstream.example", 443, new InetAddress[0], own));
   }
+
+  @Test
+  void aTokenRealmGetsTheCredentialInsideTheBaseOrOnAListedHostOnly() {
+    UpstreamScope oci = UpstreamScope.of("https://registry.upstream.example/")
+        .alsoUnder("https://sum.upstream.example/")
+        .allowing(List.of(AllowedHost.parse("auth.upstream.example")));
+    assertEquals(Admission.WITH_CREDENTIAL, oci.admitRealm(URI.create("https://registry.upstream.example/token")));
+    assertEquals(Admission.WITH_CREDENTIAL, oci.admitRealm(URI.create("https://auth.upstream.example/token")));
+    // Listed for redirects only as plain admit: there, never with the credential.
+    assertEquals(Admission.WITHOUT_CREDENTIAL, oci.admit(URI.create("https://auth.upstream.example/token")));
+    assertEquals(Admission.WITHOUT_CREDENTIAL, oci.admitRealm(URI.create("https://sum.upstream.example/token")));
+    assertThrows(UpstreamScope.Refused.class, () -> oci.admitRealm(URI.create("https://evil.upstream.example/token")));
+    assertThrows(UpstreamScope.Refused.class, () -> oci.admitRealm(URI.create("https://auth.upstream.example:8443/token")));
+  }
 }
