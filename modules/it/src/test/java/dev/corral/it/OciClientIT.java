@@ -1,6 +1,7 @@
 package dev.corral.it;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -25,17 +26,21 @@ import org.junit.jupiter.api.io.TempDir;
  * registries.conf mirror entry {@code 127.0.0.1:PORT/images}) get byte-identical layers, and a
  * pull into an empty client store asks the registry nothing. A second repository reaches the same
  * registry through a proxy that flips one bit of every blob: every client gets an error, nothing
- * is kept, and the pull after the proxy heals succeeds.
+ * is kept, and the pull after the proxy heals succeeds. A third reaches it through a token-auth
+ * front (done-when 3): the registry token flow with the repository's Basic credential, one token
+ * per scope, and neither the token nor the password in the node's log.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class OciClientIT {
   static final String REPO = "corral/demo";
   static final String UPSTREAM = OciToolsIT.UPSTREAM;
+  static final String PASSWORD = "pw-0f3a9c2e77";
 
   private Path dir;
   private OciRegistry registry;
-  private FlippingProxy proxy;
+  private RegistryProxy proxy;
+  private RegistryProxy guard;
   private OciImage image;
   private Skopeo skopeo;
   private Podman podman;
@@ -46,7 +51,8 @@ class OciClientIT {
   void start(@TempDir Path tmp) throws Exception {
     dir = tmp;
     registry = OciRegistry.start(dir.resolve("registry"));
-    proxy = new FlippingProxy(registry.base());
+    proxy = new RegistryProxy(registry.base());
+    guard = new RegistryProxy(registry.base()).requireTokens("mirror", PASSWORD);
     image = OciImage.builder()
         .layer(1000, 5000)
         .layer(64 * 1024)
@@ -55,7 +61,13 @@ class OciClientIT {
         .write(dir.resolve("layout"));
     skopeo = Skopeo.create(dir.resolve("skopeo"));
     skopeo.push(image, registry.hostPort() + "/" + REPO);
-    node = CorralProcess.serve("oci-clients", List.of(), dir.resolve("data"), List.of(),
+    Path password = java.nio.file.Files.writeString(dir.resolve("registry-password"), PASSWORD + "\n");
+    Path conf = java.nio.file.Files.writeString(dir.resolve("guarded.conf"), """
+        corral.repos.guarded { type = oci, url = "%s",
+          credentials { type = basic, username = mirror, password-file = "%s" } }
+        """.formatted(guard.base(), password));
+    skopeo.push(image, image.tag(), registry.hostPort() + "/corral/other:" + image.tag());
+    node = CorralProcess.serve("oci-clients", List.of(), dir.resolve("data"), List.of("--config", conf.toString()),
         "images=oci:" + registry.base(), "flaky=oci:" + proxy.base());
     corral = node.awaitListening(Duration.ofSeconds(60)).replaceFirst("^http://", "");
     podman = Podman.create(dir.resolve("podman")).mirror(UPSTREAM, corral + "/images");
@@ -71,6 +83,9 @@ class OciClientIT {
     }
     if (proxy != null) {
       proxy.close();
+    }
+    if (guard != null) {
+      guard.close();
     }
     if (registry != null) {
       registry.close();
@@ -144,6 +159,22 @@ class OciClientIT {
 
     proxy.flip(false);
     Skopeo.assertSameBlobs(image, skopeo.copyToDir(source));
+  }
+
+  @Test
+  @Order(5)
+  void aTokenAuthRegistryIsAskedWithOneTokenPerScopeThatNoLogShows() throws Exception {
+    Skopeo.assertSameBlobs(image, skopeo.copyToDir(corral + "/guarded/" + REPO + ":v1"));
+    // The manifest and four blobs went up with one token: only the first request met the 401.
+    assertEquals(List.of("repository:" + REPO + ":pull"), guard.tokensGiven);
+    Skopeo.assertSameBlobs(image, skopeo.copyToDir(corral + "/guarded/corral/other:v1"));
+    assertEquals(List.of("repository:" + REPO + ":pull", "repository:corral/other:pull"), guard.tokensGiven);
+    String log = node.output();
+    for (String secret : guard.tokenValues) {
+      assertFalse(log.contains(secret), "a token in the node's log");
+    }
+    assertFalse(log.contains(PASSWORD), "the password in the node's log");
+    assertTrue(node.stdout().length() > 0);
   }
 
   private List<OciRegistry.Request> since(int before) throws Exception {

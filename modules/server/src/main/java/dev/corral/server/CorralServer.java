@@ -170,7 +170,7 @@ public final class CorralServer implements AutoCloseable {
         policies.put(r.name(), policy(r));
         repos.put(r.name(), repository(r));
       }
-      HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams, settings.upstreamProxy());
+      HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams, settings.upstreamProxy(), ticker);
       // Half of Artery's large frame: no reply carrying a body can ever exceed it.
       long frame = system.settings().config().getBytes("pekko.remote.artery.advanced.maximum-large-frame-size");
       ClusterPeers peers = new ClusterPeers(system, new HttpPeerBlobs(system, settings.cluster().tls()), frame / 2);
@@ -477,7 +477,9 @@ public final class CorralServer implements AutoCloseable {
   static UpstreamSettings upstreamSettings(RepoSettings r) {
     return new UpstreamSettings(r.connectTimeout(), r.firstByteTimeout(), r.idleTimeout(), r.retries(),
         r.retryBackoff(), r.maxRedirects(), r.maxConnections(),
-        UpstreamSettings.openRequestsFor(r.maxConnections()), r.credential());
+        UpstreamSettings.openRequestsFor(r.maxConnections()), r.credential())
+        // A registry's Bearer challenge is answered with a token from its realm (oci only).
+        .withRegistryTokens(r.type().equals("oci"));
   }
 
   /**
