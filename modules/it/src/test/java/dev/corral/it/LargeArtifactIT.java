@@ -25,9 +25,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * SEMANTICS B3 and F1 at size: a 2 GiB artifact (one byte past Integer.MAX_VALUE), asked for by
- * three clients at once through a node with a 256 MiB heap, is fetched once and reaches every
- * client whole, in bounded memory.
+ * SEMANTICS B3, B1 and F1 at size: a 2 GiB artifact (one byte past Integer.MAX_VALUE), asked for
+ * by three clients at once through a node with a 256 MiB heap, is fetched once and reaches every
+ * client whole, in bounded memory. It is an OCI layer asked by its digest (issue 15: "a 2 GiB
+ * layer with -Xmx256m"), so the bytes are also hashed and checked against the digest while they
+ * stream to the clients.
  */
 class LargeArtifactIT {
   private static final long SIZE = 2L * 1024 * 1024 * 1024;
@@ -39,6 +41,7 @@ class LargeArtifactIT {
   private final ExecutorService pool = Executors.newFixedThreadPool(CLIENTS + 1);
   private FakeUpstream upstream;
   private Path dataDir;
+  private volatile String layer; // the upstream path of the layer
 
   @AfterEach
   void cleanUp() throws IOException {
@@ -53,7 +56,7 @@ class LargeArtifactIT {
   }
 
   @Test
-  void threeClientsGetTwoGibibytesFromOneFetchThroughA256MiBHeap() throws Exception {
+  void threeClientsGetATwoGibibyteLayerFromOneFetchThroughA256MiBHeap() throws Exception {
     Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
     long free = Files.getFileStore(tmp).getUsableSpace();
     Assumptions.assumeTrue(free >= MIN_FREE,
@@ -63,12 +66,14 @@ class LargeArtifactIT {
     CompletableFuture<String> expected = CompletableFuture.supplyAsync(body::sha256, pool);
     upstream = new FakeUpstream(this::answer);
     CorralProcess node = processes.serve("large", List.of("-Xmx256m"), dataDir, List.of("--max-size", "4GiB"),
-        "up=generic:" + upstream.url("/"));
+        "layers=oci:" + upstream.url("/"));
     String base = node.awaitListening(Duration.ofSeconds(60));
+    layer = "/v2/team/big/blobs/sha256:" + expected.get(120, TimeUnit.SECONDS);
 
     List<CompletableFuture<HttpResponse<InputStream>>> sent = new ArrayList<>();
     for (int i = 0; i < CLIENTS; i++) {
-      sent.add(Http.CLIENT.sendAsync(Http.get(base + "/up/big.bin"), HttpResponse.BodyHandlers.ofInputStream()));
+      sent.add(Http.CLIENT.sendAsync(Http.get(base + "/v2/layers/team/big/blobs/sha256:" + expected.get()),
+          HttpResponse.BodyHandlers.ofInputStream()));
     }
     List<CompletableFuture<GeneratedBody.Received>> received = new ArrayList<>();
     for (CompletableFuture<HttpResponse<InputStream>> f : sent) {
@@ -95,7 +100,7 @@ class LargeArtifactIT {
   }
 
   private void answer(HttpExchange exchange, int nth) throws Exception {
-    if (!exchange.getRequestURI().getPath().equals("/big.bin")) {
+    if (!exchange.getRequestURI().getPath().equals(layer)) {
       FakeUpstream.send(exchange, 404, new byte[0]);
       return;
     }
