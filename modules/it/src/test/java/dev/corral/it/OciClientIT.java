@@ -28,7 +28,9 @@ import org.junit.jupiter.api.io.TempDir;
  * registry through a proxy that flips one bit of every blob: every client gets an error, nothing
  * is kept, and the pull after the proxy heals succeeds. A third reaches it through a token-auth
  * front (done-when 3): the registry token flow with the repository's Basic credential, one token
- * per scope, and neither the token nor the password in the node's log.
+ * per scope, and neither the token nor the password in the node's log. A fourth, with
+ * {@code metadata-ttl = 0s}, revalidates a tag with a conditional request (the registry answers
+ * 304) and follows it when the tag is pushed again.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -65,7 +67,8 @@ class OciClientIT {
     Path conf = java.nio.file.Files.writeString(dir.resolve("guarded.conf"), """
         corral.repos.guarded { type = oci, url = "%s",
           credentials { type = basic, username = mirror, password-file = "%s" } }
-        """.formatted(guard.base(), password));
+        corral.repos.fresh { type = oci, url = "%s", metadata-ttl = 0s, max-stale = 0s }
+        """.formatted(guard.base(), password, registry.base()));
     skopeo.push(image, image.tag(), registry.hostPort() + "/corral/other:" + image.tag());
     node = CorralProcess.serve("oci-clients", List.of(), dir.resolve("data"), List.of("--config", conf.toString()),
         "images=oci:" + registry.base(), "flaky=oci:" + proxy.base());
@@ -175,6 +178,25 @@ class OciClientIT {
     }
     assertFalse(log.contains(PASSWORD), "the password in the node's log");
     assertTrue(node.stdout().length() > 0);
+  }
+
+  @Test
+  @Order(6)
+  void aTagIsRevalidatedWithTheRegistryAndFollowsARetag() throws Exception {
+    // The repository "fresh" has metadata-ttl = 0s and max-stale = 0s: every read of a tag waits
+    // for the registry.
+    skopeo.push(image, image.tag(), registry.hostPort() + "/corral/retag:v1");
+    Skopeo.assertSameBlobs(image, skopeo.copyToDir(corral + "/fresh/corral/retag:v1"));
+    int before = registry.requests().size();
+    Skopeo.assertSameBlobs(image, skopeo.copyToDir(corral + "/fresh/corral/retag:v1"));
+    List<OciRegistry.Request> again = since(before);
+    assertEquals(List.of("GET /v2/corral/retag/manifests/v1 304"),
+        again.stream().map(r -> r.method() + " " + r.path() + " " + r.status()).toList(),
+        "the tag asked again conditionally, nothing else: " + again);
+
+    OciImage retagged = OciImage.builder().layer(2000, 3000).seed(99).tag("v1").write(dir.resolve("layout-2"));
+    skopeo.push(retagged, "v1", registry.hostPort() + "/corral/retag:v1");
+    Skopeo.assertSameBlobs(retagged, skopeo.copyToDir(corral + "/fresh/corral/retag:v1"));
   }
 
   private List<OciRegistry.Request> since(int before) throws Exception {
