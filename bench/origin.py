@@ -15,7 +15,7 @@ GET /__sha256?name=<image>&size=N   JSON {"sha256": hex} of those bytes (not cou
 GET /__count   JSON: {"total": n, "paths": {"/blob/a": n, ...}, "arrivals": [[path, s], ...],
                "since": t, "bytes": b} (arrivals: seconds since the last reset, first 10000
                requests; since: the reset's time on CLOCK_MONOTONIC, Python's time.monotonic();
-               bytes: body bytes sent since the last reset)
+               bytes: body bytes sent since the last reset, sync_ms answers not counted)
 GET /__reset   sets every counter to zero.
 
 Listens on 127.0.0.1, port 0 by default, and prints "origin listening on
@@ -155,20 +155,7 @@ class Handler(BaseHTTPRequestHandler):
         oci = re.fullmatch(r"/oci/v2/(.+/s([0-9]+)[^/]*)/blobs/sha256:[0-9a-f]{64}", url.path)
         if oci:
             COUNTER.hit(url.path)
-            name, size = oci.group(1), int(oci.group(2))
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(size))
-            self.end_headers()
-            if head:
-                return
-            try:
-                for chunk in body_chunks(name, size):
-                    self.wfile.write(chunk)
-                    COUNTER.sent(len(chunk))
-            except (BrokenPipeError, ConnectionResetError):
-                self.close_connection = True
-            return
+            return self._body(200, oci.group(1), int(oci.group(2)), head, cache=False)
         if not url.path.startswith("/blob/"):
             self.send_error(404)
             return
@@ -203,16 +190,22 @@ class Handler(BaseHTTPRequestHandler):
                 return
             self.wfile.write(data)
             return
+        self._body(status, name, size, head, cache=True)
+
+    def _body(self, status, name, size, head, cache):
+        """Status, headers and the deterministic bytes of (name, size), counted as sent."""
         self.send_response(status)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Content-Length", str(size))
-        self.send_header("Cache-Control", "public, max-age=600")
+        if cache:
+            self.send_header("Cache-Control", "public, max-age=600")
         self.end_headers()
         if head:
             return
         try:
             for chunk in body_chunks(name, size):
                 self.wfile.write(chunk)
+                COUNTER.sent(len(chunk))
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 

@@ -101,7 +101,7 @@ class OciClientIT {
     int before = registry.requests().size();
     Path copy = skopeo.copyToDir(corral + "/images/" + REPO + ":v1");
     Skopeo.assertSameBlobs(image, copy);
-    List<OciRegistry.Request> asked = since(before);
+    List<OciRegistry.Request> asked = registry.requestsSince(before);
     assertEquals(1, OciRegistry.count(asked, "GET", "/v2/" + REPO + "/manifests/v1"), asked.toString());
     for (OciImage.Blob blob : image.blobs().subList(1, image.blobs().size())) {
       assertEquals(1, OciRegistry.count(asked, "GET", "/v2/" + REPO + "/blobs/" + blob.digest()), blob + " " + asked);
@@ -112,14 +112,14 @@ class OciClientIT {
   @Order(2)
   void podmanPullsThroughCorralAsAMirrorAndAnEmptyStoreAsksTheRegistryNothing() throws Exception {
     podman.pull(UPSTREAM + "/" + REPO + ":v1").ok();
-    assertPulledIsTheImage(UPSTREAM + "/" + REPO + ":v1", image.manifest().digest());
+    podman.assertHolds(image, UPSTREAM + "/" + REPO + ":v1", image.manifest().digest());
 
     podman.freshStore();
     assertEquals(List.of(), podman.images(), "a fresh store is empty");
     int before = registry.requests().size();
     podman.pull(UPSTREAM + "/" + REPO + ":v1").ok();
-    assertEquals(List.of(), since(before), "a pull into an empty store, everything cached: no upstream request");
-    assertPulledIsTheImage(UPSTREAM + "/" + REPO + ":v1", image.manifest().digest());
+    assertEquals(List.of(), registry.requestsSince(before), "a pull into an empty store, everything cached: no upstream request");
+    podman.assertHolds(image, UPSTREAM + "/" + REPO + ":v1", image.manifest().digest());
   }
 
   @Test
@@ -128,9 +128,9 @@ class OciClientIT {
     podman.freshStore();
     int before = registry.requests().size();
     podman.pull(UPSTREAM + "/" + REPO + ":multi", "--platform", "linux/amd64").ok();
-    List<OciRegistry.Request> asked = since(before);
+    List<OciRegistry.Request> asked = registry.requestsSince(before);
     assertEquals(1, OciRegistry.count(asked, "GET", "/v2/" + REPO + "/manifests/multi"), asked.toString());
-    assertPulledIsTheImage(UPSTREAM + "/" + REPO + ":multi", image.index().orElseThrow().digest());
+    podman.assertHolds(image, UPSTREAM + "/" + REPO + ":multi", image.index().orElseThrow().digest());
   }
 
   @Test
@@ -189,7 +189,7 @@ class OciClientIT {
     Skopeo.assertSameBlobs(image, skopeo.copyToDir(corral + "/fresh/corral/retag:v1"));
     int before = registry.requests().size();
     Skopeo.assertSameBlobs(image, skopeo.copyToDir(corral + "/fresh/corral/retag:v1"));
-    List<OciRegistry.Request> again = since(before);
+    List<OciRegistry.Request> again = registry.requestsSince(before);
     assertEquals(List.of("GET /v2/corral/retag/manifests/v1 304"),
         again.stream().map(r -> r.method() + " " + r.path() + " " + r.status()).toList(),
         "the tag asked again conditionally, nothing else: " + again);
@@ -197,19 +197,5 @@ class OciClientIT {
     OciImage retagged = OciImage.builder().layer(2000, 3000).seed(99).tag("v1").write(dir.resolve("layout-2"));
     skopeo.push(retagged, "v1", registry.hostPort() + "/corral/retag:v1");
     Skopeo.assertSameBlobs(retagged, skopeo.copyToDir(corral + "/fresh/corral/retag:v1"));
-  }
-
-  private List<OciRegistry.Request> since(int before) throws Exception {
-    List<OciRegistry.Request> all = registry.requests();
-    return List.copyOf(all.subList(before, all.size()));
-  }
-
-  /** The store holds the image: its config as ID, {@code digest} as its digest, its layers byte for byte. */
-  private void assertPulledIsTheImage(String reference, String digest) throws Exception {
-    Podman.Inspect inspect = podman.inspect(reference);
-    assertEquals(image.config().digest(), "sha256:" + inspect.id().replaceFirst("^sha256:", ""));
-    assertEquals(digest, inspect.digest());
-    assertEquals(image.layers().stream().map(OciImage.Layer::diffId).toList(), inspect.diffIds());
-    Podman.assertSameLayers(image, podman.saveUncompressed(reference));
   }
 }

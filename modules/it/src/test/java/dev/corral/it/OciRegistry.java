@@ -185,6 +185,12 @@ final class OciRegistry implements AutoCloseable {
     return dir;
   }
 
+  /** The requests after the first {@code before} of {@link #requests()}. */
+  List<Request> requestsSince(int before) throws IOException, InterruptedException {
+    List<Request> all = requests();
+    return List.copyOf(all.subList(before, all.size()));
+  }
+
   /**
    * Every request the registry served so far, in the order it finished them, without this kit's
    * own probes. Settled first: a marker request is sent and awaited in the log (bounded), so a

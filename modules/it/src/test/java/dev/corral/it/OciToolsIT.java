@@ -1,7 +1,6 @@
 package dev.corral.it;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -69,7 +68,7 @@ class OciToolsIT {
     int before = registry.requests().size();
     Path copy = skopeo.copyToDir(registry.hostPort() + "/" + REPO + ":v1");
     Skopeo.assertSameBlobs(image, copy);
-    List<OciRegistry.Request> pull = since(before);
+    List<OciRegistry.Request> pull = registry.requestsSince(before);
     assertEquals(1, OciRegistry.count(pull, "GET", "/v2/" + REPO + "/manifests/v1"), pull.toString());
     assertEveryBlobOnce(pull, REPO, image.blobs().subList(1, image.blobs().size()));
   }
@@ -79,10 +78,10 @@ class OciToolsIT {
   void podmanPullsThroughAMirrorAtTheRegistryRoot() throws Exception {
     int before = registry.requests().size();
     podman.pull(UPSTREAM + "/" + REPO + ":v1").ok();
-    List<OciRegistry.Request> pull = since(before);
+    List<OciRegistry.Request> pull = registry.requestsSince(before);
     assertEquals(1, OciRegistry.count(pull, "GET", "/v2/" + REPO + "/manifests/v1"), pull.toString());
     assertEveryBlobOnce(pull, REPO, image.blobs().subList(1, image.blobs().size()));
-    assertPulledIsTheImage(UPSTREAM + "/" + REPO + ":v1");
+    podman.assertHolds(image, UPSTREAM + "/" + REPO + ":v1", image.manifest().digest());
   }
 
   @Test
@@ -90,7 +89,7 @@ class OciToolsIT {
   void aPullWithTheImageInTheStoreAsksNoLayerAndAFreshStoreAsksEveryBlobAgain() throws Exception {
     int before = registry.requests().size();
     podman.pull(UPSTREAM + "/" + REPO + ":v1").ok();
-    List<OciRegistry.Request> again = since(before);
+    List<OciRegistry.Request> again = registry.requestsSince(before);
     assertEquals(1, OciRegistry.count(again, "GET", "/v2/" + REPO + "/manifests/v1"), again.toString());
     assertEquals(1, OciRegistry.count(again, "GET", "/v2/" + REPO + "/blobs/" + image.config().digest()),
         "podman 4.3 reads the config again: " + again);
@@ -103,8 +102,8 @@ class OciToolsIT {
     assertEquals(List.of(), podman.images(), "a fresh store is empty");
     before = registry.requests().size();
     podman.pull(UPSTREAM + "/" + REPO + ":v1").ok();
-    assertEveryBlobOnce(since(before), REPO, image.blobs().subList(1, image.blobs().size()));
-    assertPulledIsTheImage(UPSTREAM + "/" + REPO + ":v1");
+    assertEveryBlobOnce(registry.requestsSince(before), REPO, image.blobs().subList(1, image.blobs().size()));
+    podman.assertHolds(image, UPSTREAM + "/" + REPO + ":v1", image.manifest().digest());
   }
 
   @Test
@@ -113,7 +112,7 @@ class OciToolsIT {
     try (Podman named = Podman.create(dir.resolve("podman-named")).mirror(UPSTREAM, registry.hostPort() + "/cache")) {
       int before = registry.requests().size();
       named.pull(UPSTREAM + "/" + REPO + ":v1").ok();
-      List<OciRegistry.Request> pull = since(before);
+      List<OciRegistry.Request> pull = registry.requestsSince(before);
       assertEquals(1, OciRegistry.count(pull, "GET", "/v2/cache/" + REPO + "/manifests/v1"), pull.toString());
       assertEveryBlobOnce(pull, "cache/" + REPO, image.blobs().subList(1, image.blobs().size()));
       Podman.assertSameLayers(image, named.saveUncompressed(UPSTREAM + "/" + REPO + ":v1"));
@@ -126,19 +125,14 @@ class OciToolsIT {
     podman.freshStore();
     int before = registry.requests().size();
     podman.pull(UPSTREAM + "/" + REPO + ":multi", "--platform", "linux/amd64").ok();
-    List<OciRegistry.Request> pull = since(before);
+    List<OciRegistry.Request> pull = registry.requestsSince(before);
     assertEquals(1, OciRegistry.count(pull, "GET", "/v2/" + REPO + "/manifests/multi"), pull.toString());
     assertEquals(1, OciRegistry.count(pull, "GET", "/v2/" + REPO + "/manifests/" + image.manifest().digest()),
         pull.toString());
-    assertPulledIsTheImage(UPSTREAM + "/" + REPO + ":multi", image.index().orElseThrow().digest());
+    podman.assertHolds(image, UPSTREAM + "/" + REPO + ":multi", image.index().orElseThrow().digest());
   }
 
   // ---- helpers ------------------------------------------------------------------------------------
-
-  private List<OciRegistry.Request> since(int before) throws Exception {
-    List<OciRegistry.Request> all = registry.requests();
-    return List.copyOf(all.subList(before, all.size()));
-  }
 
   /** Each blob was asked exactly once with a GET answered 200, and nothing else but the version check and manifests. */
   private static void assertEveryBlobOnce(List<OciRegistry.Request> pull, String repo, List<OciImage.Blob> blobs) {
@@ -151,22 +145,5 @@ class OciToolsIT {
     other.removeIf(r -> r.method().equals("GET")
         && (r.path().equals("/v2/") || r.path().startsWith("/v2/" + repo + "/manifests/")) && r.status() == 200);
     assertEquals(List.of(), other, "requests other than the version check, manifests and one GET per blob");
-  }
-
-  private void assertPulledIsTheImage(String reference) throws Exception {
-    assertPulledIsTheImage(reference, image.manifest().digest());
-  }
-
-  /**
-   * The store holds the image: its config as ID, {@code digest} (of the manifest, or of the index
-   * when the tag named one) as its digest, its layers byte for byte.
-   */
-  private void assertPulledIsTheImage(String reference, String digest) throws Exception {
-    Podman.Inspect inspect = podman.inspect(reference);
-    assertEquals(image.config().digest(), "sha256:" + inspect.id().replaceFirst("^sha256:", ""));
-    assertEquals(digest, inspect.digest());
-    assertEquals(image.layers().stream().map(OciImage.Layer::diffId).toList(), inspect.diffIds());
-    assertNotEquals(List.of(), podman.images());
-    Podman.assertSameLayers(image, podman.saveUncompressed(reference));
   }
 }

@@ -200,6 +200,20 @@ final class Podman implements AutoCloseable {
    * The saved layout holds the image's config and each layer's uncompressed tar, byte for byte
    * (compared with the image's gzip layers decompressed while reading), under its diff id.
    */
+  /**
+   * The store holds {@code image} under {@code reference}: its config as the ID, {@code digest}
+   * (of the manifest, or of the index when the tag named one) as its digest, its layers byte for
+   * byte.
+   */
+  void assertHolds(OciImage image, String reference, String digest) throws IOException, InterruptedException {
+    Inspect inspect = inspect(reference);
+    assertEquals(image.config().digest(), "sha256:" + inspect.id().replaceFirst("^sha256:", ""));
+    assertEquals(digest, inspect.digest());
+    assertEquals(image.layers().stream().map(OciImage.Layer::diffId).toList(), inspect.diffIds());
+    assertTrue(!images().isEmpty(), "the store lists the image");
+    assertSameLayers(image, saveUncompressed(reference));
+  }
+
   static void assertSameLayers(OciImage image, Path saved) throws IOException {
     Path blobs = saved.resolve("blobs/sha256");
     assertEquals(-1L, Files.mismatch(image.blobPath(image.config().digest()), blobs.resolve(image.config().hex())),

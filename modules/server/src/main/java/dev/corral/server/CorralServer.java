@@ -308,10 +308,14 @@ public final class CorralServer implements AutoCloseable {
     // still be copying from it.
     cs.addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(), "corral-peer-unbind",
         () -> peerBinding.terminate(Duration.ofSeconds(1)).thenApply(t -> Done.getInstance()));
-    // The client pools (upstreams, peers) are idle by now; closed here rather than by the actor
-    // system's end, which would log each live pool as "shut down unexpectedly".
+    // After a drain, the client pools (upstreams, peers) are closed here rather than by the actor
+    // system's end, which would log each live pool as "shut down unexpectedly". Waited for at most
+    // a second: a pool closes only when its requests end, and a request the drain gave up on
+    // (an upstream that never answers) would hold the stop, and this node's place in the
+    // cluster, until its connection's idle timeout (ClusterFailureTest).
     cs.addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(), "corral-client-pools",
-        () -> Http.get(system).shutdownAllConnectionPools().thenApply(d -> Done.getInstance()));
+        () -> Http.get(system).shutdownAllConnectionPools().toCompletableFuture()
+            .completeOnTimeout(null, 1, TimeUnit.SECONDS).thenApply(d -> Done.getInstance()));
     cs.addTask(CoordinatedShutdown.PhaseServiceRequestsDone(), "corral-drain", () -> {
       long deadline = System.nanoTime() + drainTimeout.toNanos();
       CompletableFuture<Done> idle = new CompletableFuture<>();
