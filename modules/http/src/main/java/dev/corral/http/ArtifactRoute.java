@@ -123,7 +123,8 @@ final class ArtifactRoute {
   CompletionStage<HttpResponse> handle(HttpRequest request, String raw, PublicBase.Addresses addresses) {
     boolean api = RegistryApi.under(RequestPath.withoutQuery(raw));
     if (request.method() != HttpMethods.GET && request.method() != HttpMethods.HEAD) {
-      return done(counts.count("", "error", api ? RegistryApi.readOnly() : text(405, "only GET and HEAD are served")
+      return done(counts.count("", "error", api ? RegistryApi.asRegistryError(RegistryApi.readOnly(), raw)
+          : text(405, "only GET and HEAD are served")
           .addHeader(RawHeader.create("Allow", "GET, HEAD"))));
     }
     if (api) {
@@ -131,7 +132,7 @@ final class ArtifactRoute {
         return done(RegistryApi.versionCheck());
       }
       return routed(request, apiPath(raw), addresses, true)
-          .thenApply(r -> r.addHeader(RegistryApi.API_VERSION));
+          .thenApply(r -> RegistryApi.asRegistryError(r, RequestPath.withoutQuery(raw)).addHeader(RegistryApi.API_VERSION));
     }
     return routed(request, raw, addresses, false);
   }

@@ -291,7 +291,8 @@ public final class FrontDoor {
     CompletionStage<HttpResponse> answer = verdict instanceof ClientAuth.Verdict.Allowed
         ? route(request, raw, addresses)
         : done(counts.count("", "rejected", RegistryApi.under(path)
-            ? ClientGate.refusal(verdict).addHeader(RegistryApi.API_VERSION) : ClientGate.refusal(verdict)));
+            ? RegistryApi.asRegistryError(ClientGate.refusal(verdict), path).addHeader(RegistryApi.API_VERSION)
+            : ClientGate.refusal(verdict)));
     return answer.thenApply(ServingHeaders::artifact)
         .thenApply(r -> AccessLog.log(request, path, repo, r, started, client, ClientGate.who(verdict)));
   }

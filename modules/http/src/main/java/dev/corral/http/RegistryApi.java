@@ -1,8 +1,14 @@
 package dev.corral.http;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.corral.registry.oci.OciRepository;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpEntity;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.model.headers.RawHeader;
@@ -14,6 +20,8 @@ import org.apache.pekko.http.javadsl.model.headers.RawHeader;
  */
 final class RegistryApi {
   private RegistryApi() {}
+
+  private static final ObjectMapper JSON = new ObjectMapper();
 
   static final RawHeader API_VERSION =
       RawHeader.create(OciRepository.API_VERSION.name(), OciRepository.API_VERSION.value());
@@ -39,6 +47,48 @@ final class RegistryApi {
         .withEntity(HttpEntities.create(ContentTypes.APPLICATION_JSON, "{}"))
         .addHeader(API_VERSION);
   }
+
+  /**
+   * An error Corral made itself (a one-line text body) in the OCI Distribution API's form, which
+   * container clients show their users: {@code {"errors":[{"code":...,"message":...}]}} with the
+   * spec's code for the status and the kind of path; the status, the message and every header
+   * stay. Anything else (a success, an upstream's own error body) is returned as it is.
+   */
+  static HttpResponse asRegistryError(HttpResponse response, String path) {
+    int status = response.status().intValue();
+    if (status < 400 || !(response.entity() instanceof HttpEntity.Strict strict)
+        || !strict.getContentType().equals(ContentTypes.TEXT_PLAIN_UTF8)) {
+      return response;
+    }
+    String message = strict.getData().utf8String().trim();
+    Map<String, Object> error = new LinkedHashMap<>();
+    error.put("code", code(status, path, message));
+    error.put("message", message);
+    error.put("detail", null);
+    try {
+      return response.withEntity(HttpEntities.create(ContentTypes.APPLICATION_JSON,
+          JSON.writeValueAsBytes(Map.of("errors", List.of(error)))));
+    } catch (JsonProcessingException e) {
+      return response; // a map of strings always writes
+    }
+  }
+
+  /** The OCI error code for a status on a path (distribution-spec, "Error Codes"). */
+  static String code(int status, String path, String message) {
+    return switch (status) {
+      case 400 -> message.contains("digest") ? "DIGEST_INVALID"
+          : message.contains("image name") || message.contains("path") ? "NAME_INVALID"
+          : message.contains("tag") ? "TAG_INVALID" : "UNSUPPORTED";
+      case 401 -> "UNAUTHORIZED";
+      case 403 -> "DENIED";
+      case 404, 410 -> path.contains("/manifests/") ? "MANIFEST_UNKNOWN"
+          : path.contains("/blobs/") ? "BLOB_UNKNOWN" : "NAME_UNKNOWN";
+      case 405 -> "UNSUPPORTED";
+      case 429 -> "TOOMANYREQUESTS";
+      default -> "UNKNOWN";
+    };
+  }
+
 
   /** The answer to a push, a delete or an upload. */
   static HttpResponse readOnly() {

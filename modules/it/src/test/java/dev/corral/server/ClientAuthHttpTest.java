@@ -127,15 +127,26 @@ class ClientAuthHttpTest {
   @Test
   void theOciVersionCheckAsksForACredentialAndTakesAnyValidOne() {
     HttpResponse<byte[]> none = get("/v2/", null);
-    assertRefused401(none, "/v2/ without a credential");
+    assertRefusedUnderV2(none, "/v2/ without a credential");
     assertEquals("registry/2.0", none.headers().firstValue("Docker-Distribution-API-Version").orElse(null));
     // The version check reads no repository: a token limited to another one passes it...
     assertEquals(200, get("/v2/", basic("robot", OTHER_TOKEN)).statusCode());
     assertEquals(200, get("/v2/", "Bearer " + CI_TOKEN).statusCode());
-    assertRefused401(get("/v2/", "Bearer not-a-token"), "/v2/ with a wrong token");
+    assertRefusedUnderV2(get("/v2/", "Bearer not-a-token"), "/v2/ with a wrong token");
     // ...but not the OCI repository it does not read.
     assertEquals(403, get("/v2/images/team/app/manifests/1", basic("robot", OTHER_TOKEN)).statusCode());
-    assertRefused401(get("/v2/images/team/app/manifests/1", null), "an OCI repository without a credential");
+    assertRefusedUnderV2(get("/v2/images/team/app/manifests/1", null), "an OCI repository without a credential");
+  }
+
+  /** As {@link #assertRefused401}, with the body in the OCI API's error form. */
+  private static void assertRefusedUnderV2(HttpResponse<byte[]> r, String what) {
+    assertEquals(401, r.statusCode(), what);
+    assertEquals(java.util.Set.of("Basic realm=\"corral\", charset=\"UTF-8\"", "Bearer realm=\"corral\""),
+        java.util.Set.copyOf(r.headers().allValues("WWW-Authenticate")), what);
+    assertNull(xCache(r), what + ": nothing about the key");
+    assertEquals("{\"errors\":[{\"code\":\"UNAUTHORIZED\",\"message\":\"unauthorized\",\"detail\":null}]}",
+        new String(r.body(), StandardCharsets.UTF_8), what + ": no detail");
+    assertHygiene(r, what);
   }
 
   private static void assertHygiene(HttpResponse<byte[]> r, String what) {

@@ -314,13 +314,34 @@ class OciHttpTest {
     }
     assertEquals(404, node.get("/v2/images/team/app/uploads/").statusCode());
     assertEquals(before, node.upstream().requests());
+    // Errors come in the API's own form, which container clients show their users.
+    assertRegistryError(node.get("/v2/images/team/app/manifests/sha256:abc"), 400, "DIGEST_INVALID", "digest");
+    assertRegistryError(node.get("/v2/images/Team/app/manifests/latest"), 400, "NAME_INVALID", "image name");
+    assertRegistryError(node.get("/v2/images/team/app/manifests/-bad"), 400, "TAG_INVALID", "not a tag");
+  }
+
+  @Test
+  void anUnknownManifestOrBlobIsTheApisNotFound() throws Exception {
+    HttpResponse<byte[]> manifest = node.get("/v2/images/team/none/manifests/9", "Accept", OCI_MANIFEST);
+    assertRegistryError(manifest, 404, "MANIFEST_UNKNOWN", "not found upstream");
+    assertEquals("registry/2.0", manifest.headers().firstValue("Docker-Distribution-API-Version").orElse(null));
+    assertRegistryError(node.get("/v2/images/team/none/blobs/sha256:" + "b".repeat(64)), 404, "BLOB_UNKNOWN", "not found");
+  }
+
+  static void assertRegistryError(HttpResponse<byte[]> r, int status, String code, String inMessage) throws Exception {
+    assertEquals(status, r.statusCode());
+    assertEquals("application/json", r.headers().firstValue("Content-Type").orElse(null));
+    com.fasterxml.jackson.databind.JsonNode error = new com.fasterxml.jackson.databind.ObjectMapper()
+        .readTree(r.body()).path("errors").path(0);
+    assertEquals(code, error.path("code").asText(), new String(r.body(), StandardCharsets.UTF_8));
+    assertTrue(error.path("message").asText().contains(inMessage), error.toString());
   }
 
   @Test
   void pushesDeletesAndUploadsGetTheReadOnlyAnswer() throws Exception {
     for (String method : List.of("PUT", "POST", "PATCH", "DELETE")) {
       HttpResponse<byte[]> r = send(method, "/v2/images/team/app/blobs/uploads/");
-      assertEquals(405, r.statusCode(), method);
+      assertRegistryError(r, 405, "UNSUPPORTED", "read-only mirror");
       assertTrue(new String(r.body(), StandardCharsets.UTF_8).contains("read-only mirror"), method);
       assertEquals("GET, HEAD", r.headers().firstValue("Allow").orElse(null));
     }
