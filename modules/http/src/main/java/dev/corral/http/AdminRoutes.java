@@ -32,7 +32,7 @@ import org.slf4j.LoggerFactory;
 /**
  * The {@code /-/} endpoints: health (live, ready; always open), metrics (open, or with the admin
  * token once client authentication is on), purge (with the admin token; each one written to the
- * {@value #AUDIT} logger). The internal peer endpoint is not here: it has a port of its own (cluster
+ * {@value #AUDIT} logger), the listings of {@link AdminListings} (with the admin token). The internal peer endpoint is not here: it has a port of its own (cluster
  * module, {@code PeerPort}), so {@code /-/peer/} on the client port is 404.
  */
 final class AdminRoutes {
@@ -48,6 +48,7 @@ final class AdminRoutes {
   private final ArtifactRoute artifacts;
   private final BooleanSupplier ready;
   private final boolean metricsNeedAdminToken;
+  private final AdminListings listings;
 
   AdminRoutes(ActorSystem<?> system, Node node, Metrics metrics, Map<String, Repository> repos,
       Optional<String> adminToken, ArtifactRoute artifacts, BooleanSupplier ready, boolean metricsNeedAdminToken) {
@@ -59,6 +60,7 @@ final class AdminRoutes {
     this.adminToken = adminToken;
     this.artifacts = artifacts;
     this.ready = ready;
+    this.listings = new AdminListings(repos, node.store(), node.clock());
   }
 
   CompletionStage<HttpResponse> handle(HttpRequest request, String raw, PublicBase.Addresses addresses) {
@@ -86,6 +88,19 @@ final class AdminRoutes {
     }
     if (get && path.equals("/-/health/ready")) {
       return ready.getAsBoolean() ? text(200, "ready") : text(503, "not ready");
+    }
+    if (get && (path.equals("/-/admin/repos") || path.equals("/-/admin/keys"))) {
+      if (adminToken.isEmpty()) {
+        return text(403, "the admin API is disabled: no admin token is configured (--admin-token-file)");
+      }
+      if (!adminTokenPresented(request)) {
+        return adminTokenRequired();
+      }
+      if (path.equals("/-/admin/repos")) {
+        return listings.repos();
+      }
+      var query = request.getUri().query();
+      return listings.keys(query.get("repo"), query.get("prefix"), query.get("limit"), query.get("after"));
     }
     if (get && path.equals("/-/metrics")) {
       if (metricsNeedAdminToken && adminToken.isEmpty()) {

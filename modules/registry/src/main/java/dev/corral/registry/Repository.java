@@ -20,6 +20,12 @@ public interface Repository {
   /** The configured name: the first path segment of its requests. */
   String name();
 
+  /** The registry type, as configured: {@code npm}, {@code maven}, {@code pypi}, {@code go}, {@code oci}, {@code generic}. */
+  String type();
+
+  /** The configured upstream URL, without a trailing slash (never with user information: the settings refuse it). */
+  String upstream();
+
   /** Whether a segment may contain an encoded {@code /} (npm's {@code @scope%2fname}). */
   default boolean allowsEncodedSlash() {
     return false;

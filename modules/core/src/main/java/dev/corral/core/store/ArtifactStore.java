@@ -106,6 +106,13 @@ public interface ArtifactStore {
     return OptionalLong.empty();
   }
 
+  /**
+   * The stored artifacts that pass {@code filter}, copied out in no particular order without
+   * marking any as used: for listings (the admin API), never for serving. Runs the filter over
+   * every key held, under the store's lock.
+   */
+  List<StoredArtifact> matching(java.util.function.Predicate<StoredArtifact> filter);
+
   /** Total bytes of all blobs. */
   long totalSize();
 

@@ -707,6 +707,22 @@ public final class DiskStore implements ArtifactStore {
     }
   }
 
+  @Override
+  public List<StoredArtifact> matching(java.util.function.Predicate<StoredArtifact> filter) {
+    List<StoredArtifact> out = new ArrayList<>();
+    lock.lock();
+    try {
+      for (StoredArtifact a : index.values()) { // iterating values reorders nothing
+        if (filter.test(a)) {
+          out.add(a);
+        }
+      }
+    } finally {
+      lock.unlock();
+    }
+    return out;
+  }
+
   /** The key ids in LRU order, least recently used first (tests); touches no key. */
   List<String> keyIdsEldestFirst() {
     lock.lock();

@@ -65,6 +65,12 @@ final class FaultyStore implements ArtifactStore {
   }
 
   @Override
+  public java.util.List<dev.corral.core.store.StoredArtifact> matching(
+      java.util.function.Predicate<dev.corral.core.store.StoredArtifact> filter) {
+    return store.matching(filter);
+  }
+
+  @Override
   public long totalSize() {
     return store.totalSize();
   }

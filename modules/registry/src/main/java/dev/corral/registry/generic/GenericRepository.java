@@ -34,6 +34,16 @@ public final class GenericRepository implements Repository {
     return name;
   }
 
+  @Override
+  public String type() {
+    return "generic";
+  }
+
+  @Override
+  public String upstream() {
+    return base;
+  }
+
   public String baseUrl() {
     return base;
   }

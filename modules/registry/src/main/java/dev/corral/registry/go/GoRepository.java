@@ -70,6 +70,16 @@ public final class GoRepository implements Repository {
     return name;
   }
 
+  @Override
+  public String type() {
+    return "go";
+  }
+
+  @Override
+  public String upstream() {
+    return base;
+  }
+
   /** What a path in this repository is. */
   public sealed interface Kind {
     /** Fetch {@code path} (relative to the proxy or checksum database) through the cache. */

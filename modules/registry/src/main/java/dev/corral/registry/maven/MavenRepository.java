@@ -73,6 +73,16 @@ public final class MavenRepository implements Repository {
     return name;
   }
 
+  @Override
+  public String type() {
+    return "maven";
+  }
+
+  @Override
+  public String upstream() {
+    return base;
+  }
+
   /** What a path in this repository is. */
   public sealed interface Kind {
     /** A file fetched upstream: {@code mutable} metadata or an immutable file, {@code verified} against its strongest upstream checksum. */

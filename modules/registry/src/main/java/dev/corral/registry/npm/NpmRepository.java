@@ -62,6 +62,16 @@ public final class NpmRepository implements Repository {
   }
 
   @Override
+  public String type() {
+    return "npm";
+  }
+
+  @Override
+  public String upstream() {
+    return root;
+  }
+
+  @Override
   public boolean allowsEncodedSlash() {
     return true;
   }

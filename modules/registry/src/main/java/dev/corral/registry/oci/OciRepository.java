@@ -85,6 +85,16 @@ public final class OciRepository implements Repository {
   }
 
   @Override
+  public String type() {
+    return "oci";
+  }
+
+  @Override
+  public String upstream() {
+    return root;
+  }
+
+  @Override
   public boolean distributionApi() {
     return true;
   }

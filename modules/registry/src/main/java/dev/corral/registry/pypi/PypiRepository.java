@@ -69,6 +69,16 @@ public final class PypiRepository implements Repository {
   }
 
   @Override
+  public String type() {
+    return "pypi";
+  }
+
+  @Override
+  public String upstream() {
+    return root;
+  }
+
+  @Override
   public CompletionStage<Target> resolve(RepoRequest request, Lookup lookup) {
     List<String> s = request.segments();
     if (s.size() == 1 && !s.get(0).equals("-")) {
