@@ -32,7 +32,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The {@code /-/} endpoints: health (live, ready; always open), metrics (open, or with the admin
  * token once client authentication is on), purge (with the admin token; each one written to the
- * {@value #AUDIT} logger), the listings of {@link AdminListings} (with the admin token). The internal peer endpoint is not here: it has a port of its own (cluster
+ * {@value #AUDIT} logger), the listings of {@link AdminListings} and the cluster view of
+ * {@link AdminCluster} (with the admin token). The internal peer endpoint is not here: it has a port of its own (cluster
  * module, {@code PeerPort}), so {@code /-/peer/} on the client port is 404.
  */
 final class AdminRoutes {
@@ -49,6 +50,7 @@ final class AdminRoutes {
   private final BooleanSupplier ready;
   private final boolean metricsNeedAdminToken;
   private final AdminListings listings;
+  private final AdminCluster cluster;
 
   AdminRoutes(ActorSystem<?> system, Node node, Metrics metrics, Map<String, Repository> repos,
       Optional<String> adminToken, ArtifactRoute artifacts, BooleanSupplier ready, boolean metricsNeedAdminToken) {
@@ -61,10 +63,17 @@ final class AdminRoutes {
     this.artifacts = artifacts;
     this.ready = ready;
     this.listings = new AdminListings(repos, node.store(), node.clock());
+    this.cluster = new AdminCluster(system);
   }
 
   CompletionStage<HttpResponse> handle(HttpRequest request, String raw, PublicBase.Addresses addresses) {
     String path = RequestPath.withoutQuery(raw);
+    if (path.equals("/-/admin/cluster") && (request.method() == HttpMethods.GET || request.method() == HttpMethods.HEAD)) {
+      if (adminToken.isEmpty()) {
+        return done(text(403, "the admin API is disabled: no admin token is configured (--admin-token-file)"));
+      }
+      return adminTokenPresented(request) ? cluster.view() : done(adminTokenRequired());
+    }
     if (path.startsWith("/-/cache/")) {
       if (request.method() != HttpMethods.DELETE) {
         return done(text(405, "purge with DELETE").addHeader(RawHeader.create("Allow", "DELETE")));

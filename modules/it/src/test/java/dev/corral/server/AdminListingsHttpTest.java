@@ -20,7 +20,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * The admin API's listings over real HTTP (issue 16, part 2): {@code /-/admin/repos} names every
  * repository with its type, upstream and what this node holds for it; {@code /-/admin/keys} pages
- * through a repository's keys by URL, filtered by a path prefix; both need the admin token.
+ * through a repository's keys by URL, filtered by a path prefix; {@code /-/admin/cluster} shows
+ * the members and their shards; all need the admin token.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class AdminListingsHttpTest {
@@ -101,6 +102,21 @@ class AdminListingsHttpTest {
     JsonNode underA = admin("/-/admin/keys?repo=files&prefix=/a/");
     assertEquals(3, underA.path("keys").size(), underA.toString());
     assertEquals(node.url("/files/a/"), underA.path("prefix").asText());
+  }
+
+  @Test
+  void theClusterViewNamesThisNodeUpWithItsShards() throws Exception {
+    assertEquals(401, node.get("/-/admin/cluster").statusCode());
+    assertEquals(200, node.get("/files/c/cluster.bin").statusCode()); // one entity, one shard at least
+    JsonNode view = admin("/-/admin/cluster");
+    assertEquals(1, view.path("members").size(), view.toString());
+    JsonNode self = view.path("members").path(0);
+    assertEquals(view.path("self").asText(), self.path("address").asText());
+    assertEquals("Up", self.path("status").asText());
+    assertTrue(self.path("reachable").asBoolean());
+    assertTrue(self.path("shards").asInt() >= 1, view.toString());
+    assertFalse(view.has("shardStatsMissing"), view.toString());
+    assertEquals(view.path("self").asText(), view.path("leader").asText());
   }
 
   @Test
