@@ -91,6 +91,7 @@ public final class FrontDoor {
     this.waiters = waiters;
     this.counts = new RequestCounts(metrics);
     this.responseTimes = metrics.responseTimes(repos.keySet());
+    metrics.showAtZero(repos.keySet());
     Bypass bypass = new Bypass(system, node.upstream(), node.downloads(), counts);
     MissRates missRates = limits.missRate().map(r -> new MissRates(r, node.ticker())).orElse(null);
     this.keys = new KeyServe(node, waiters, counts, bypass, missRates, r -> r.getAttribute(ADDRESSES)

@@ -210,6 +210,32 @@ public final class Metrics implements FetchEvents {
     beforeScrape.add(refresh);
   }
 
+  /**
+   * Shows every repository's counters at 0 from the start (rather than only after their first
+   * event), so that a rate over them is 0, not missing: per repository the requests ({@code hit},
+   * {@code miss}), coalesced, fall-throughs by reason, fetches in flight and their duration, upstream
+   * requests ({@code 200}), unverified fetches, shed and rate-limited requests; and the head
+   * timeouts by phase.
+   */
+  public void showAtZero(Set<String> repos) {
+    for (String repo : repos) {
+      requests.labelValues(repo, "hit");
+      requests.labelValues(repo, "miss");
+      coalesced.labelValues(repo);
+      for (FallThrough reason : FallThrough.values()) {
+        fallthrough.labelValues(repo, reason.label());
+      }
+      inflightFetches.labelValues(repo);
+      upstreamFetchSeconds.labelValues(repo);
+      upstreamRequests.labelValues(repo, "200");
+      unverifiedFetches.labelValues(repo);
+      metadataShed.labelValues(repo);
+      missRateLimited.labelValues(repo);
+    }
+    httpHeadTimeouts.labelValues("first-request");
+    httpHeadTimeouts.labelValues("next-request");
+  }
+
   /** The response-time histogram's data points for these configured repositories. */
   public ResponseTimes responseTimes(Set<String> repos) {
     return new ResponseTimes(httpResponseSeconds, repos);
