@@ -35,6 +35,7 @@ public final class HttpPeerBlobs implements PeerBlobs {
   private final Http http;
   private final ConnectionPoolSettings pool;
   private final HttpsConnectionContext https;
+  private final PeerTransfers transfers;
 
   /** Plain HTTP, or HTTPS to peers' default-trusted certificates (no cluster identity). */
   public HttpPeerBlobs(ActorSystem<?> system) {
@@ -46,7 +47,13 @@ public final class HttpPeerBlobs implements PeerBlobs {
    * this node presents its own.
    */
   public HttpPeerBlobs(ActorSystem<?> system, Optional<ClusterTls> tls) {
+    this(system, tls, PeerTransfers.NONE);
+  }
+
+  /** The same, telling each GET's transfer to {@code transfers} (a DELETE is not a transfer). */
+  public HttpPeerBlobs(ActorSystem<?> system, Optional<ClusterTls> tls, PeerTransfers transfers) {
     this.system = system;
+    this.transfers = transfers;
     this.http = Http.get(system);
     this.https = tls.map(t -> t.clientContext(system)).orElseGet(http::defaultClientHttpsContext);
     ConnectionPoolSettings defaults = ConnectionPoolSettings.create(Adapter.toClassic(system));
@@ -68,6 +75,11 @@ public final class HttpPeerBlobs implements PeerBlobs {
       request = request.addHeader(org.apache.pekko.http.javadsl.model.headers.RawHeader.create("Range", "bytes=" + offset + "-"));
     }
     return http.singleRequest(request, https, pool, system.classicSystem().log())
+        .whenComplete((r, e) -> {
+          if (e != null) {
+            transfers.received(PeerTransfers.Result.FAILED, 0);
+          }
+        })
         .thenApply(this::toResponse);
   }
 
@@ -87,10 +99,16 @@ public final class HttpPeerBlobs implements PeerBlobs {
       bytes = bytes.via(new ExactLength(length.getAsLong()));
     }
     Source<ByteString, NotUsed> body = bytes.idleTimeout(IDLE).mapMaterializedValue(m -> NotUsed.getInstance());
+    int status = response.status().intValue();
+    if (status == 200 || status == 206) {
+      body = TransferWatch.watched(body, length.orElse(-1), transfers::received);
+    } else {
+      transfers.received(status == 404 ? PeerTransfers.Result.NOT_FOUND : PeerTransfers.Result.FAILED, 0);
+    }
     List<Header> headers = new ArrayList<>();
     for (HttpHeader h : response.getHeaders()) {
       headers.add(new Header(h.name(), h.value()));
     }
-    return new UpstreamResponse(response.status().intValue(), headers, length, body);
+    return new UpstreamResponse(status, headers, length, body);
   }
 }

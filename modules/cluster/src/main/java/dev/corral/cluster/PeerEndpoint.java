@@ -50,6 +50,7 @@ public final class PeerEndpoint {
   private static final Pattern RANGE = Pattern.compile("bytes=([0-9]{1,18})-([0-9]{0,18})");
 
   private final Node node;
+  private final PeerTransfers transfers;
 
   /** Where a committed blob is read, under a node's peer base URL. */
   static String blobPath(String sha256) {
@@ -67,7 +68,13 @@ public final class PeerEndpoint {
   }
 
   public PeerEndpoint(Node node) {
+    this(node, PeerTransfers.NONE);
+  }
+
+  /** Each blob or download transfer (not a DELETE, nor a refused request) is told to {@code transfers}. */
+  public PeerEndpoint(Node node, PeerTransfers transfers) {
     this.node = node;
+    this.transfers = transfers;
   }
 
   /** Answers a request whose path starts with {@link #PREFIX}. */
@@ -89,6 +96,7 @@ public final class PeerEndpoint {
       String sha256 = blob.group(1);
       OptionalLong size = node.store().blobSize(sha256);
       if (size.isEmpty()) {
+        transfers.sent(PeerTransfers.Result.NOT_FOUND, 0);
         return text(404, "no such blob here");
       }
       StoredArtifact at = new StoredArtifact("-", "-", sha256, size.getAsLong(), List.of(), 0);
@@ -99,6 +107,7 @@ public final class PeerEndpoint {
     if (download.matches()) {
       Optional<GrowingBlob> growing = node.downloads().find(Long.parseLong(download.group(1)));
       if (growing.isEmpty()) {
+        transfers.sent(PeerTransfers.Result.NOT_FOUND, 0);
         return text(404, "no such download running here");
       }
       GrowingBlob g = growing.get();
@@ -114,7 +123,8 @@ public final class PeerEndpoint {
     Source<ByteString, NotUsed> read(long offset, long length);
   }
 
-  private static HttpResponse ranged(HttpRequest request, long size, Body body) {
+  private HttpResponse ranged(HttpRequest request, long size, Body read) {
+    Body body = (offset, length) -> TransferWatch.watched(read.read(offset, length), length, transfers::sent);
     Optional<String> range = request.getHeader("Range").map(h -> h.value().trim());
     if (range.isEmpty()) {
       return HttpResponse.create().withEntity(

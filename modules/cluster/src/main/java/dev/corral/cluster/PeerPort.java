@@ -26,7 +26,13 @@ public final class PeerPort {
 
   /** Binds the peer endpoint; a port that cannot be bound is a {@link ClusterJoin.CannotListen}. */
   public static ServerBinding bind(ActorSystem<?> system, Node node, ClusterSettings c) throws Exception {
-    PeerEndpoint endpoint = new PeerEndpoint(node);
+    return bind(system, node, c, PeerTransfers.NONE);
+  }
+
+  /** The same, telling each transfer the endpoint serves to {@code transfers}. */
+  public static ServerBinding bind(ActorSystem<?> system, Node node, ClusterSettings c, PeerTransfers transfers)
+      throws Exception {
+    PeerEndpoint endpoint = new PeerEndpoint(node, transfers);
     ServerBuilder builder = Http.get(system).newServerAt(c.host(), c.peerPort());
     if (c.tls().isPresent()) {
       builder = builder.enableHttps(c.tls().get().serverContext(system, c.host(), c.peerPort()));

@@ -9,6 +9,7 @@ import dev.corral.http.auth.PresentedSecret;
 import dev.corral.http.metrics.Metrics;
 import dev.corral.registry.Repository;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.time.Duration;
@@ -83,6 +84,16 @@ final class AdminRoutes {
       return purge(request, addresses, RegistryApi.under(repoPath) ? RegistryApi.unprefixed(repoPath) : repoPath,
           RequestPath.query(raw));
     }
+    boolean get = request.method() == HttpMethods.GET || request.method() == HttpMethods.HEAD;
+    if (get && path.equals("/-/metrics")) {
+      if (metricsNeedAdminToken && adminToken.isEmpty()) {
+        return done(text(403, "metrics need the admin token (--admin-token-file) once --tokens-file is set"));
+      }
+      if (metricsNeedAdminToken && !adminTokenPresented(request)) {
+        return done(adminTokenRequired());
+      }
+      return metrics.scrape().thenApply(AdminRoutes::metricsText);
+    }
     return done(handleAtOnce(request, path));
   }
 
@@ -110,15 +121,6 @@ final class AdminRoutes {
       }
       var query = request.getUri().query();
       return listings.keys(query.get("repo"), query.get("prefix"), query.get("limit"), query.get("after"));
-    }
-    if (get && path.equals("/-/metrics")) {
-      if (metricsNeedAdminToken && adminToken.isEmpty()) {
-        return text(403, "metrics need the admin token (--admin-token-file) once --tokens-file is set");
-      }
-      if (metricsNeedAdminToken && !adminTokenPresented(request)) {
-        return adminTokenRequired();
-      }
-      return metrics();
     }
     return text(404, "no such endpoint");
   }
@@ -210,10 +212,10 @@ final class AdminRoutes {
     return text(401, "a valid admin bearer token is required").addHeader(RawHeader.create("WWW-Authenticate", "Bearer"));
   }
 
-  private HttpResponse metrics() {
+  private static HttpResponse metricsText(MetricSnapshots snapshots) {
     try {
       ByteArrayOutputStream out = new ByteArrayOutputStream();
-      PrometheusTextFormatWriter.create().write(out, metrics.registry().scrape());
+      PrometheusTextFormatWriter.create().write(out, snapshots);
       return HttpResponse.create().withEntity(HttpEntities.create(
           ContentTypes.parse("text/plain; version=0.0.4; charset=utf-8"), ByteString.fromArray(out.toByteArray())));
     } catch (IOException e) {

@@ -12,6 +12,7 @@ import dev.corral.core.wait.ByteBudget;
 import dev.corral.core.wait.Waiters;
 import dev.corral.http.auth.ClientAuth;
 import dev.corral.http.metrics.Metrics;
+import dev.corral.http.metrics.ResponseTimes;
 import dev.corral.registry.Repository;
 import java.net.InetSocketAddress;
 import java.util.Map;
@@ -30,6 +31,7 @@ import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.AttributeKey;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpMethods;
+import org.apache.pekko.http.javadsl.model.HttpHeader;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.ResponseEntity;
@@ -60,6 +62,7 @@ public final class FrontDoor {
   /** The connections' head deadlines: a cancelled timer leaves the queue at once (see {@link Timers}). */
   private final Scheduler connectionTimers = Timers.system();
   private final RequestCounts counts;
+  private final ResponseTimes responseTimes;
   private final KeyServe keys;
   private final ArtifactRoute artifacts;
   private final AdminRoutes admin;
@@ -87,6 +90,8 @@ public final class FrontDoor {
     this.metrics = metrics;
     this.waiters = waiters;
     this.counts = new RequestCounts(metrics);
+    this.responseTimes = metrics.responseTimes(repos.keySet());
+    metrics.showAtZero(repos.keySet());
     Bypass bypass = new Bypass(system, node.upstream(), node.downloads(), counts);
     MissRates missRates = limits.missRate().map(r -> new MissRates(r, node.ticker())).orElse(null);
     this.keys = new KeyServe(node, waiters, counts, bypass, missRates, r -> r.getAttribute(ADDRESSES)
@@ -220,8 +225,13 @@ public final class FrontDoor {
   private CompletionStage<HttpResponse> answer(HttpRequest r, ConnectionScope scope, PublicBase.Addresses addresses,
       HeadDeadline deadline) {
     deadline.requestArrived();
+    metrics.httpRequestsInFlight.inc();
     HttpRequest scoped = r.addAttribute(ConnectionScope.KEY, scope).addAttribute(ADDRESSES, addresses);
-    return handle(scoped).thenApply(response -> sent(response, r.method() == HttpMethods.HEAD, deadline));
+    return handle(scoped).whenComplete((response, e) -> {
+      if (e != null) {
+        metrics.httpRequestsInFlight.dec();
+      }
+    }).thenApply(response -> sent(response, r.method() == HttpMethods.HEAD, deadline));
   }
 
   /** Ready once the node can serve; false again while it drains. */
@@ -250,12 +260,14 @@ public final class FrontDoor {
 
   /**
    * Counts a streamed body from the moment it is materialised until it ends, however it ends, and
-   * tells the connection's deadline when the response is out: at once for a strict body or an
-   * answer to HEAD (whose body Pekko may never materialise), else when the body has ended.
+   * tells the connection's deadline (and the requests in flight) when the response is out: at once
+   * for a strict body or an answer to HEAD (whose body Pekko may never materialise), else when the
+   * body has ended.
    */
   private HttpResponse sent(HttpResponse response, boolean head, HeadDeadline deadline) {
     ResponseEntity entity = response.entity();
     if (head || entity.isStrict() || !(entity.isDefault() || entity.isChunked())) {
+      metrics.httpRequestsInFlight.dec();
       deadline.responseSent();
       return response;
     }
@@ -263,6 +275,7 @@ public final class FrontDoor {
       streamingResponses.incrementAndGet();
       done.whenComplete((d, e) -> {
         streamingResponses.decrementAndGet();
+        metrics.httpRequestsInFlight.dec();
         deadline.responseSent();
       });
       return mat;
@@ -272,7 +285,7 @@ public final class FrontDoor {
         : HttpEntities.createChunked(entity.getContentType(), body));
   }
 
-  /** Answers one request and writes its {@link AccessLog} line. */
+  /** Answers one request, writes its {@link AccessLog} line and times it ({@link ResponseTimes}). */
   public CompletionStage<HttpResponse> handle(HttpRequest request) {
     long started = System.nanoTime();
     String raw = RequestPath.raw(request);
@@ -281,6 +294,7 @@ public final class FrontDoor {
     InetSocketAddress client = addresses == null ? null : addresses.remote();
     if (raw.startsWith("/-/")) {
       return route(request, raw, addresses)
+          .thenApply(r -> timed("", r, started))
           .thenApply(r -> AccessLog.log(request, path, "", r, started, client, Optional.empty()));
     }
     String repo = artifacts.repoOf(raw);
@@ -294,7 +308,14 @@ public final class FrontDoor {
             ? RegistryApi.asRegistryError(ClientGate.refusal(verdict), path).addHeader(RegistryApi.API_VERSION)
             : ClientGate.refusal(verdict)));
     return answer.thenApply(ServingHeaders::artifact)
+        .thenApply(r -> timed(repo, r, started))
         .thenApply(r -> AccessLog.log(request, path, repo, r, started, client, ClientGate.who(verdict)));
+  }
+
+  private HttpResponse timed(String repo, HttpResponse response, long startedNanos) {
+    responseTimes.observe(repo, response.getHeader("X-Cache").map(HttpHeader::value).orElse(null),
+        System.nanoTime() - startedNanos);
+    return response;
   }
 
   private CompletionStage<HttpResponse> route(HttpRequest request, String raw, PublicBase.Addresses addresses) {

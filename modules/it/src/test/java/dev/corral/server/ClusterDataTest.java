@@ -231,6 +231,35 @@ class ClusterDataTest {
   }
 
   @Test
+  void aCopyBetweenNodesIsCountedOnBothSides() throws Exception {
+    // Issue 16: corral_peer_transfers_total / corral_peer_transfer_bytes_total, by direction and result.
+    byte[] body = TestNode.bytes(3 * 1024 * 1024, 16);
+    paths.put("/counted/a.bin", (exchange, n) -> TestNode.ok(exchange, body));
+    double sent = peerSum("sent", false);
+    double received = peerSum("received", false);
+    double sentBytes = peerSum("sent", true);
+    double receivedBytes = peerSum("received", true);
+    for (CorralServer s : cluster.nodes) {
+      assertArrayEquals(body, TestNode.get(client, s, "/up/counted/a.bin").body());
+    }
+    TestNode.await("each copy counted where it was sent and where it was received", Duration.ofSeconds(20),
+        () -> peerSum("received", false) > received
+            && peerSum("sent", false) - sent == peerSum("received", false) - received
+            && peerSum("sent", true) - sentBytes == peerSum("received", true) - receivedBytes);
+    double copies = peerSum("received", false) - received;
+    assertEquals(copies * body.length, peerSum("received", true) - receivedBytes, "whole copies");
+  }
+
+  /** This cluster's ok transfers (or their bytes) in one direction, summed over its nodes. */
+  private double peerSum(String direction, boolean bytes) {
+    double sum = 0;
+    for (CorralServer s : cluster.nodes) {
+      sum += (bytes ? s.metrics().peerTransferBytes : s.metrics().peerTransfers).labelValues(direction, "ok").get();
+    }
+    return sum;
+  }
+
+  @Test
   void theOnlyPeerEndpointsAreBlobsByContentAndDownloadsByIdOnThePeerPortNotTheClientPort() throws Exception {
     byte[] body = TestNode.bytes(5000, 4);
     paths.put("/peer/a.bin", (exchange, n) -> TestNode.ok(exchange, body));

@@ -6,7 +6,9 @@ import com.github.benmanes.caffeine.cache.Ticker;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.corral.core.wait.CancelRegistry;
+import dev.corral.http.metrics.ClusterGauges;
 import dev.corral.http.metrics.Metrics;
+import dev.corral.http.metrics.StoreGauges;
 import dev.corral.core.fetch.FetchEntity;
 import dev.corral.core.fetch.FetchPolicy;
 import dev.corral.core.record.KeyRecords;
@@ -22,6 +24,7 @@ import dev.corral.http.tls.ServerTls;
 import dev.corral.cluster.ClusterPeers;
 import dev.corral.cluster.HttpPeerBlobs;
 import dev.corral.cluster.PeerPort;
+import dev.corral.cluster.PeerTransfers;
 import dev.corral.registry.generic.GenericRepository;
 import dev.corral.registry.go.GoRepository;
 import dev.corral.registry.maven.MavenRepository;
@@ -148,6 +151,8 @@ public final class CorralServer implements AutoCloseable {
       Metrics metrics = new Metrics();
       Executor io = system.dispatchers().lookup(DispatcherSelector.blocking());
       DiskStore store = opened(storeOpening);
+      StoreGauges.register(metrics.registry(), store, dataDir.resolve("store"));
+      ClusterGauges.register(metrics, system);
       // The index snapshot (read by the next start instead of every key record) is written in the
       // last phase before the actor system ends: by then the front door has stopped taking requests
       // and drained its fetches and responses (service-unbind, service-requests-done) and this
@@ -173,7 +178,9 @@ public final class CorralServer implements AutoCloseable {
       HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams, settings.upstreamProxy(), ticker);
       // Half of Artery's large frame: no reply carrying a body can ever exceed it.
       long frame = system.settings().config().getBytes("pekko.remote.artery.advanced.maximum-large-frame-size");
-      ClusterPeers peers = new ClusterPeers(system, new HttpPeerBlobs(system, settings.cluster().tls()), frame / 2);
+      PeerTransfers transfers = new PeerTransferMetrics(metrics);
+      ClusterPeers peers = new ClusterPeers(system, new HttpPeerBlobs(system, settings.cluster().tls(), transfers),
+          frame / 2);
       Node node = new Node(store, new HotBlobs(settings.memoryCacheBytes()), KeyRecords.of(system), upstream, metrics,
           name -> policies.getOrDefault(name, FetchPolicy.defaults()), ticker, scheduler, Clock.systemUTC(), io, peers);
       FetchEntity.init(system, node, ENTITY_IDLE);
@@ -192,7 +199,7 @@ public final class CorralServer implements AutoCloseable {
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
       ServerBinding peerBinding;
       try {
-        peerBinding = connectPeers(system, settings, peers, store, node);
+        peerBinding = connectPeers(system, settings, peers, store, node, transfers);
       } catch (ClusterJoin.CannotListen e) {
         throw asSetting(e);
       }
@@ -275,8 +282,8 @@ public final class CorralServer implements AutoCloseable {
    * as a holder. Evictions tell the key's entity that this node no longer holds the bytes.
    */
   private static ServerBinding connectPeers(ActorSystem<?> system, CorralSettings settings, ClusterPeers peers,
-      DiskStore store, Node node) throws Exception {
-    ServerBinding peerBinding = PeerPort.bind(system, node, settings.cluster());
+      DiskStore store, Node node, PeerTransfers transfers) throws Exception {
+    ServerBinding peerBinding = PeerPort.bind(system, node, settings.cluster(), transfers);
     String selfUrl = PeerPort.url(settings.cluster(), peerBinding.localAddress());
     peers.bound(selfUrl);
     ClusterSharding sharding = ClusterSharding.get(system);

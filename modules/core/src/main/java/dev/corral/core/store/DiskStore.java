@@ -98,6 +98,9 @@ public final class DiskStore implements ArtifactStore {
   private Map<String, BlobRefs> blobs = new HashMap<>();
   /** Told the id of each key evicted to make room (outside the lock); for the replica directory. */
   private volatile java.util.function.Consumer<String> onEvicted = keyId -> {};
+  /** Keys this store stopped holding by itself, by {@link Eviction} ordinal (metrics). */
+  private final java.util.concurrent.atomic.AtomicLongArray evictions =
+      new java.util.concurrent.atomic.AtomicLongArray(Eviction.values().length);
   /** Deletes a file renamed into tmp/ under the lock; called outside it. Replaced by tests. */
   private volatile Deletion deletion = Files::deleteIfExists;
   private long totalSize;
@@ -112,6 +115,25 @@ public final class DiskStore implements ArtifactStore {
   @FunctionalInterface
   interface Deletion {
     void delete(Path file) throws IOException;
+  }
+
+  /** Why this store stopped holding a key by itself (a purge's {@link #remove} is not one). */
+  public enum Eviction {
+    /** Least recently used, to bring the store back under its maximum size. */
+    SIZE("size"),
+    /** Its blob was found missing, of the wrong size or corrupt (F2). */
+    DAMAGED("damaged");
+
+    private final String label;
+
+    Eviction(String label) {
+      this.label = label;
+    }
+
+    /** The metric label. */
+    public String label() {
+      return label;
+    }
   }
 
   /** Size of one blob and how many keys refer to it. */
@@ -228,6 +250,7 @@ public final class DiskStore implements ArtifactStore {
       delete(doomed);
     }
     if (dropped) {
+      evictions.incrementAndGet(Eviction.DAMAGED.ordinal());
       tellEvicted(List.of(keyId)); // a bad copy leaves the replica directory as an evicted one does
     }
     return Optional.empty();
@@ -453,6 +476,11 @@ public final class DiskStore implements ArtifactStore {
     }
   }
 
+  /** How many keys this store has stopped holding for {@code reason} since it was opened. */
+  public long evictions(Eviction reason) {
+    return evictions.get(reason.ordinal());
+  }
+
   /** The configured maximum total blob size. */
   public long maxSizeBytes() {
     return maxSizeBytes;
@@ -643,6 +671,7 @@ public final class DiskStore implements ArtifactStore {
         dropKey(keyId, doomed);
       }
       dropped = keyIds;
+      evictions.addAndGet(Eviction.DAMAGED.ordinal(), keyIds.size());
       discard(path, doomed);
     } finally {
       lock.unlock();
@@ -662,6 +691,7 @@ public final class DiskStore implements ArtifactStore {
       }
       it.remove();
       evicted.add(eldest.getKey());
+      evictions.incrementAndGet(Eviction.SIZE.ordinal());
       try {
         discard(recordPath(eldest.getKey()), doomed);
       } finally {

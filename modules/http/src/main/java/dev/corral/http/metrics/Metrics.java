@@ -6,15 +6,27 @@ import io.prometheus.metrics.core.metrics.Gauge;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.MetricSnapshot;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.IntSupplier;
+import java.util.function.Supplier;
 
 /**
  * The Prometheus metrics named in SEMANTICS.md (Observability), fed by core through
  * {@link FetchEvents} and by the front door and upstream client directly. One instance per node,
- * each with its own registry so that several nodes in one JVM (tests) never share counters.
+ * each with its own registry so that several nodes in one JVM (tests) never share counters; a
+ * scrape ({@link #scrape}) shows that registry and the process's JVM metrics ({@link JvmRegistry}).
+ * The store's and the cluster's gauges are registered by whoever holds them ({@link StoreGauges},
+ * {@link ClusterGauges}).
  */
 public final class Metrics implements FetchEvents {
   private final PrometheusRegistry registry = new PrometheusRegistry();
@@ -120,6 +132,46 @@ public final class Metrics implements FetchEvents {
           .help("Client connections this node holds open (at most max-connections; more wait in the accept backlog)")
           .register(registry);
 
+  /**
+   * {@code corral_http_requests_in_flight}: client requests taken and not yet fully answered (a
+   * streamed body counts until its last byte is sent or the transfer ends).
+   */
+  public final Gauge httpRequestsInFlight =
+      Gauge.builder()
+          .name("corral_http_requests_in_flight")
+          .help("Client requests being answered, until the response's last byte")
+          .register(registry);
+
+  /** {@code corral_http_response_seconds{repo,cache}}: see {@link ResponseTimes}. */
+  private final Histogram httpResponseSeconds =
+      Histogram.builder()
+          .name("corral_http_response_seconds")
+          .help("Time from a request's arrival to its response head, by repository and X-Cache")
+          .labelNames("repo", "cache")
+          .classicOnly()
+          .classicUpperBounds(ResponseTimes.BUCKETS)
+          .register(registry);
+
+  /**
+   * {@code corral_peer_transfers_total{direction,result}}: copies of bytes between this node and
+   * another ({@code direction} {@code sent} or {@code received}), by how they ended: {@code ok},
+   * {@code failed} (broken, short, refused or unreachable) or {@code not-found}.
+   */
+  public final Counter peerTransfers =
+      Counter.builder()
+          .name("corral_peer_transfers_total")
+          .help("Blob and download transfers between this node and its peers, by direction and result")
+          .labelNames("direction", "result")
+          .register(registry);
+
+  /** {@code corral_peer_transfer_bytes_total{direction,result}}: the bytes those transfers moved. */
+  public final Counter peerTransferBytes =
+      Counter.builder()
+          .name("corral_peer_transfer_bytes_total")
+          .help("Body bytes moved by transfers between this node and its peers, by direction and result")
+          .labelNames("direction", "result")
+          .register(registry);
+
   /** {@code corral_http_head_timeouts_total{phase}}: connections closed for a request head not complete in time. */
   public final Counter httpHeadTimeouts =
       Counter.builder()
@@ -150,8 +202,61 @@ public final class Metrics implements FetchEvents {
     upstreamQueues.put(repo, waiting);
   }
 
+  /** What runs before each scrape (asks that bring gauges up to date); each completes, never fails. */
+  private final List<Supplier<CompletionStage<?>>> beforeScrape = new CopyOnWriteArrayList<>();
+
+  /** Adds an ask to run before each scrape; its stage must complete, within a second or so. */
+  public void beforeScrape(Supplier<CompletionStage<?>> refresh) {
+    beforeScrape.add(refresh);
+  }
+
+  /**
+   * Shows every repository's counters at 0 from the start (rather than only after their first
+   * event), so that a rate over them is 0, not missing: per repository the requests ({@code hit},
+   * {@code miss}), coalesced, fall-throughs by reason, fetches in flight and their duration, upstream
+   * requests ({@code 200}), unverified fetches, shed and rate-limited requests; and the head
+   * timeouts by phase.
+   */
+  public void showAtZero(Set<String> repos) {
+    for (String repo : repos) {
+      requests.labelValues(repo, "hit");
+      requests.labelValues(repo, "miss");
+      coalesced.labelValues(repo);
+      for (FallThrough reason : FallThrough.values()) {
+        fallthrough.labelValues(repo, reason.label());
+      }
+      inflightFetches.labelValues(repo);
+      upstreamFetchSeconds.labelValues(repo);
+      upstreamRequests.labelValues(repo, "200");
+      unverifiedFetches.labelValues(repo);
+      metadataShed.labelValues(repo);
+      missRateLimited.labelValues(repo);
+    }
+    httpHeadTimeouts.labelValues("first-request");
+    httpHeadTimeouts.labelValues("next-request");
+  }
+
+  /** The response-time histogram's data points for these configured repositories. */
+  public ResponseTimes responseTimes(Set<String> repos) {
+    return new ResponseTimes(httpResponseSeconds, repos);
+  }
+
+  /** This node's own registry (not the JVM's metrics: {@link #scrape} adds those). */
   public PrometheusRegistry registry() {
     return registry;
+  }
+
+  /** Everything {@code /-/metrics} shows, once every {@link #beforeScrape} ask has completed. */
+  public CompletionStage<MetricSnapshots> scrape() {
+    CompletableFuture<?>[] asks = beforeScrape.stream()
+        .map(a -> a.get().toCompletableFuture())
+        .toArray(CompletableFuture[]::new);
+    return CompletableFuture.allOf(asks).handle((v, e) -> {
+      List<MetricSnapshot> all = new ArrayList<>();
+      registry.scrape().forEach(all::add);
+      JvmRegistry.get().scrape().forEach(all::add);
+      return new MetricSnapshots(all);
+    });
   }
 
   // ---- FetchEvents: what core reports ---------------------------------------------------------
