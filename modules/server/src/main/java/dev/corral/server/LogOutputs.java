@@ -30,9 +30,12 @@ final class LogOutputs {
    *     appending
    */
   static void apply(LogSettings settings) {
-    if (!(LoggerFactory.getILoggerFactory() instanceof LoggerContext context)) {
-      return; // not logback: the user's logging is theirs
-    }
+    if (LoggerFactory.getILoggerFactory() instanceof LoggerContext context) {
+      apply(settings, context);
+    } // else not logback: the user's logging is theirs
+  }
+
+  static void apply(LogSettings settings, LoggerContext context) {
     if (settings.format() == LogSettings.Format.JSON) {
       for (Logger logger : List.of(context.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME), context.getLogger(AccessLog.LOGGER))) {
         for (String name : CONSOLE_APPENDERS) {
