@@ -141,6 +141,23 @@ class LogsIT {
     assertEquals("MISS", Http.xCache(get(base + "/files/docs/hello.txt", TOKEN)));
     assertEquals("HIT", Http.xCache(get(base + "/files/docs/hello.txt", TOKEN)));
 
+    String stdout = node.stdout();
+    List<String> appLines = stdout.lines().toList();
+    assertFalse(appLines.isEmpty(), node.output());
+    boolean listening = false;
+    for (String line : appLines) {
+      JsonNode json = JSON.readTree(line); // each line is one JSON object
+      for (String key : List.of("time", "level", "logger", "thread", "message")) {
+        assertTrue(json.hasNonNull(key), key + " in " + line);
+      }
+      if (json.get("message").asText().startsWith("listening on http://127.0.0.1:")) {
+        listening = true;
+        assertEquals("INFO", json.get("level").asText(), line);
+        assertEquals("logs-1", json.get("node").asText(), line);
+      }
+    }
+    assertTrue(listening, "the listening line, as JSON\n" + stdout);
+
     List<String> lines = awaitLines(file, 2);
     assertEquals(2, lines.size(), String.join("\n", lines));
     String[] cache = {"MISS", "HIT"};
@@ -158,23 +175,6 @@ class LogsIT {
       assertEquals("logs-1", json.get("node").asText());
       assertTrue(json.get("time").asText().matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z"), lines.get(i));
     }
-
-    String stdout = node.stdout();
-    List<String> appLines = stdout.lines().toList();
-    assertFalse(appLines.isEmpty(), node.output());
-    boolean listening = false;
-    for (String line : appLines) {
-      JsonNode json = JSON.readTree(line); // each line is one JSON object
-      for (String key : List.of("time", "level", "logger", "thread", "message")) {
-        assertTrue(json.hasNonNull(key), key + " in " + line);
-      }
-      if (json.get("message").asText().startsWith("listening on http://127.0.0.1:")) {
-        listening = true;
-        assertEquals("INFO", json.get("level").asText(), line);
-        assertEquals("logs-1", json.get("node").asText(), line);
-      }
-    }
-    assertTrue(listening, "the listening line, as JSON\n" + stdout);
   }
 
   @Test
