@@ -79,9 +79,12 @@ final class LogOutputs {
     return encoder;
   }
 
+  /**
+   * In place, without a stop and start: a plain OutputStreamAppender drops its stream when stopped
+   * and cannot start again. The encoders here keep no state between lines, and nothing else logs
+   * yet when the node's settings are applied.
+   */
   private static void swapEncoder(OutputStreamAppender<ILoggingEvent> appender, Encoder<ILoggingEvent> encoder) {
-    appender.stop(); // flushes what the old encoder wrote
     appender.setEncoder(encoder);
-    appender.start();
   }
 }

@@ -136,6 +136,31 @@ class AccessLogOutputTest {
   }
 
   @Test
+  void withoutAnAccessLogJsonApplicationLinesCarryTheAccessFields() throws Exception {
+    var out = new java.io.ByteArrayOutputStream();
+    ch.qos.logback.core.OutputStreamAppender<ILoggingEvent> console = new ch.qos.logback.core.OutputStreamAppender<>();
+    console.setContext(context);
+    console.setName("ACCESS");
+    console.setOutputStream(out);
+    PatternLayoutEncoder pattern = new PatternLayoutEncoder();
+    pattern.setContext(context);
+    pattern.setPattern("%msg%n");
+    pattern.start();
+    console.setEncoder(pattern);
+    console.start();
+    Logger access = context.getLogger(AccessLog.LOGGER);
+    access.addAppender(console);
+
+    LogOutputs.apply(new LogSettings(LogSettings.Format.JSON, Optional.empty(), LogSettings.Format.TEXT), context);
+    hit(access.atInfo()).log("GET repo=npm ...");
+    JsonNode json = JSON.readTree(out.toString(StandardCharsets.UTF_8));
+    assertEquals("GET repo=npm ...", json.get("message").asText());
+    assertEquals(AccessLog.LOGGER, json.get("logger").asText());
+    assertEquals("/npm/left-pad", json.get("fields").get("path").asText());
+    assertEquals(200, json.get("fields").get("status").intValue());
+  }
+
+  @Test
   void anAccessLogThatCannotBeOpenedIsASettingsError() {
     Path file = dir.resolve("no-such-dir/access.log");
     SettingsException e = org.junit.jupiter.api.Assertions.assertThrows(SettingsException.class, () ->
