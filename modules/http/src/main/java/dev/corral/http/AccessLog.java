@@ -10,17 +10,46 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One line per request on the logger {@value #LOGGER} (turn it off in logback with
- * {@code <logger name="corral.access" level="OFF"/>}), written when the response head is ready:
+ * {@code <logger name="corral.access" level="OFF"/>}), written when the response head is ready.
+ * Its message is
  * <pre>
  * GET repo=npm path=/npm/left-pad status=200 cache=HIT bytes=1234 ms=3 client=127.0.0.1:51234 who=ci
  * </pre>
+ * and the same facts ride along as SLF4J key-value pairs (the {@code KEY_...} names below, in
+ * that order) for an encoder that writes its own format (the server's {@code --access-log}).
  * The path is as the client sent it (still percent-encoded, so no line break can get in), cut at
  * 1024 characters, and without its query (which may carry secrets); {@code bytes} is the body's
- * {@code Content-Length} ({@code -} when streamed without one); {@code who} is the name of the
- * credential the client presented (never the token), {@code -} without one.
+ * {@code Content-Length} ({@code -} in the message, absent as a pair, when streamed without one);
+ * {@code who} is the name of the credential the client presented (never the token), {@code -}
+ * without one.
  */
-final class AccessLog {
-  static final String LOGGER = "corral.access";
+public final class AccessLog {
+  public static final String LOGGER = "corral.access";
+  /** The client's address (no port), a String. */
+  public static final String KEY_CLIENT = "client";
+  /** The client's port, an Integer; absent when unknown. */
+  public static final String KEY_CLIENT_PORT = "client_port";
+  public static final String KEY_METHOD = "method";
+  /** The raw path, without the query. */
+  public static final String KEY_PATH = "path";
+  /** e.g. {@code HTTP/1.1}. */
+  public static final String KEY_PROTOCOL = "protocol";
+  /** The response status, an Integer. */
+  public static final String KEY_STATUS = "status";
+  /** The response's X-Cache header; absent without one. */
+  public static final String KEY_CACHE = "cache";
+  /** The body's Content-Length, a Long; absent when streamed without one. */
+  public static final String KEY_BYTES = "bytes";
+  /** Milliseconds from the request's arrival to its response head, a Long. */
+  public static final String KEY_DURATION_MS = "duration_ms";
+  /** The repository's name; absent for the node's own routes (/-/...). */
+  public static final String KEY_REPO = "repo";
+  /** The credential's NAME (never the token); absent without one. */
+  public static final String KEY_USER = "user";
+  /** The request's Referer and User-Agent headers; each absent without one. */
+  public static final String KEY_REFERER = "referer";
+  public static final String KEY_USER_AGENT = "user_agent";
+
   private static final Logger log = LoggerFactory.getLogger(LOGGER);
 
   private AccessLog() {}
@@ -31,11 +60,41 @@ final class AccessLog {
       return response;
     }
     var length = response.entity().getContentLengthOption();
-    log.info("{} repo={} path={} status={} cache={} bytes={} ms={} client={} who={}",
-        request.method().name(), repo.isEmpty() ? "-" : repo, path.length() > 1024 ? path.substring(0, 1024) + "..." : path, response.status().intValue(),
-        response.getHeader("X-Cache").map(HttpHeader::value).orElse("-"),
-        length.isPresent() ? String.valueOf(length.getAsLong()) : "-",
-        (System.nanoTime() - startedNanos) / 1_000_000,
+    String shownPath = path.length() > 1024 ? path.substring(0, 1024) + "..." : path;
+    String method = request.method().name();
+    int status = response.status().intValue();
+    Optional<String> cache = response.getHeader("X-Cache").map(HttpHeader::value);
+    long ms = (System.nanoTime() - startedNanos) / 1_000_000;
+    var line = log.atInfo();
+    if (client != null) {
+      line = line.addKeyValue(KEY_CLIENT, client.getHostString()).addKeyValue(KEY_CLIENT_PORT, client.getPort());
+    }
+    line = line.addKeyValue(KEY_METHOD, method).addKeyValue(KEY_PATH, shownPath)
+        .addKeyValue(KEY_PROTOCOL, request.protocol().value()).addKeyValue(KEY_STATUS, status);
+    if (cache.isPresent()) {
+      line = line.addKeyValue(KEY_CACHE, cache.get());
+    }
+    if (length.isPresent()) {
+      line = line.addKeyValue(KEY_BYTES, length.getAsLong());
+    }
+    line = line.addKeyValue(KEY_DURATION_MS, ms);
+    if (!repo.isEmpty()) {
+      line = line.addKeyValue(KEY_REPO, repo);
+    }
+    if (who.isPresent()) {
+      line = line.addKeyValue(KEY_USER, who.get());
+    }
+    Optional<String> referer = request.getHeader("Referer").map(HttpHeader::value);
+    if (referer.isPresent()) {
+      line = line.addKeyValue(KEY_REFERER, referer.get());
+    }
+    Optional<String> agent = request.getHeader("User-Agent").map(HttpHeader::value);
+    if (agent.isPresent()) {
+      line = line.addKeyValue(KEY_USER_AGENT, agent.get());
+    }
+    line.log("{} repo={} path={} status={} cache={} bytes={} ms={} client={} who={}",
+        method, repo.isEmpty() ? "-" : repo, shownPath, status, cache.orElse("-"),
+        length.isPresent() ? String.valueOf(length.getAsLong()) : "-", ms,
         client == null ? "-" : client.getHostString() + ":" + client.getPort(),
         who.orElse("-"));
     return response;

@@ -19,22 +19,39 @@ import java.util.concurrent.TimeUnit;
  * hit's rate those calls were 7.7% of the node's CPU (docs/benchmarks.md). The buffer only
  * ever holds whole lines (a line that does not fit is written after what is buffered), so lines
  * of other appenders on the same output never land inside one of its lines. Configured in
- * logback.xml: {@code bufferSize} (bytes, default 65536) and {@code flushMillis}.
+ * logback.xml: {@code bufferSize} (bytes, default 65536) and {@code flushMillis}. The access
+ * log's own file ({@code --access-log FILE}) is written the same way: {@link #appendingTo}.
  */
 public final class BufferedConsoleAppender extends OutputStreamAppender<ILoggingEvent> {
   private int bufferSize = 64 * 1024;
   private long flushMillis = 1000;
   private ScheduledExecutorService flusher;
   private Thread atExit;
-  /** Where the lines go: standard output, or a test's stream. */
+  /** Where the lines go: standard output, a file, or a test's stream. */
   private final OutputStream sink;
+  /** Whether stopping closes the sink (a file of ours); standard output stays open. */
+  private final boolean ownsSink;
 
   public BufferedConsoleAppender() {
     this(new FileOutputStream(FileDescriptor.out));
   }
 
   BufferedConsoleAppender(OutputStream sink) {
+    this(sink, false);
+  }
+
+  private BufferedConsoleAppender(OutputStream sink, boolean ownsSink) {
     this.sink = sink;
+    this.ownsSink = ownsSink;
+  }
+
+  /**
+   * Lines appended to {@code file} (created if missing, never truncated). The file is opened in
+   * append mode (O_APPEND): after an external tool truncates it in place (logrotate's
+   * copytruncate) lines go on at its new end; a renamed file keeps being written until a restart.
+   */
+  static BufferedConsoleAppender appendingTo(java.nio.file.Path file) throws IOException {
+    return new BufferedConsoleAppender(new FileOutputStream(file.toFile(), true), true);
   }
 
   public void setBufferSize(int bufferSize) {
@@ -60,7 +77,11 @@ public final class BufferedConsoleAppender extends OutputStreamAppender<ILogging
 
       @Override
       public void close() throws IOException {
-        flush();
+        if (ownsSink) {
+          super.close();
+        } else {
+          flush();
+        }
       }
     };
     setOutputStream(new BufferedOutputStream(stdout, bufferSize));

@@ -22,12 +22,12 @@ public final class Cli {
   /** The exit code for bad input (usage errors and bad settings). */
   public static final int BAD_INPUT = 2;
 
-  private static final List<String> COMMANDS = List.of("serve", "db init", "tls init", "help");
+  private static final List<String> COMMANDS = List.of("serve", "db init", "tls init", "version", "help");
 
   private Cli() {}
 
   /** What the command line asks for. */
-  public sealed interface Command permits Serve, DbInit, TlsInit, Help, Invalid {
+  public sealed interface Command permits Serve, DbInit, TlsInit, Version, Help, Invalid {
     /** The process's exit code once the command has been carried out (for Serve: a clean stop). */
     default int exitCode() {
       return 0;
@@ -49,6 +49,9 @@ public final class Cli {
    * certificate every node may share into {@code DIR} ({@link ClusterCertificates}).
    */
   public record TlsInit(java.nio.file.Path dir, List<String> names, boolean force) implements Command {}
+
+  /** {@code corral version}, {@code --version}: print {@code text} ({@link CorralVersion}) to stdout, exit 0. */
+  public record Version(String text) implements Command {}
 
   /** {@code corral help}, {@code --help}, {@code -h}: print {@code text} to stdout, exit 0. */
   public record Help(String text) implements Command {}
@@ -75,6 +78,8 @@ public final class Cli {
     switch (command) {
       case "help", "--help", "-h":
         return new Help(helpText());
+      case "version", "--version":
+        return new Version(CorralVersion.text());
       case "serve":
         if (Arrays.asList(options).contains("--help") || Arrays.asList(options).contains("-h")) {
           return new Help(helpText());
@@ -167,7 +172,7 @@ public final class Cli {
 
   private static String usageLine() {
     return "usage: corral serve [options] | corral db init [options] | corral tls init DIR [--name NAME]..."
-        + " [--force] | corral help";
+        + " [--force] | corral version | corral help";
   }
 
   /** The {@code --help} text, generated from {@link Setting} and {@link RepoSetting}. */
@@ -181,6 +186,7 @@ public final class Cli {
     out.append("                           write a new cluster CA and a node certificate all nodes\n");
     out.append("                           may share (ca.crt, tls.crt, tls.key) for --cluster-tls-dir;\n");
     out.append("                           names: localhost, 127.0.0.1, ::1 and each --name\n");
+    out.append("  corral version           print Corral's and Java's versions (also --version)\n");
     out.append("  corral help              show this text\n\n");
     out.append("Options of serve (each also as environment variable and HOCON setting;\n");
     out.append("precedence: command line > environment > --config file > built-in default):\n\n");
@@ -199,6 +205,13 @@ public final class Cli {
       r.defaultText().ifPresent(d -> out.append(" (default ").append(d).append(')'));
       out.append('\n').append(wrap(r.description(), "      "));
     }
+    out.append("\nIn the environment only:\n\n");
+    out.append("  CORRAL_LOG_LEVEL\n");
+    out.append(wrap("Level of the application log: ERROR, WARN, INFO, DEBUG or TRACE (default INFO). The"
+        + " access log is not affected", "      "));
+    out.append("  JAVA_OPTS, CORRAL_CDS\n");
+    out.append(wrap("Read by the ./corral launcher: the JVM flags (replacing its defaults), and off to start"
+        + " without the class data sharing archive (default on)", "      "));
     out.append("\nDurations need a unit (500ms, 5s, 2m); sizes are bytes or KiB, MiB, GiB, TiB.\n");
     out.append("Repository names match ").append(SettingValues.REPO_NAME.pattern())
         .append("; a --repo URL is everything after the ':' that ends TYPE.\n");

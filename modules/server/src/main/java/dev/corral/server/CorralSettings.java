@@ -40,6 +40,7 @@ import java.util.Optional;
  * @param tls the client port's certificate and key (HTTPS), loaded; empty: plain HTTP
  * @param tlsHttp2 with TLS, whether HTTP/2 is offered (else HTTP/1.1 only, with every connection defence)
  * @param upstreamProxy the HTTP proxy upstream connections tunnel through, if any
+ * @param logs the application log's format and the access log's destination and format
  */
 public record CorralSettings(
     String httpHost,
@@ -62,7 +63,8 @@ public record CorralSettings(
     ServeLimits serveLimits,
     Optional<ServerTls> tls,
     boolean tlsHttp2,
-    Optional<EgressProxy> upstreamProxy) {
+    Optional<EgressProxy> upstreamProxy,
+    LogSettings logs) {
 
   public CorralSettings {
     Objects.requireNonNull(httpHost, "httpHost");
@@ -80,6 +82,7 @@ public record CorralSettings(
     Objects.requireNonNull(serveLimits, "serveLimits");
     tls = tls == null ? Optional.empty() : tls;
     upstreamProxy = upstreamProxy == null ? Optional.empty() : upstreamProxy;
+    logs = logs == null ? LogSettings.plain() : logs;
     repos = List.copyOf(repos);
     warnings = List.copyOf(warnings);
   }
@@ -121,6 +124,7 @@ public record CorralSettings(
         + ", serveLimits=" + serveLimits
         + ", tls=" + tls.map(t -> tlsHttp2 ? "on (HTTP/2, HTTP/1.1)" : "on (HTTP/1.1)").orElse("off")
         + ", upstreamProxy=" + upstreamProxy.map(EgressProxy::toString).orElse("none")
+        + ", logs=" + logs
         + "]";
   }
 }

@@ -18,6 +18,10 @@ public final class Main {
           String.valueOf(Math.max(4, Runtime.getRuntime().availableProcessors())));
     }
     Cli.Command command = Cli.parse(args, System.getenv());
+    if (command instanceof Cli.Version v) {
+      System.out.println(v.text());
+      System.exit(0);
+    }
     if (command instanceof Cli.Help h) {
       System.out.println(h.text());
       System.exit(0);
@@ -56,6 +60,7 @@ public final class Main {
     CorralSettings settings = ((Cli.Serve) command).settings();
     settings.warnings().forEach(w -> System.err.println("corral: warning: " + w));
     try {
+      LogOutputs.apply(settings.logs());
       CorralServer server = CorralServer.start(settings); // logs "listening on http://<host>:<port>"
       server.exitWhenStopped();
     } catch (SettingsException e) {

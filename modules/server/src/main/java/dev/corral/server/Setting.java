@@ -113,7 +113,15 @@ public enum Setting {
   JOURNAL_PASSWORD("--journal-password", "corral.journal.password", "CORRAL_JOURNAL_PASSWORD", "PASSWORD",
       "Password for --journal (visible in the process list: prefer --journal-password-file)"),
   JOURNAL_PASSWORD_FILE("--journal-password-file", "corral.journal.password-file",
-      "CORRAL_JOURNAL_PASSWORD_FILE", "FILE", "File holding the password for --journal (read at start-up, trimmed)");
+      "CORRAL_JOURNAL_PASSWORD_FILE", "FILE", "File holding the password for --journal (read at start-up, trimmed)"),
+  LOG_FORMAT("--log-format", "corral.log-format", "CORRAL_LOG_FORMAT", "text/json",
+      "The application log on standard output: text lines, or one JSON object a line (time, level, logger,"
+          + " thread, node, message, stack). Its level: CORRAL_LOG_LEVEL"),
+  ACCESS_LOG("--access-log", "corral.access-log", "CORRAL_ACCESS_LOG", "FILE",
+      "Where the access log (one line per request) goes: a file, appended to, or - for standard output."
+          + " Without it, access lines are application log lines on the logger corral.access"),
+  ACCESS_LOG_FORMAT("--access-log-format", "corral.access-log-format", "CORRAL_ACCESS_LOG_FORMAT", "text/json",
+      "Format of --access-log: combined-log-like text, or one JSON object a line");
 
   private final String flag;
   private final String path;

@@ -160,7 +160,7 @@ final class SettingsReader {
       return new CorralSettings(
           host, port, connections, dataDir, maxSize, memoryCacheSize, adminToken, clientAuth, publicBaseUrl,
           trustedProxies, drainTimeout, tombstoneTtl, repos, cluster, journal, config, warnings, serveLimits,
-          serverTls(), onOff(path(Setting.TLS_HTTP2)), upstreamProxy(warnings));
+          serverTls(), onOff(path(Setting.TLS_HTTP2)), upstreamProxy(warnings), logs(warnings));
     });
   }
 
@@ -176,6 +176,27 @@ final class SettingsReader {
   }
 
   private static final int MAX_CONNECTIONS = 1_000_000;
+
+  // ---- logs (docs/operations.md, "Logs")
+
+  private LogSettings logs(List<String> warnings) {
+    LogSettings.Format format = logFormat(path(Setting.LOG_FORMAT));
+    String accessPath = path(Setting.ACCESS_LOG);
+    String accessFormatPath = path(Setting.ACCESS_LOG_FORMAT);
+    Optional<Path> accessLog = optionalText(accessPath).map(String::trim).filter(t -> !t.isEmpty())
+        .map(t -> t.equals("-") ? LogSettings.STDOUT : SettingSources.path(t, label(accessPath)));
+    LogSettings.Format accessFormat = logFormat(accessFormatPath);
+    if (accessLog.isEmpty() && labels.containsKey(accessFormatPath)) {
+      warnings.add(label(accessFormatPath) + " has no effect without " + Setting.ACCESS_LOG.flag()
+          + ": access lines are application log lines (" + Setting.LOG_FORMAT.flag() + ")");
+    }
+    return new LogSettings(format, accessLog, accessFormat);
+  }
+
+  private LogSettings.Format logFormat(String path) {
+    String text = text(path);
+    return LogSettings.Format.parse(text).orElseThrow(() -> error(path, quoted(text) + " is not text or json"));
+  }
 
   // ---- TLS and the egress proxy (docs/security.md, "TLS")
 

@@ -73,6 +73,25 @@ class CliTest {
   }
 
   @Test
+  void versionInEveryFormIsTheProjectVersionAndJava() {
+    for (String[] args : new String[][] {{"version"}, {"--version"}}) {
+      Cli.Version version = assertInstanceOf(Cli.Version.class, parse(args), String.join(" ", args));
+      assertEquals(0, version.exitCode());
+      String[] lines = version.text().split("\n");
+      // the build writes the pom's version into corral-version.properties
+      assertTrue(lines[0].matches("corral \\d+\\.\\d+\\.\\d+(-SNAPSHOT)?"), version.text());
+      assertTrue(lines[1].startsWith("Java " + System.getProperty("java.version") + " "), version.text());
+    }
+  }
+
+  @Test
+  void helpNamesTheEnvironmentOnlyVariables() {
+    String help = Cli.helpText();
+    assertTrue(help.contains("  CORRAL_LOG_LEVEL\n") && help.replaceAll("\\s+", " ").contains("(default INFO)"), help);
+    assertTrue(help.contains("corral version"), help);
+  }
+
+  @Test
   void helpDefaultsComeFromTheDefaultsFile() {
     String help = Cli.helpText();
     assertTrue(help.contains("HOCON corral.http.port, default 8080"), help);
