@@ -26,6 +26,8 @@ import org.apache.pekko.http.javadsl.model.HttpHeader;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
+import org.apache.pekko.http.javadsl.model.headers.ContentEncoding;
+import org.apache.pekko.http.javadsl.model.headers.HttpEncodings;
 import org.apache.pekko.http.javadsl.model.headers.RawHeader;
 import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
@@ -34,6 +36,12 @@ import org.apache.pekko.util.ByteString;
  * Turns an artifact (shared bytes, stored bytes or a download in progress) into the HTTP answer
  * for one request: upstream headers replayed, {@code X-Cache} set, conditional requests answered
  * with 304 and a single {@code Range} with 206, with an exact {@code Content-Length}.
+ *
+ * <p>Metadata (the callers pass the node's {@link RewrittenMetadata} as {@code forms}) is answered
+ * gzip-encoded when the request takes it ({@link AcceptEncoding}) and asks no {@code Range}, and
+ * its bytes are in memory: {@code Content-Encoding: gzip} and the gzip form's own ETag
+ * ({@link GzipForm#etag}), made once per body and remembered. Every answer of metadata says
+ * {@code Vary: Accept-Encoding}. Artifacts ({@code forms} null) are always sent as they are.
  */
 final class ArtifactResponses {
   private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(ArtifactResponses.class);
@@ -42,6 +50,9 @@ final class ArtifactResponses {
       List.of("etag", "last-modified", "cache-control", "content-disposition", "expires", "content-language",
           "docker-content-digest");
   private static final HttpHeader ACCEPT_RANGES = RawHeader.create("Accept-Ranges", "bytes");
+  /** On every answer of metadata that may be sent gzip-encoded, whichever form it is. */
+  static final HttpHeader VARY_ENCODING = RawHeader.create("Vary", "Accept-Encoding");
+  private static final HttpHeader GZIP = ContentEncoding.create(HttpEncodings.GZIP);
   private static final Map<Via, HttpHeader> X_CACHE = new EnumMap<>(Via.class);
 
   static {
@@ -55,7 +66,8 @@ final class ArtifactResponses {
    * stored artifact keeps its list for as long as it is stored, so its hits parse no content
    * type and build no header. Keyed by the list's identity (weak keys), gone with it.
    */
-  private record Prepared(ContentType type, List<HttpHeader> replayed, String etag, String lastModified) {}
+  private record Prepared(ContentType type, List<HttpHeader> replayed, List<HttpHeader> replayedButEtag, String etag,
+      String lastModified) {}
 
   private static final Cache<List<Header>, Prepared> PREPARED =
       Caffeine.newBuilder().weakKeys().maximumSize(10_000).build();
@@ -106,27 +118,41 @@ final class ArtifactResponses {
    * (the store has then forgotten the key, and the caller fetches it again).
    */
   CompletionStage<Optional<HttpResponse>> stored(HttpRequest request, Via via, StoredArtifact artifact) {
+    return stored(request, via, artifact, null);
+  }
+
+  /**
+   * The same for an artifact that may be metadata.
+   *
+   * @param forms the node's gzip forms when the artifact is metadata (gzip-encoded when the
+   *     request takes it and its bytes are read whole; a larger body streams as identity); null
+   *     for an artifact, always sent as it is
+   */
+  CompletionStage<Optional<HttpResponse>> stored(HttpRequest request, Via via, StoredArtifact artifact,
+      RewrittenMetadata forms) {
     long size = artifact.size();
     Prepared p = prepared(artifact.headers());
     Asked asked = Asked.of(request);
-    if (asked.notModified(request, p)) {
-      return CompletableFuture.completedFuture(Optional.of(base(via, p, 304)));
+    HttpResponse notModified = notModified(request, via, p, asked, artifact.sha256(), forms);
+    if (notModified != null) {
+      return CompletableFuture.completedFuture(Optional.of(notModified));
     }
     Optional<ByteString> inMemory = hot.get(artifact.sha256());
     if (inMemory.isPresent()) {
-      return CompletableFuture.completedFuture(Optional.of(body(request, via, 200, p, asked, inMemory.get())));
+      return whole(request, via, p, asked, inMemory.get(), artifact.sha256(), forms).thenApply(Optional::of);
     }
     if (size <= VERIFIED_READ_LIMIT || hot.fits(size)) {
       return CompletableFuture.supplyAsync(() -> {
         try {
           ByteString verified = store.readAll(artifact);
           hot.put(artifact.sha256(), verified);
-          return Optional.of(body(request, via, 200, p, asked, verified));
+          return Optional.of(verified);
         } catch (IOException e) {
           log.warn("stored bytes of {} unusable, fetching again: {}", artifact.key(), e.toString());
-          return Optional.<HttpResponse>empty();
+          return Optional.<ByteString>empty();
         }
-      }, io);
+      }, io).thenCompose(read -> read.isEmpty() ? CompletableFuture.completedFuture(Optional.<HttpResponse>empty())
+          : whole(request, via, p, asked, read.get(), artifact.sha256(), forms).thenApply(Optional::of));
     }
     ByteRange range = asked.range(request, p, size);
     HttpResponse response;
@@ -139,7 +165,64 @@ final class ArtifactResponses {
     } else {
       response = base(via, p, 200).withEntity(HttpEntities.create(p.type(), size, store.read(artifact, 0, size)));
     }
-    return CompletableFuture.completedFuture(Optional.of(response));
+    return CompletableFuture.completedFuture(Optional.of(forms == null ? response : response.addHeader(VARY_ENCODING)));
+  }
+
+  /**
+   * A whole metadata body in memory, answered 200 (or 304, 206, 416): gzip-encoded when the request takes it (see the class
+   * comment), else identity; both say {@code Vary: Accept-Encoding}. When the budget has no room
+   * to make the gzip form now, identity is served.
+   *
+   * @param digest hex naming {@code body} (its SHA-256, or the hash in a rewritten body's ETag)
+   * @param forms where gzip forms are made once and remembered
+   */
+  CompletionStage<HttpResponse> metadata(HttpRequest request, Via via, List<Header> headers, ByteString body,
+      String digest, RewrittenMetadata forms) {
+    Prepared p = prepared(headers);
+    Asked asked = Asked.of(request);
+    HttpResponse notModified = notModified(request, via, p, asked, digest, forms);
+    return notModified != null ? CompletableFuture.completedFuture(notModified)
+        : whole(request, via, p, asked, body, digest, forms);
+  }
+
+  /** 304 in the form the request would get (gzip or identity), or null when it is not answered 304. */
+  private static HttpResponse notModified(HttpRequest request, Via via, Prepared p, Asked asked, String digest,
+      RewrittenMetadata forms) {
+    if (forms == null) {
+      return asked.notModified(request, p) ? base(via, p, 304) : null;
+    }
+    if (asked.takesGzip()) {
+      String etag = GzipForm.etag(p.etag(), digest);
+      return asked.notModified(request, etag, p.lastModified()) ? gzipBase(via, p, etag, 304) : null;
+    }
+    return asked.notModified(request, p) ? base(via, p, 304).addHeader(VARY_ENCODING) : null;
+  }
+
+  /** A body in memory, once the request is known not to be answered 304. */
+  private CompletionStage<HttpResponse> whole(HttpRequest request, Via via, Prepared p, Asked asked, ByteString body,
+      String digest, RewrittenMetadata forms) {
+    if (forms == null) {
+      return CompletableFuture.completedFuture(body(request, via, 200, p, asked, body));
+    }
+    if (!asked.takesGzip()) {
+      return CompletableFuture.completedFuture(body(request, via, 200, p, asked, body).addHeader(VARY_ENCODING));
+    }
+    return forms.gzipped(digest, p.etag(), body).handle((gz, e) -> {
+      if (e != null) {
+        log.debug("no gzip form now, identity served: {}", e.toString());
+        return body(request, via, 200, p, asked, body).addHeader(VARY_ENCODING);
+      }
+      return gzipBase(via, p, gz.etag(), 200).addHeader(GZIP).withEntity(HttpEntities.create(p.type(), gz.body()));
+    });
+  }
+
+  /**
+   * The head of a gzip-encoded answer: the replayed headers with the gzip form's ETag for the
+   * upstream's, and no {@code Accept-Ranges} (ranges are served on the identity form only).
+   */
+  private static HttpResponse gzipBase(Via via, Prepared p, String etag, int status) {
+    return HttpResponse.create().withStatus(StatusCodes.get(status)).addHeader(X_CACHE.get(via))
+        .addHeaders(p.replayedButEtag()).addHeader(RawHeader.create("ETag", etag)).addHeader(VARY_ENCODING);
   }
 
   /**
@@ -200,37 +283,60 @@ final class ArtifactResponses {
 
   private static Prepared prepare(List<Header> headers) {
     List<HttpHeader> replayed = new ArrayList<>();
+    List<HttpHeader> butEtag = new ArrayList<>();
     for (Header h : headers) {
-      if (REPLAYED.contains(h.name().toLowerCase(Locale.ROOT))) {
+      String name = h.name().toLowerCase(Locale.ROOT);
+      if (REPLAYED.contains(name)) {
         replayed.add(RawHeader.create(h.name(), h.value()));
+        if (!name.equals("etag")) {
+          butEtag.add(replayed.get(replayed.size() - 1));
+        }
       }
     }
-    return new Prepared(contentType(headers), List.copyOf(replayed), value(headers, "etag"),
+    return new Prepared(contentType(headers), List.copyOf(replayed), List.copyOf(butEtag), value(headers, "etag"),
         value(headers, "last-modified"));
   }
 
   /** The request headers an answer depends on, read in one pass. */
-  private record Asked(String ifNoneMatch, String ifModifiedSince, String range, String ifRange) {
+  private record Asked(String ifNoneMatch, String ifModifiedSince, String range, String ifRange,
+      List<String> acceptEncoding) {
     static Asked of(HttpRequest request) {
       String ifNoneMatch = null;
       String ifModifiedSince = null;
       String range = null;
       String ifRange = null;
+      List<String> acceptEncoding = List.of();
       for (HttpHeader h : request.getHeaders()) {
         switch (h.lowercaseName()) {
           case "if-none-match" -> ifNoneMatch = ifNoneMatch == null ? h.value() : ifNoneMatch;
           case "if-modified-since" -> ifModifiedSince = ifModifiedSince == null ? h.value() : ifModifiedSince;
           case "range" -> range = range == null ? h.value() : range;
           case "if-range" -> ifRange = ifRange == null ? h.value() : ifRange;
+          case "accept-encoding" -> {
+            acceptEncoding = acceptEncoding.isEmpty() ? new ArrayList<>(1) : acceptEncoding;
+            acceptEncoding.add(h.value());
+          }
           default -> { }
         }
       }
-      return new Asked(ifNoneMatch, ifModifiedSince, range, ifRange);
+      return new Asked(ifNoneMatch, ifModifiedSince, range, ifRange, acceptEncoding);
     }
 
     boolean notModified(HttpRequest request, Prepared p) {
+      return notModified(request, p.etag(), p.lastModified());
+    }
+
+    boolean notModified(HttpRequest request, String etag, String lastModified) {
       return (ifNoneMatch != null || ifModifiedSince != null)
-          && Conditional.notModified(request.method().name(), p.etag(), p.lastModified(), ifNoneMatch, ifModifiedSince);
+          && Conditional.notModified(request.method().name(), etag, lastModified, ifNoneMatch, ifModifiedSince);
+    }
+
+    /**
+     * The answer may be gzip-encoded: the request takes gzip and asks no range (a range of a gzip
+     * answer would count encoded bytes; a request with {@code Range} gets identity).
+     */
+    boolean takesGzip() {
+      return range == null && !acceptEncoding.isEmpty() && AcceptEncoding.gzip(acceptEncoding);
     }
 
     ByteRange range(HttpRequest request, Prepared p, long total) {

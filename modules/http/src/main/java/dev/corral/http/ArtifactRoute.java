@@ -76,12 +76,12 @@ final class ArtifactRoute {
   private final RewrittenMetadata metadata;
 
   ArtifactRoute(ActorSystem<?> system, Node node, Map<String, Repository> repos, KeyServe keys, RequestCounts counts,
-      PublicBase publicBase, Waiters waiters, Bypass bypass, ByteBudget budget) {
+      PublicBase publicBase, Waiters waiters, Bypass bypass, ByteBudget budget, RewrittenMetadata metadata) {
     this.system = system;
     this.waiters = waiters;
     this.bypass = bypass;
     this.budget = budget;
-    this.metadata = new RewrittenMetadata(budget, node.store(), node.hot(), node.io());
+    this.metadata = metadata;
     this.bodies = new WholeBodies(node, waiters, system, WHOLE_BODY_LIMIT, budget);
     this.node = node;
     this.repos = Map.copyOf(repos);
@@ -237,8 +237,8 @@ final class ArtifactRoute {
   private CompletionStage<HttpResponse> target(HttpRequest request, Repository repo, Target target) {
     if (target instanceof Target.Artifact a) {
       CompletionStage<HttpResponse> served = a.rewrite().isPresent() ? rewritten(request, a)
-          : keys.serve(request, a.key(), a.mutable()).thenApply(KeyServe.Served::response);
-      return a.headers().isEmpty() ? served : served.thenApply(r -> r.addHeaders(raw(a.headers())));
+          : keys.serve(request, a.key(), a.mutable(), compressible(repo, a)).thenApply(KeyServe.Served::response);
+      return a.headers().isEmpty() ? served : served.thenApply(r -> withTargetHeaders(r, a.headers()));
     }
     if (target instanceof Target.Answer a) {
       // An answer made from what Corral holds counts as a hit; a refusal as an error.
@@ -254,12 +254,24 @@ final class ArtifactRoute {
   }
 
   /**
+   * Whether a key is metadata that may be sent gzip-encoded (see {@link ArtifactResponses}): a
+   * rewritten body (npm packuments, PyPI pages) or mutable metadata (maven-metadata.xml, Go's
+   * {@code @v/list} and {@code @latest}), except the OCI distribution API's (manifests and tag
+   * lists go to image clients as they are). Artifacts never are: they are compressed already,
+   * and their bytes are what clients verify.
+   */
+  static boolean compressible(Repository repo, Target.Artifact a) {
+    return a.rewrite().isPresent() || (a.mutable() && !repo.distributionApi());
+  }
+
+  /**
    * A metadata body served rewritten: rewriting happens when a body is served, never in what is
    * stored. The stored body is rewritten once per stored version and rewrite inputs, shared by
    * every request ({@link RewrittenMetadata}, bounded by the node's {@link ByteBudget}); a miss
    * waits for its fetch to be stored first, in bounded memory. Conditional requests and ranges are
-   * answered against the rewritten bytes, whose ETag is their own hash. When the budget has no
-   * room within its wait: 503 with {@code Retry-After}.
+   * answered against the rewritten bytes, whose ETag is their own hash; a client that takes gzip
+   * gets the rewritten bytes' gzip form, made once beside them. When the budget has no room
+   * within its wait: 503 with {@code Retry-After}.
    */
   private CompletionStage<HttpResponse> rewritten(HttpRequest request, Target.Artifact a) {
     String repo = a.key().repo();
@@ -291,7 +303,7 @@ final class ArtifactRoute {
             entity.toStrict(WHOLE_BODY_WAIT.toMillis(), WHOLE_BODY_LIMIT, mat)
                 .whenComplete((x, e) -> permit.close())
                 .thenCompose(strict -> metadata.rewritten(strict.getData(), a.rewrite().get()))
-                .thenApply(rw -> respond(request, a, Via.BYPASS, headersOf(r), entity.getContentType().toString(),
+                .thenCompose(rw -> respond(request, a, Via.BYPASS, headersOf(r), entity.getContentType().toString(),
                     rw, said)))
             .exceptionally(e -> unavailable(repo, e, false));
       }
@@ -315,7 +327,7 @@ final class ArtifactRoute {
         }
         if (entity instanceof HttpEntity.Strict strict) { // held in memory already
           return metadata.rewritten(strict.getData(), a.rewrite().get())
-              .thenApply(rw -> respond(request, a, via, List.of(), entity.getContentType().toString(), rw, said));
+              .thenCompose(rw -> respond(request, a, via, List.of(), entity.getContentType().toString(), rw, said));
         }
         return CompletableFuture.completedFuture(text(502, "the fetched body was not kept"));
       }).exceptionally(e -> unavailable(repo, e, false));
@@ -333,11 +345,11 @@ final class ArtifactRoute {
   private CompletionStage<HttpResponse> fromStored(HttpRequest request, Target.Artifact a, StoredArtifact stored,
       Via via, List<HttpHeader> said) {
     BodyRewrite rewrite = a.rewrite().get();
-    return metadata.rewritten(stored, rewrite.inputs(), rewrite).thenApply(rw -> respond(request, a, via,
+    return metadata.rewritten(stored, rewrite.inputs(), rewrite).thenCompose(rw -> respond(request, a, via,
         stored.headers(), ArtifactResponses.contentType(stored.headers()).toString(), rw, said));
   }
 
-  private HttpResponse respond(HttpRequest request, Target.Artifact a, Via via, List<Header> upstream,
+  private CompletionStage<HttpResponse> respond(HttpRequest request, Target.Artifact a, Via via, List<Header> upstream,
       String contentType, RewrittenMetadata.Rewritten rw, List<HttpHeader> said) {
     List<Header> headers = new ArrayList<>();
     headers.add(new Header("Content-Type", contentType));
@@ -348,7 +360,8 @@ final class ArtifactRoute {
         headers.add(h);
       }
     }
-    return responses.bytes(request, via, 200, headers, rw.body()).addHeaders(said);
+    String digest = rw.etag().substring(1, rw.etag().length() - 1); // the rewritten bytes' hash
+    return responses.metadata(request, via, headers, rw.body(), digest, metadata).thenApply(r -> r.addHeaders(said));
   }
 
   /**
@@ -471,6 +484,22 @@ final class ArtifactRoute {
       out = out.removeHeader(n);
     }
     return out;
+  }
+
+  /**
+   * The repository's headers added to an answer; its {@code Vary} and the answer's own
+   * ({@code Accept-Encoding}) become one line, {@code Vary: Accept, Accept-Encoding}, for caches
+   * that read only one.
+   */
+  private static HttpResponse withTargetHeaders(HttpResponse r, List<Header> headers) {
+    Optional<HttpHeader> own = r.getHeader("Vary");
+    Optional<Header> theirs = headers.stream().filter(h -> h.name().equalsIgnoreCase("Vary")).findFirst();
+    if (own.isEmpty() || theirs.isEmpty()) {
+      return r.addHeaders(raw(headers));
+    }
+    List<Header> rest = headers.stream().filter(h -> h != theirs.get()).toList();
+    return r.removeHeader("Vary").addHeader(RawHeader.create("Vary", theirs.get().value() + ", " + own.get().value()))
+        .addHeaders(raw(rest));
   }
 
   private static List<HttpHeader> raw(List<Header> headers) {

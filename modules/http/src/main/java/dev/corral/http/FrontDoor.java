@@ -94,10 +94,11 @@ public final class FrontDoor {
     metrics.showAtZero(repos.keySet());
     Bypass bypass = new Bypass(system, node.upstream(), node.downloads(), counts);
     MissRates missRates = limits.missRate().map(r -> new MissRates(r, node.ticker())).orElse(null);
-    this.keys = new KeyServe(node, waiters, counts, bypass, missRates, r -> r.getAttribute(ADDRESSES)
-        .flatMap(a -> publicBase.client(a.remote(), r.getHeader("X-Forwarded-For").map(h -> h.value()))));
     ByteBudget budget = new ByteBudget(limits.metadataMemoryBytes(), limits.metadataWait(), node.scheduler(), node.io());
-    this.artifacts = new ArtifactRoute(system, node, repos, keys, counts, publicBase, waiters, bypass, budget);
+    RewrittenMetadata metadata = new RewrittenMetadata(budget, node.store(), node.hot(), node.io());
+    this.keys = new KeyServe(node, waiters, counts, bypass, missRates, r -> r.getAttribute(ADDRESSES)
+        .flatMap(a -> publicBase.client(a.remote(), r.getHeader("X-Forwarded-For").map(h -> h.value()))), metadata);
+    this.artifacts = new ArtifactRoute(system, node, repos, keys, counts, publicBase, waiters, bypass, budget, metadata);
     this.admin = new AdminRoutes(system, node, metrics, repos, adminToken, artifacts, ready::get,
         clientAuth.required());
   }

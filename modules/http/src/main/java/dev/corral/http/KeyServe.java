@@ -9,6 +9,7 @@ import dev.corral.core.fetch.Node;
 import dev.corral.core.fetch.Reply;
 import dev.corral.core.fetch.Via;
 import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.key.Sha256;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
 import dev.corral.core.wait.Waiters;
@@ -27,6 +28,10 @@ import org.apache.pekko.util.ByteString;
  * it is mutable metadata still within the repository's metadata TTL; otherwise the key's entity
  * decides (fetch, coalesce, or serve stale and revalidate) and this node's {@link Waiters} wait
  * for it within the budget. Each answer is counted once, here.
+ *
+ * <p>A key served as compressible metadata is answered gzip-encoded to a client that takes it
+ * when its whole body is in memory or read whole (see {@link ArtifactResponses}); a body still
+ * downloading, or too large to read whole, is sent identity. Artifacts are sent as they are.
  */
 final class KeyServe {
   /** On a stale copy served because its revalidation failed upstream (stale-if-error). */
@@ -46,17 +51,17 @@ final class KeyServe {
   /** The per-client miss rate limit; null when off. */
   private final MissRates missRates;
   private final ClientOf clientOf;
+  /** Where the gzip forms of metadata are made once and remembered. */
+  private final RewrittenMetadata forms;
 
   /** The client address of a request, for the miss rate limit. */
   interface ClientOf {
     java.util.Optional<String> of(HttpRequest request);
   }
 
-  KeyServe(Node node, Waiters waiters, RequestCounts counts, Bypass bypass) {
-    this(node, waiters, counts, bypass, null, r -> Optional.empty());
-  }
-
-  KeyServe(Node node, Waiters waiters, RequestCounts counts, Bypass bypass, MissRates missRates, ClientOf clientOf) {
+  KeyServe(Node node, Waiters waiters, RequestCounts counts, Bypass bypass, MissRates missRates, ClientOf clientOf,
+      RewrittenMetadata forms) {
+    this.forms = forms;
     this.missRates = missRates;
     this.clientOf = clientOf;
     this.node = node;
@@ -67,31 +72,45 @@ final class KeyServe {
   }
 
   /**
-   * Answers a GET or HEAD for a key.
+   * Answers a GET or HEAD for a key, sent as it is.
    *
    * @param mutable the key is metadata that changes upstream (the repository adapter says so; see
    *     {@link Target.Artifact})
    */
   CompletionStage<Served> serve(HttpRequest request, ArtifactKey key, boolean mutable) {
+    return serve(request, key, mutable, false);
+  }
+
+  /**
+   * The same; {@code compressible}: the key is metadata that may be sent gzip-encoded (never an
+   * artifact: see {@link ArtifactRoute}).
+   */
+  CompletionStage<Served> serve(HttpRequest request, ArtifactKey key, boolean mutable, boolean compressible) {
+    RewrittenMetadata gzip = compressible ? forms : null;
     // A hit whose verified bytes are in memory is answered from them: no file system call.
     Optional<StoredArtifact> indexed = node.store().indexed(key)
         .filter(a -> !mutable || node.policy(key.repo()).isFresh(a, node.clock().millis()));
     if (indexed.isPresent()) {
       Optional<ByteString> hot = node.hot().get(indexed.get().sha256());
       if (hot.isPresent()) {
+        if (gzip != null) {
+          return responses.metadata(request, Via.HIT, indexed.get().headers(), hot.get(), indexed.get().sha256(), gzip)
+              .thenApply(r -> served(key.repo(), Via.HIT, r));
+        }
         return done(served(key.repo(), Via.HIT, responses.bytes(request, Via.HIT, 200, indexed.get().headers(), hot.get())));
       }
     }
     Optional<StoredArtifact> hit = node.store().lookup(key)
         .filter(a -> !mutable || node.policy(key.repo()).isFresh(a, node.clock().millis()));
     if (hit.isPresent()) {
-      return responses.stored(request, Via.HIT, hit.get())
-          .thenCompose(r -> r.isPresent() ? done(served(key.repo(), Via.HIT, r.get())) : miss(request, key, mutable));
+      return responses.stored(request, Via.HIT, hit.get(), gzip)
+          .thenCompose(r -> r.isPresent() ? done(served(key.repo(), Via.HIT, r.get())) : miss(request, key, mutable, gzip));
     }
-    return miss(request, key, mutable);
+    return miss(request, key, mutable, gzip);
   }
 
-  private CompletionStage<Served> miss(HttpRequest request, ArtifactKey key, boolean mutable) {
+  /** @param gzip the gzip forms when the key is compressible metadata, else null */
+  private CompletionStage<Served> miss(HttpRequest request, ArtifactKey key, boolean mutable, RewrittenMetadata gzip) {
     if (missRates != null) {
       Optional<String> client = clientOf.of(request);
       java.util.OptionalLong wait = client.isPresent() ? missRates.take(client.get()) : java.util.OptionalLong.empty();
@@ -105,7 +124,7 @@ final class KeyServe {
     ConnectionScope scope = request.getAttribute(ConnectionScope.KEY).orElse(null);
     long token = scope != null ? scope.reserve() : waiters.cancels().reserve();
     return waiters.await(key, token, mutable)
-        .thenCompose(answer -> answer(request, key, answer))
+        .thenCompose(answer -> answer(request, key, answer, gzip))
         .whenComplete((r, e) -> {
           if (scope != null) {
             scope.done(token);
@@ -113,7 +132,8 @@ final class KeyServe {
         });
   }
 
-  private CompletionStage<Served> answer(HttpRequest request, ArtifactKey key, Waiters.Answer answer) {
+  private CompletionStage<Served> answer(HttpRequest request, ArtifactKey key, Waiters.Answer answer,
+      RewrittenMetadata gzip) {
     String repo = key.repo();
     FetchPolicy policy = node.policy(repo);
     if (answer instanceof Waiters.Cancelled) {
@@ -127,16 +147,21 @@ final class KeyServe {
     }
     Reply reply = ((Waiters.Answered) answer).reply();
     if (reply instanceof Reply.Body b) {
+      if (gzip != null) {
+        // The digest names the bytes as the store does, so a later hit finds the same gzip form.
+        return responses.metadata(request, b.via(), b.headers(), b.bytes(), Sha256.hex(b.bytes()), gzip)
+            .thenApply(r -> served(repo, b.via(), warned(b.headers(), r)));
+      }
       return done(served(repo, b.via(), warned(b.headers(),
           responses.bytes(request, b.via(), 200, b.headers(), b.bytes()))));
     }
     if (reply instanceof Reply.Stored s) {
-      return responses.stored(request, s.via(), s.artifact())
+      return responses.stored(request, s.via(), s.artifact(), gzip)
           .thenApply(r -> r.isPresent() ? served(repo, s.via(), r.get())
               : failed(repo, text(502, "stored bytes of this artifact are missing or corrupt")));
     }
     if (reply instanceof Reply.Stale s) {
-      return responses.stored(request, Via.STALE, s.artifact()).thenCompose(r -> {
+      return responses.stored(request, Via.STALE, s.artifact(), gzip).thenCompose(r -> {
         if (r.isPresent()) {
           return done(served(repo, Via.STALE, s.revalidationFailed() ? r.get().addHeader(REVALIDATION_FAILED) : r.get()));
         }
@@ -146,7 +171,7 @@ final class KeyServe {
         if (current.isEmpty()) {
           return done(failed(repo, text(502, "stored bytes of this artifact are missing or corrupt")));
         }
-        return responses.stored(request, Via.HIT, current.get())
+        return responses.stored(request, Via.HIT, current.get(), gzip)
             .thenApply(c -> c.isPresent() ? served(repo, Via.HIT, c.get())
                 : failed(repo, text(502, "stored bytes of this artifact are missing or corrupt")));
       });
@@ -155,13 +180,14 @@ final class KeyServe {
       var growing = node.downloads().find(s.downloadId());
       if (growing.isPresent()) {
         // A reader that starts after the download ended reads the committed bytes (GrowingBlob).
+        HttpResponse r = responses.streaming(request, s.via(), 200, s.headers(), s.length(), growing.get());
         return done(served(repo, s.via(), warned(s.headers(),
-            responses.streaming(request, s.via(), 200, s.headers(), s.length(), growing.get()))));
+            gzip == null ? r : r.addHeader(ArtifactResponses.VARY_ENCODING))));
       }
       // The download ended between the reply and now: serve what it committed, if anything.
       Optional<StoredArtifact> stored = node.store().lookup(key);
       if (stored.isPresent()) {
-        return responses.stored(request, s.via(), stored.get())
+        return responses.stored(request, s.via(), stored.get(), gzip)
             .thenApply(r -> r.isPresent() ? served(repo, s.via(), r.get())
                 : failed(repo, text(502, "upstream transfer failed")));
       }

@@ -14,19 +14,24 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pekko.util.ByteString;
 
 /**
- * Rewritten metadata, remembered by the stored body's SHA-256 and the rewrite's inputs, before
- * anything is read: every request for a stored version shares one read and one rewrite, however
+ * Rewritten metadata (and the gzip forms of metadata bodies), remembered by the stored body's
+ * SHA-256 and the rewrite's inputs, before anything is read: every request for a stored version shares one read and one rewrite, however
  * many arrive at once (the first computes, the others wait for its result), and a hot packument
  * costs its bytes once, not once per request. The read and the rewrite hold their bytes under
  * the node's {@link ByteBudget} (input plus output); a rewrite that cannot get them within the
  * budget's wait fails with {@link ByteBudget.Exhausted}. The remembered results are bounded by
- * the same number of bytes.
+ * the same number of bytes; a body's gzip form ({@link #gzipped}) is remembered in the same memo,
+ * beside the body it encodes, and counts against the same bound.
  */
 final class RewrittenMetadata {
-  /** A rewritten body and its ETag (a hash of the rewritten bytes, computed once). */
+  /**
+   * A body as served and its ETag: a rewritten body's is a hash of its bytes; a gzip form's is
+   * {@link GzipForm#etag}. Both computed once.
+   */
   record Rewritten(ByteString body, String etag) {}
 
   private final AsyncCache<String, Rewritten> memo;
@@ -34,6 +39,7 @@ final class RewrittenMetadata {
   private final ArtifactStore store;
   private final HotBlobs hot;
   private final Executor io;
+  private final AtomicLong gzips = new AtomicLong();
 
   RewrittenMetadata(ByteBudget budget, ArtifactStore store, HotBlobs hot, Executor io) {
     this.budget = budget;
@@ -57,6 +63,26 @@ final class RewrittenMetadata {
     }
     String key = artifact.keyId() + '\n' + artifact.sha256() + '\n' + inputs.get();
     return memo.get(key, (k, executor) -> compute(artifact, rewrite).toCompletableFuture());
+  }
+
+  /**
+   * The gzip form of a metadata body already in memory, remembered by the digest of its identity
+   * bytes and its identity ETag: made once per stored version (and rewrite inputs), shared by
+   * every request, however many arrive at once. Its output is held under the budget while it is
+   * made; no room within the budget's wait fails with {@link ByteBudget.Exhausted}, and nothing
+   * is remembered.
+   *
+   * @param digest hex naming the identity bytes (their SHA-256, or the hash in a rewritten body's ETag)
+   * @param etag the identity form's ETag, or null
+   */
+  CompletionStage<Rewritten> gzipped(String digest, String etag, ByteString identity) {
+    String key = "gzip\n" + digest + '\n' + (etag == null ? "" : etag);
+    return memo.get(key, (k, executor) -> budget.acquire(identity.length()).thenApplyAsync(permit -> {
+      try (permit) {
+        gzips.incrementAndGet();
+        return new Rewritten(GzipForm.encode(identity), GzipForm.etag(etag, digest));
+      }
+    }, io).toCompletableFuture());
   }
 
   /** Rewrites bytes already in memory (a bypassed fetch): the output alone is held under the budget. */
@@ -88,6 +114,11 @@ final class RewrittenMetadata {
 
   private static Rewritten of(ByteString body) {
     return new Rewritten(body, "\"" + Sha256.hex(body).substring(0, 32) + "\"");
+  }
+
+  /** Gzip forms made so far (for tests). */
+  long gzipsMade() {
+    return gzips.get();
   }
 
   /** Results remembered now (for tests). */

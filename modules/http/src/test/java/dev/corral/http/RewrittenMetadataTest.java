@@ -1,9 +1,11 @@
 package dev.corral.http;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.github.benmanes.caffeine.cache.Scheduler;
 import dev.corral.core.key.Sha256;
@@ -11,6 +13,7 @@ import dev.corral.core.store.HotBlobs;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.wait.ByteBudget;
 import dev.corral.registry.BodyRewrite;
+import java.io.ByteArrayInputStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,6 +24,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.zip.GZIPInputStream;
 import org.apache.pekko.util.ByteString;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -93,5 +97,46 @@ class RewrittenMetadataTest {
     assertEquals("A SMALL DOCUMENT b",
         metadata.rewritten(v1, Optional.of("b"), upper("b")).toCompletableFuture().get(10, TimeUnit.SECONDS).body().utf8String());
     assertEquals(0, budget.held(), "the rewrite's bytes are given back");
+  }
+
+  @Test
+  void aGzipFormIsMadeOnceAndSharedAndDecodesToTheBody() throws Exception {
+    ByteBudget budget = new ByteBudget(1 << 20, Duration.ofSeconds(5), Scheduler.systemScheduler(), io);
+    RewrittenMetadata metadata = metadata(budget);
+    ByteString body = ByteString.fromString("{\"name\":\"x\"}".repeat(200));
+    String sha = Sha256.hex(body);
+    List<CompletableFuture<RewrittenMetadata.Rewritten>> all = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      all.add(metadata.gzipped(sha, "W/\"up\"", body).toCompletableFuture());
+    }
+    RewrittenMetadata.Rewritten first = all.get(0).get(10, TimeUnit.SECONDS);
+    for (CompletableFuture<RewrittenMetadata.Rewritten> f : all) {
+      assertSame(first.body(), f.get(10, TimeUnit.SECONDS).body(), "one shared gzip form");
+    }
+    assertEquals(1, metadata.gzipsMade(), "made once for 20 requests");
+    assertEquals("W/\"up-gzip\"", first.etag());
+    assertTrue(first.body().length() < body.length() / 10, "compressed: " + first.body().length());
+    try (var in = new GZIPInputStream(new ByteArrayInputStream(first.body().toArray()))) {
+      assertArrayEquals(body.toArray(), in.readAllBytes());
+    }
+    assertEquals(0, budget.held(), "the gzip form's bytes are given back");
+
+    RewrittenMetadata.Rewritten untagged = metadata.gzipped(sha, null, body).toCompletableFuture().get(10, TimeUnit.SECONDS);
+    assertEquals("\"" + sha.substring(0, 32) + "-gzip\"", untagged.etag(), "no identity ETag: one from the digest");
+    assertEquals(2, metadata.gzipsMade());
+  }
+
+  @Test
+  void noRoomToMakeAGzipFormFailsAndIsNotRemembered() throws Exception {
+    ByteBudget budget = new ByteBudget(100, Duration.ZERO, Scheduler.disabledScheduler(), io);
+    RewrittenMetadata metadata = metadata(budget);
+    ByteString body = ByteString.fromString("metadata");
+    ByteBudget.Permit full = budget.acquire(100).toCompletableFuture().get();
+    ExecutionException e = assertThrows(ExecutionException.class,
+        () -> metadata.gzipped("ab", "\"e\"", body).toCompletableFuture().get(10, TimeUnit.SECONDS));
+    assertInstanceOf(ByteBudget.Exhausted.class, e.getCause());
+    full.close();
+    assertEquals("\"e-gzip\"", metadata.gzipped("ab", "\"e\"", body).toCompletableFuture().get(10, TimeUnit.SECONDS).etag());
+    assertEquals(1, metadata.gzipsMade());
   }
 }
