@@ -35,6 +35,18 @@ final class ClientGate {
     return Answers.text(401, "unauthorized").addHeader(BASIC_CHALLENGE).addHeader(BEARER_CHALLENGE);
   }
 
+  /**
+   * The refusal under {@code /v2/}: with the Basic challenge only. Container clients take a Bearer
+   * challenge as the registry token flow and would ask its realm ({@code corral}, not a URL) for a
+   * token; with Basic they send the login's password, the token, on every request.
+   */
+  static HttpResponse registryRefusal(ClientAuth.Verdict verdict) {
+    if (verdict instanceof ClientAuth.Verdict.Forbidden) {
+      return Answers.text(403, "forbidden");
+    }
+    return Answers.text(401, "unauthorized").addHeader(BASIC_CHALLENGE);
+  }
+
   static Optional<String> who(ClientAuth.Verdict verdict) {
     if (verdict instanceof ClientAuth.Verdict.Allowed a) {
       return a.who();

@@ -306,7 +306,7 @@ public final class FrontDoor {
     CompletionStage<HttpResponse> answer = verdict instanceof ClientAuth.Verdict.Allowed
         ? route(request, raw, addresses)
         : done(counts.count("", "rejected", RegistryApi.under(path)
-            ? RegistryApi.asRegistryError(ClientGate.refusal(verdict), path).addHeader(RegistryApi.API_VERSION)
+            ? RegistryApi.asRegistryError(ClientGate.registryRefusal(verdict), path).addHeader(RegistryApi.API_VERSION)
             : ClientGate.refusal(verdict)));
     return answer.thenApply(ServingHeaders::artifact)
         .thenApply(r -> timed(repo, r, started))
