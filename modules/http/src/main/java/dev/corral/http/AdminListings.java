@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.corral.core.store.ArtifactStore;
 import dev.corral.core.store.StoredArtifact;
+import dev.corral.http.upstream.QuerylessUrl;
 import dev.corral.registry.Repository;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
@@ -129,7 +130,7 @@ final class AdminListings {
     List<Map<String, Object>> keys = new ArrayList<>();
     for (Listed l : shown) {
       Map<String, Object> key = new LinkedHashMap<>();
-      key.put("url", withoutQuery(l.url()));
+      key.put("url", QuerylessUrl.of(l.url())); // a query may carry a pre-signed URL's signature
       key.put("variant", l.variant());
       key.put("expected", l.expected());
       key.put("size", l.stored().size());
@@ -149,11 +150,6 @@ final class AdminListings {
     return json(body);
   }
 
-  /** A URL as the admin API shows it: its query may carry a pre-signed URL's signature. */
-  private static String withoutQuery(String url) {
-    int q = url.indexOf('?');
-    return q < 0 ? url : url.substring(0, q) + "?...";
-  }
 
   private static HttpResponse json(Object body) {
     try {

@@ -689,7 +689,7 @@ final class SettingsReader {
       throw error(path, "only oci repositories have image names");
     }
     String namespace = text(path).trim();
-    if (!namespace.matches("[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")) {
+    if (!dev.corral.registry.oci.OciRepository.isNamespace(namespace)) {
       throw error(path, quoted(namespace) + " is not an image namespace (lower-case letters and digits)");
     }
     return Optional.of(namespace);

@@ -71,12 +71,17 @@ public final class OciRepository implements Repository {
     this.name = name;
     this.root = url.endsWith("/") ? url.substring(0, url.length() - 1) : url;
     singleNameNamespace.ifPresent(ns -> {
-      if (!OciReference.isName(List.of(ns.split("/", -1)))) {
+      if (!isNamespace(ns)) {
         throw new IllegalArgumentException("not an image namespace: " + ns);
       }
     });
     this.singleNameNamespace = singleNameNamespace;
     this.rootMirror = rootMirror;
+  }
+
+  /** Whether {@code namespace} is one path component of an image name (lower-case letters, digits, separators). */
+  public static boolean isNamespace(String namespace) {
+    return OciReference.isName(List.of(namespace));
   }
 
   @Override
