@@ -4,6 +4,7 @@ import dev.corral.core.download.Outcome;
 import dev.corral.core.fetch.Peers;
 import dev.corral.core.fetch.Reply;
 import dev.corral.core.fetch.Via;
+import dev.corral.core.store.KeyPrefix;
 import dev.corral.core.store.StoredArtifact;
 import java.net.URLDecoder;
 import java.net.URLEncoder;
@@ -137,6 +138,18 @@ public final class ClusterPeers implements Peers {
       }
       throw new IllegalStateException(holder + " answered " + status);
     });
+  }
+
+  @Override
+  public List<String> others() {
+    String me = self.get();
+    return listed.stream().filter(n -> !n.equals(me)).sorted().toList();
+  }
+
+  @Override
+  public CompletionStage<List<String>> dropMatching(String node, KeyPrefix prefix) {
+    return client.deleteRead(node, PeerEndpoint.prefixPath(prefix), PeerEndpoint.MAX_DROPPED_BYTES)
+        .thenApply(PeerEndpoint::droppedIds);
   }
 
   @Override

@@ -92,6 +92,21 @@ public final class HttpPeerBlobs implements PeerBlobs {
         });
   }
 
+  @Override
+  public CompletionStage<String> deleteRead(String peerUrl, String path, int maxBytes) {
+    return http.singleRequest(HttpRequest.DELETE(peerUrl + path), https, pool, system.classicSystem().log())
+        .thenCompose(response -> {
+          int status = response.status().intValue();
+          if (status != 200) {
+            response.discardEntityBytes(system);
+            return java.util.concurrent.CompletableFuture.failedFuture(
+                new IllegalStateException(peerUrl + " answered " + status));
+          }
+          return response.entity().withSizeLimit(maxBytes).toStrict(IDLE.toMillis(), system)
+              .thenApply(strict -> strict.getData().utf8String());
+        });
+  }
+
   private UpstreamResponse toResponse(HttpResponse response) {
     OptionalLong length = response.entity().getContentLengthOption();
     Source<ByteString, ?> bytes = response.entity().getDataBytes();

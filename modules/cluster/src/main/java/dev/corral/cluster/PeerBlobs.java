@@ -19,4 +19,12 @@ public interface PeerBlobs {
   default CompletionStage<Integer> delete(String peerUrl, String path) {
     return java.util.concurrent.CompletableFuture.failedFuture(new UnsupportedOperationException("delete"));
   }
+
+  /**
+   * DELETEs {@code peerUrl + path} and completes with the body of a 200 answer as text; fails on
+   * any other status, or when the answer is larger than {@code maxBytes}.
+   */
+  default CompletionStage<String> deleteRead(String peerUrl, String path, int maxBytes) {
+    return java.util.concurrent.CompletableFuture.failedFuture(new UnsupportedOperationException("delete"));
+  }
 }

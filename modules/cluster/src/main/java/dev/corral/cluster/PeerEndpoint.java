@@ -2,7 +2,11 @@ package dev.corral.cluster;
 
 import dev.corral.core.download.GrowingBlob;
 import dev.corral.core.fetch.Node;
+import dev.corral.core.store.KeyPrefix;
 import dev.corral.core.store.StoredArtifact;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
@@ -40,12 +44,16 @@ import org.apache.pekko.util.ByteString;
  * other path, 405 for any other method, 416 for a range beyond the end.
  *
  * <p>{@code DELETE /-/peer/keys/<key id>}: the key's fetch entity tells a holder to delete its
- * copy (a cluster-wide purge); 200 when it was held, 404 when not. Any other DELETE is 405.
+ * copy (a cluster-wide purge); 200 when it was held, 404 when not. {@code DELETE
+ * /-/peer/keys?repo=R&prefix=P}: the node that takes a purge by prefix tells every other node to
+ * delete its copies of the matching keys ({@link KeyPrefix}); 200 with the ids of the keys it held,
+ * one a line. Any other DELETE is 405.
  */
 public final class PeerEndpoint {
   public static final String PREFIX = "/-/peer/";
   private static final Pattern BLOB = Pattern.compile("/-/peer/blobs/([0-9a-f]{64})");
   private static final Pattern KEY = Pattern.compile("/-/peer/keys/([0-9a-f]{64})");
+  private static final Pattern KEY_ID = Pattern.compile("[0-9a-f]{64}");
   private static final Pattern DOWNLOAD = Pattern.compile("/-/peer/downloads/([0-9]{1,18})");
   private static final Pattern RANGE = Pattern.compile("bytes=([0-9]{1,18})-([0-9]{0,18})");
 
@@ -60,6 +68,28 @@ public final class PeerEndpoint {
   /** Where a holder is told to delete its copy of a key, under a node's peer base URL. */
   static String keyPath(String keyId) {
     return PREFIX + "keys/" + keyId;
+  }
+
+  /** Where a node is told to delete its copies of the keys a prefix matches, under its peer base URL. */
+  static String prefixPath(KeyPrefix prefix) {
+    return PREFIX + "keys?repo=" + URLEncoder.encode(prefix.repo(), StandardCharsets.UTF_8)
+        + "&prefix=" + URLEncoder.encode(prefix.urlPrefix(), StandardCharsets.UTF_8);
+  }
+
+  /** The largest answer to a purge by prefix: a million key ids. */
+  static final int MAX_DROPPED_BYTES = 65 * 1_000_000;
+
+  /** The key ids of an answer to a purge by prefix. */
+  static List<String> droppedIds(String body) {
+    List<String> ids = new ArrayList<>();
+    for (String line : body.split("\n")) {
+      if (KEY_ID.matcher(line).matches()) {
+        ids.add(line);
+      } else if (!line.isEmpty()) {
+        throw new IllegalArgumentException("not a key id: " + line);
+      }
+    }
+    return ids;
   }
 
   /** Where a download in progress is read, under a node's peer base URL. */
@@ -87,8 +117,11 @@ public final class PeerEndpoint {
         return text(500, "could not delete: " + e.getMessage());
       }
     }
+    if (request.method() == HttpMethods.DELETE && path.equals(PREFIX + "keys")) {
+      return dropMatching(request);
+    }
     if (request.method() != HttpMethods.GET) {
-      return text(405, "peer endpoints answer GET (and DELETE of /-/peer/keys/<key id>)")
+      return text(405, "peer endpoints answer GET (and DELETE of /-/peer/keys/<key id> or /-/peer/keys?repo=&prefix=)")
           .addHeader(RawHeader.create("Allow", "GET"));
     }
     Matcher blob = BLOB.matcher(path);
@@ -117,6 +150,30 @@ public final class PeerEndpoint {
       });
     }
     return text(400, "not a peer resource");
+  }
+
+  private HttpResponse dropMatching(HttpRequest request) {
+    var query = request.getUri().query();
+    KeyPrefix prefix;
+    try {
+      prefix = new KeyPrefix(query.get("repo").orElse(""), query.get("prefix").orElse(""));
+    } catch (IllegalArgumentException e) {
+      return text(400, e.getMessage());
+    }
+    // Deleting many files is blocking work: done on the node's I/O pool, not the server's
+    // threads. A failure fails the body, so the asking node counts this node as not answering.
+    var ids = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+      try {
+        List<String> dropped = prefix.dropFrom(node.store());
+        StringBuilder body = new StringBuilder(dropped.size() * 65 + 1);
+        dropped.forEach(id -> body.append(id).append('\n'));
+        return ByteString.fromString(body.toString());
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }, node.io());
+    return HttpResponse.create().withEntity(
+        HttpEntities.create(ContentTypes.TEXT_PLAIN_UTF8, Source.completionStage(ids)));
   }
 
   private interface Body {

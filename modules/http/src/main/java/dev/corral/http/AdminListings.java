@@ -4,12 +4,18 @@ import static dev.corral.http.Answers.text;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.corral.core.fetch.FetchEntity;
+import dev.corral.core.fetch.Peers;
+import dev.corral.core.record.KeyRecords;
+import dev.corral.core.record.Record;
 import dev.corral.core.store.ArtifactStore;
+import dev.corral.core.store.KeyPrefix;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.http.upstream.QuerylessUrl;
 import dev.corral.registry.Repository;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -20,6 +26,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
@@ -50,12 +59,24 @@ final class AdminListings {
   private final Map<String, Repository> repos;
   private final ArtifactStore store;
   private final Clock clock;
+  private final KeyRecords records;
+  private final Peers peers;
 
-  AdminListings(Map<String, Repository> repos, ArtifactStore store, Clock clock) {
+  /**
+   * @param records where each listed key's holders are read, when {@code peers} names this node
+   *     (a node that serves no other node lists no holders: it is the only one)
+   */
+  AdminListings(Map<String, Repository> repos, ArtifactStore store, Clock clock, KeyRecords records, Peers peers) {
     this.repos = new TreeMap<>(repos);
     this.store = store;
     this.clock = clock;
+    this.records = records;
+    this.peers = peers;
   }
+
+  private static final String PERSISTENCE_PREFIX = FetchEntity.TYPE_KEY.name() + "|";
+  /** How long the holders' read of one page may take before the page is answered without them. */
+  static final Duration RECORD_READ_TIMEOUT = Duration.ofSeconds(3);
 
   /** A key as its stored record spells it ({@code ArtifactKey.canonical()}). */
   private record Listed(String repo, String url, String variant, String expected, StoredArtifact stored) {
@@ -92,7 +113,40 @@ final class AdminListings {
     return json(Map.of("repos", out));
   }
 
-  HttpResponse keys(Optional<String> repoName, Optional<String> prefix, Optional<String> limitText,
+  CompletionStage<HttpResponse> keys(Optional<String> repoName, Optional<String> prefix, Optional<String> limitText,
+      Optional<String> after) {
+    Object page = page(repoName, prefix, limitText, after);
+    if (page instanceof HttpResponse refused) {
+      return CompletableFuture.completedFuture(refused);
+    }
+    @SuppressWarnings("unchecked")
+    Map<String, Object> body = (Map<String, Object>) page;
+    @SuppressWarnings("unchecked")
+    List<Map<String, Object>> keys = (List<Map<String, Object>>) body.get("keys");
+    if (peers.self().isEmpty() || keys.isEmpty()) {
+      keys.forEach(k -> k.remove("id"));
+      return CompletableFuture.completedFuture(json(body));
+    }
+    // Which nodes hold each key is in its record (the database), read for the listed keys only.
+    List<CompletableFuture<Void>> reads = new ArrayList<>();
+    for (Map<String, Object> key : keys) {
+      String keyId = (String) key.remove("id");
+      reads.add(records.read(PERSISTENCE_PREFIX + keyId).toCompletableFuture()
+          .orTimeout(RECORD_READ_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
+          .handle((got, e) -> {
+            if (e != null) {
+              body.put("holdersMissing", true);
+            } else {
+              key.put("holders", got.value().map(Record::holders).orElse(List.of()));
+            }
+            return null;
+          }));
+    }
+    return CompletableFuture.allOf(reads.toArray(CompletableFuture[]::new)).thenApply(v -> json(body));
+  }
+
+  /** The listing's body (its keys each with an {@code id} for the holders' read), or the refusal. */
+  private Object page(Optional<String> repoName, Optional<String> prefix, Optional<String> limitText,
       Optional<String> after) {
     if (repoName.isEmpty() || !repos.containsKey(repoName.get())) {
       return text(repoName.isEmpty() ? 400 : 404,
@@ -114,12 +168,17 @@ final class AdminListings {
       return text(400, "keys: after must be a cursor this API gave");
     }
     Repository repo = repos.get(repoName.get());
-    String urlPrefix = prefix.map(p -> p.startsWith("http://") || p.startsWith("https://") ? p
-        : repo.upstream() + (p.startsWith("/") ? p : "/" + p)).orElse("");
+    KeyPrefix matched;
+    try {
+      matched = keyPrefix(repo, prefix);
+    } catch (IllegalArgumentException e) {
+      return text(400, "keys: " + e.getMessage());
+    }
+    String urlPrefix = matched.urlPrefix();
     List<Listed> page = new ArrayList<>();
-    for (StoredArtifact a : store.matching(a -> a.key().startsWith(repo.name() + "\n" + urlPrefix))) {
+    for (StoredArtifact a : store.matching(matched::matches)) {
       Listed l = Listed.of(a);
-      if (l.repo().equals(repo.name()) && (from.isEmpty() || l.position().compareTo(from.get()) > 0)) {
+      if (from.isEmpty() || l.position().compareTo(from.get()) > 0) {
         page.add(l);
       }
     }
@@ -130,6 +189,7 @@ final class AdminListings {
     List<Map<String, Object>> keys = new ArrayList<>();
     for (Listed l : shown) {
       Map<String, Object> key = new LinkedHashMap<>();
+      key.put("id", l.stored().keyId());
       key.put("url", QuerylessUrl.of(l.url())); // a query may carry a pre-signed URL's signature
       key.put("variant", l.variant());
       key.put("expected", l.expected());
@@ -147,9 +207,18 @@ final class AdminListings {
       body.put("next", Base64.getUrlEncoder().withoutPadding()
           .encodeToString(shown.get(shown.size() - 1).position().getBytes(StandardCharsets.UTF_8)));
     }
-    return json(body);
+    return body;
   }
 
+
+  /**
+   * The keys of {@code repo} a {@code prefix} parameter names: the whole upstream URL, or the path
+   * after the repository's upstream URL; every key of the repository when absent.
+   */
+  static KeyPrefix keyPrefix(Repository repo, Optional<String> prefix) {
+    return new KeyPrefix(repo.name(), prefix.map(p -> p.startsWith("http://") || p.startsWith("https://") ? p
+        : repo.upstream() + (p.startsWith("/") ? p : "/" + p)).orElse(""));
+  }
 
   private static HttpResponse json(Object body) {
     try {

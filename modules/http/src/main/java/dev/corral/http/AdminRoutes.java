@@ -7,6 +7,7 @@ import dev.corral.core.fetch.Node;
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.http.auth.PresentedSecret;
 import dev.corral.http.metrics.Metrics;
+import dev.corral.http.upstream.QuerylessUrl;
 import dev.corral.registry.Repository;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
@@ -52,6 +53,7 @@ final class AdminRoutes {
   private final boolean metricsNeedAdminToken;
   private final AdminListings listings;
   private final AdminCluster cluster;
+  private final PrefixPurge prefixPurge;
 
   AdminRoutes(ActorSystem<?> system, Node node, Metrics metrics, Map<String, Repository> repos,
       Optional<String> adminToken, ArtifactRoute artifacts, BooleanSupplier ready, boolean metricsNeedAdminToken) {
@@ -63,8 +65,9 @@ final class AdminRoutes {
     this.adminToken = adminToken;
     this.artifacts = artifacts;
     this.ready = ready;
-    this.listings = new AdminListings(repos, node.store(), node.clock());
+    this.listings = new AdminListings(repos, node.store(), node.clock(), node.records(), node.peers());
     this.cluster = new AdminCluster(system);
+    this.prefixPurge = new PrefixPurge(system, node);
   }
 
   CompletionStage<HttpResponse> handle(HttpRequest request, String raw, PublicBase.Addresses addresses) {
@@ -74,6 +77,12 @@ final class AdminRoutes {
         return done(text(403, "the admin API is disabled: no admin token is configured (--admin-token-file)"));
       }
       return adminTokenPresented(request) ? cluster.view() : done(adminTokenRequired());
+    }
+    if (path.equals("/-/admin/cache")) {
+      if (request.method() != HttpMethods.DELETE) {
+        return done(text(405, "purge with DELETE").addHeader(RawHeader.create("Allow", "DELETE")));
+      }
+      return purgePrefix(request, addresses);
     }
     if (path.startsWith("/-/cache/")) {
       if (request.method() != HttpMethods.DELETE) {
@@ -94,6 +103,19 @@ final class AdminRoutes {
       }
       return metrics.scrape().thenApply(AdminRoutes::metricsText);
     }
+    if (get && (path.equals("/-/admin/repos") || path.equals("/-/admin/keys"))) {
+      if (adminToken.isEmpty()) {
+        return done(text(403, "the admin API is disabled: no admin token is configured (--admin-token-file)"));
+      }
+      if (!adminTokenPresented(request)) {
+        return done(adminTokenRequired());
+      }
+      if (path.equals("/-/admin/repos")) {
+        return done(listings.repos());
+      }
+      var query = request.getUri().query();
+      return listings.keys(query.get("repo"), query.get("prefix"), query.get("limit"), query.get("after"));
+    }
     return done(handleAtOnce(request, path));
   }
 
@@ -108,19 +130,6 @@ final class AdminRoutes {
     }
     if (get && path.equals("/-/health/ready")) {
       return ready.getAsBoolean() ? text(200, "ready") : text(503, "not ready");
-    }
-    if (get && (path.equals("/-/admin/repos") || path.equals("/-/admin/keys"))) {
-      if (adminToken.isEmpty()) {
-        return text(403, "the admin API is disabled: no admin token is configured (--admin-token-file)");
-      }
-      if (!adminTokenPresented(request)) {
-        return adminTokenRequired();
-      }
-      if (path.equals("/-/admin/repos")) {
-        return listings.repos();
-      }
-      var query = request.getUri().query();
-      return listings.keys(query.get("repo"), query.get("prefix"), query.get("limit"), query.get("after"));
     }
     return text(404, "no such endpoint");
   }
@@ -191,6 +200,46 @@ final class AdminRoutes {
           }
           return json(200, copies, purged.unreachable(), purged.fetchRunning(), null);
         });
+  }
+
+  /**
+   * Purges every key of {@code repo=} whose upstream URL starts with {@code prefix=} (the whole URL,
+   * or the path after the repository's upstream URL; {@code prefix=/} is the whole repository) on
+   * every node: {@link PrefixPurge}.
+   */
+  private CompletionStage<HttpResponse> purgePrefix(HttpRequest request, PublicBase.Addresses addresses) {
+    if (adminToken.isEmpty()) {
+      return done(text(403, "purge is disabled: no admin token is configured"));
+    }
+    String client = addresses == null || addresses.remote() == null ? "-"
+        : addresses.remote().getHostString() + ":" + addresses.remote().getPort();
+    var query = request.getUri().query();
+    if (!adminTokenPresented(request)) {
+      audit.info("purge refused: no valid admin token, client={} repo={} prefix={}", client,
+          query.get("repo").orElse("-"), query.get("prefix").orElse("-"));
+      return done(adminTokenRequired());
+    }
+    Optional<String> repoName = query.get("repo");
+    Optional<String> prefix = query.get("prefix");
+    if (repoName.isEmpty() || prefix.isEmpty() || prefix.get().isEmpty()) {
+      return done(text(400, "purge: repo=NAME and prefix=P are required (prefix=/ purges the whole repository)"));
+    }
+    Repository repo = repos.get(repoName.get());
+    if (repo == null) {
+      return done(text(404, "unknown repository: " + repoName.get()));
+    }
+    dev.corral.core.store.KeyPrefix keys;
+    try {
+      keys = AdminListings.keyPrefix(repo, prefix.get().equals("/") ? Optional.empty() : prefix);
+    } catch (IllegalArgumentException e) {
+      return done(text(400, "purge: " + e.getMessage()));
+    }
+    return prefixPurge.run(keys).thenApply(r -> {
+      audit.info("purge by=admin-token client={} repo={} prefix={} keys={} copies={} unreachableNodes={}"
+          + " recordsUnreachable={} holdersDown={}", client, keys.repo(), QuerylessUrl.of(keys.urlPrefix()), r.keys(),
+          r.copies(), r.unreachableNodes(), r.recordsUnreachable(), r.holdersDown());
+      return r.response();
+    });
   }
 
   /** How long a purge waits for the key's entity (which waits for the holders). */

@@ -93,6 +93,12 @@ class ClusterPurgeIT {
     return Http.CLIENT.send(r, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
   }
 
+  private HttpResponse<String> purgePrefix(int node, String prefix) throws Exception {
+    HttpRequest r = HttpRequest.newBuilder(URI.create(cluster.base(node) + "/-/admin/cache?repo=up&prefix=" + prefix))
+        .timeout(Duration.ofSeconds(60)).header("Authorization", "Bearer " + TOKEN).DELETE().build();
+    return Http.CLIENT.send(r, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+  }
+
   /** Every node holds the path's first body: a second request on each is a HIT. */
   private void heldEverywhere(String path) throws Exception {
     for (int i = 0; i < 3; i++) {
@@ -133,7 +139,9 @@ class ClusterPurgeIT {
   @Order(2)
   void aHolderDownDuringThePurgeDoesNotServeTheOldCopyAfterItsRestart() throws Exception {
     String path = "/p/missed.bin";
+    String underPrefix = "/s/missed-by-prefix.bin";
     heldEverywhere(path);
+    heldEverywhere(underPrefix);
     cluster.nodes.get(2).terminate();
     cluster.nodes.get(2).awaitExit(Duration.ofSeconds(60));
     cluster.awaitMembersUp(0, 2, Duration.ofSeconds(60));
@@ -143,8 +151,18 @@ class ClusterPurgeIT {
     assertTrue(purged.body().contains("\"copies\":2"), purged.body());
     assertTrue(purged.body().contains("\"unreachable\":1"), "node-3 is down: " + purged.body());
 
+    // A purge by prefix while node-3 is down: the nodes that answer drop their copies, and the
+    // key's tombstone makes node-3 drop its copy when it starts.
+    HttpResponse<String> byPrefix = purgePrefix(0, "/s/");
+    assertEquals(200, byPrefix.statusCode(), byPrefix.body());
+    assertTrue(byPrefix.body().contains("\"keys\":1,\"copies\":2"), byPrefix.body());
+
     cluster.restart(2, Duration.ofSeconds(90));
     awaitAllUp();
+    HttpResponse<byte[]> underPrefixNow = get(2, underPrefix);
+    assertEquals(200, underPrefixNow.statusCode());
+    assertNotEquals("HIT", Http.xCache(underPrefixNow), "node-3 answered from the copy purged by prefix while it was down");
+    assertArrayEquals(body(underPrefix, 2), underPrefixNow.body(), "node-3 served the old bytes");
     HttpResponse<byte[]> r = get(2, path);
     assertEquals(200, r.statusCode());
     assertNotEquals("HIT", Http.xCache(r), "node-3 answered from the copy purged while it was down");

@@ -97,6 +97,7 @@ class AdminListingsHttpTest {
     assertTrue(first.path("size").asLong() > 100);
     assertEquals(64, first.path("sha256").asText().length());
     assertTrue(first.path("ageSeconds").asLong() >= 0);
+    assertEquals(1, first.path("holders").size(), "a node alone is the one holder: " + first);
 
     // A path prefix under the upstream URL.
     JsonNode underA = admin("/-/admin/keys?repo=files&prefix=/a/");

@@ -151,4 +151,102 @@ class ClusterPurgeTest {
       }
     }
   }
+
+  private HttpResponse<String> purgePrefix(CorralServer s, String query, String token) throws Exception {
+    HttpRequest.Builder b = TestNode.request(s, "/-/admin/cache" + query).DELETE();
+    if (token != null) {
+      b.header("Authorization", "Bearer " + token);
+    }
+    return client.send(b.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+  }
+
+  @Test
+  void aPurgeByPrefixOnOneNodeRemovesTheMatchingCopiesOfEveryNodeAndNothingElse() throws Exception {
+    java.util.List<String> purged = java.util.List.of("/q/a.bin", "/q/sub/b.bin");
+    java.util.List<String> kept = java.util.List.of("/r/c.bin", "/qq.bin");
+    CorralServer any = cluster.node(0);
+    for (String path : concat(purged, kept)) {
+      for (CorralServer s : cluster.nodes) {
+        assertEquals(200, TestNode.get(client, s, "/up" + path).statusCode());
+      }
+      ArtifactKey key = ArtifactKey.of("up", upstream.url(path));
+      TestNode.await("all three hold " + path, Duration.ofSeconds(20), () -> TestCluster.holders(any, key).size() == 3);
+    }
+
+    // The listing names the holders of each key (from its record).
+    HttpResponse<String> listed = client.send(TestNode.request(any, "/-/admin/keys?repo=up&prefix=/r/")
+        .header("Authorization", "Bearer " + TOKEN).build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+    assertEquals(200, listed.statusCode(), listed.body());
+    var listing = new com.fasterxml.jackson.databind.ObjectMapper().readTree(listed.body());
+    assertEquals(1, listing.path("keys").size(), listed.body());
+    assertEquals(3, listing.path("keys").path(0).path("holders").size(), listed.body());
+    assertTrue(listing.path("keys").path(0).path("holders").toString().contains(any.node().peers().self().orElseThrow()),
+        listed.body());
+    assertFalse(listing.path("keys").path(0).has("id"), listed.body());
+
+    // One more key under the prefix, asked on node-1 only: the purge is taken by a node that does
+    // not hold it, so only asking every node finds it.
+    String elsewhere = "/q/elsewhere.bin";
+    ArtifactKey elsewhereKey = ArtifactKey.of("up", upstream.url(elsewhere));
+    assertEquals(200, TestNode.get(client, cluster.node(0), "/up" + elsewhere).statusCode());
+    TestNode.await("node-1 holds " + elsewhere, Duration.ofSeconds(20),
+        () -> cluster.node(0).node().store().lookup(elsewhereKey).isPresent());
+    CorralServer purger = cluster.nodes.stream().filter(s -> s.node().store().lookup(elsewhereKey).isEmpty())
+        .findFirst().orElseThrow(() -> new AssertionError("every node holds " + elsewhere));
+    long elsewhereCopies = cluster.nodes.stream().filter(s -> s.node().store().lookup(elsewhereKey).isPresent()).count();
+
+    HttpResponse<String> r = purgePrefix(purger, "?repo=up&prefix=/q/", TOKEN);
+    assertEquals(200, r.statusCode(), r.body());
+    var answer = new com.fasterxml.jackson.databind.ObjectMapper().readTree(r.body());
+    assertEquals(3, answer.path("keys").asInt(), r.body());
+    assertEquals(6 + elsewhereCopies, answer.path("copies").asInt(), "two keys on three nodes and one elsewhere: " + r.body());
+    for (CorralServer s : cluster.nodes) {
+      assertFalse(s.node().store().lookup(elsewhereKey).isPresent(), "a holder still has its copy of " + elsewhere);
+    }
+    assertEquals(0, answer.path("unreachableNodes").size(), r.body());
+    assertEquals(upstream.url("/q/"), answer.path("prefix").asText());
+    for (String path : purged) {
+      ArtifactKey key = ArtifactKey.of("up", upstream.url(path));
+      for (CorralServer s : cluster.nodes) {
+        assertFalse(s.node().store().lookup(key).isPresent(), "a holder still has its copy of " + path);
+      }
+      assertEquals(0, TestCluster.holders(any, key).size(), "the record of " + path + " lists no holder");
+    }
+    for (String path : kept) {
+      ArtifactKey key = ArtifactKey.of("up", upstream.url(path));
+      for (CorralServer s : cluster.nodes) {
+        assertTrue(s.node().store().lookup(key).isPresent(), path + " is not under the prefix");
+      }
+    }
+    // The next requests fetch the purged paths once more, for the whole cluster.
+    for (CorralServer s : cluster.nodes) {
+      HttpResponse<byte[]> again = TestNode.get(client, s, "/up/q/a.bin");
+      assertEquals(200, again.statusCode());
+      assertArrayEquals(body("/q/a.bin", 2), again.body(), "the old bytes came back");
+    }
+    assertEquals(2, upstream.requests("/q/a.bin"));
+    assertEquals(1, upstream.requests("/r/c.bin"));
+  }
+
+  @Test
+  void aPurgeByPrefixNeedsTheAdminTokenARepositoryAndAPrefix() throws Exception {
+    CorralServer s = cluster.node(0);
+    assertEquals(401, purgePrefix(s, "?repo=up&prefix=/", null).statusCode());
+    assertEquals(401, purgePrefix(s, "?repo=up&prefix=/", "wrong").statusCode());
+    assertEquals(400, purgePrefix(s, "?repo=up", TOKEN).statusCode());
+    assertEquals(400, purgePrefix(s, "?prefix=/", TOKEN).statusCode());
+    assertEquals(400, purgePrefix(s, "?repo=up&prefix=", TOKEN).statusCode());
+    assertEquals(404, purgePrefix(s, "?repo=nothing&prefix=/", TOKEN).statusCode());
+    assertEquals(405, client.send(TestNode.request(s, "/-/admin/cache?repo=up&prefix=/").GET()
+        .header("Authorization", "Bearer " + TOKEN).build(), HttpResponse.BodyHandlers.discarding()).statusCode());
+    HttpResponse<String> none = purgePrefix(s, "?repo=up&prefix=/nothing-here/", TOKEN);
+    assertEquals(200, none.statusCode(), none.body());
+    assertTrue(none.body().contains("\"keys\":0"), none.body());
+  }
+
+  private static java.util.List<String> concat(java.util.List<String> a, java.util.List<String> b) {
+    java.util.List<String> all = new java.util.ArrayList<>(a);
+    all.addAll(b);
+    return all;
+  }
 }

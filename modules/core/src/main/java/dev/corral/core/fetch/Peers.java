@@ -1,6 +1,7 @@
 package dev.corral.core.fetch;
 
 import dev.corral.core.download.Outcome;
+import dev.corral.core.store.KeyPrefix;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.Upstream;
@@ -96,6 +97,24 @@ public interface Peers {
    * completes true when it held one, false when it did not, and fails when it cannot be asked.
    */
   default CompletionStage<Boolean> dropCopy(String holder, String keyId) {
+    return CompletableFuture.failedFuture(new IllegalStateException("no other node to ask"));
+  }
+
+  /**
+   * The other nodes of the cluster as the replica directory names them: every node listed there
+   * but this one (empty on a node alone). A node that left is no longer listed; one that is
+   * unreachable but not yet removed still is.
+   */
+  default List<String> others() {
+    return List.of();
+  }
+
+  /**
+   * Tells {@code node} to delete every copy it holds of the keys {@code prefix} matches (a
+   * cluster-wide purge by prefix): completes with the ids of the keys it held, and fails when it
+   * cannot be asked or does not answer.
+   */
+  default CompletionStage<List<String>> dropMatching(String node, KeyPrefix prefix) {
     return CompletableFuture.failedFuture(new IllegalStateException("no other node to ask"));
   }
 
