@@ -113,6 +113,17 @@ public interface ArtifactStore {
    */
   List<StoredArtifact> matching(java.util.function.Predicate<StoredArtifact> filter);
 
+  /**
+   * Removes every key not used (committed, served or revalidated) for at least its repository's
+   * age, {@code maxUnusedMillis.applyAsLong(repo)} (0 or less: never), and returns what went; each
+   * is told to the eviction listener as an evicted key is. {@code shortestMillis} is the smallest
+   * of those ages: a store kept in use order stops at the first key used more recently.
+   */
+  default List<StoredArtifact> removeUnused(java.util.function.ToLongFunction<String> maxUnusedMillis,
+      long shortestMillis) throws IOException {
+    return List.of();
+  }
+
   /** Total bytes of all blobs. */
   long totalSize();
 

@@ -94,7 +94,7 @@ public final class DiskStore implements ArtifactStore {
    */
   private final ReentrantLock lock = new ReentrantLock();
   // Both replaced once, at open, by tables sized for an index snapshot's entries.
-  private LinkedHashMap<String, StoredArtifact> index = new LinkedHashMap<>(64, 0.75f, true);
+  private LinkedHashMap<String, IndexEntry> index = new LinkedHashMap<>(64, 0.75f, true);
   private Map<String, BlobRefs> blobs = new HashMap<>();
   /** Told the id of each key evicted to make room (outside the lock); for the replica directory. */
   private volatile java.util.function.Consumer<String> onEvicted = keyId -> {};
@@ -122,7 +122,9 @@ public final class DiskStore implements ArtifactStore {
     /** Least recently used, to bring the store back under its maximum size. */
     SIZE("size"),
     /** Its blob was found missing, of the wrong size or corrupt (F2). */
-    DAMAGED("damaged");
+    DAMAGED("damaged"),
+    /** Not used for longer than its repository's {@code max-age-unused}. */
+    UNUSED("unused");
 
     private final String label;
 
@@ -212,7 +214,7 @@ public final class DiskStore implements ArtifactStore {
     String keyId = key.id();
     lock.lock();
     try {
-      return Optional.ofNullable(index.get(keyId)); // access order: marks it recently used
+      return Optional.ofNullable(used(keyId)); // access order: marks it recently used
     } finally {
       lock.unlock();
     }
@@ -224,7 +226,7 @@ public final class DiskStore implements ArtifactStore {
     StoredArtifact found;
     lock.lock();
     try {
-      found = index.get(keyId); // access order: marks it recently used
+      found = used(keyId); // access order: marks it recently used
     } finally {
       lock.unlock();
     }
@@ -240,7 +242,7 @@ public final class DiskStore implements ArtifactStore {
     boolean dropped = false;
     lock.lock();
     try {
-      if (found.equals(index.get(keyId))) {
+      if (found.equals(artifact(keyId))) {
         dropped = dropKey(keyId, doomed);
       }
     } catch (IOException e) {
@@ -298,10 +300,10 @@ public final class DiskStore implements ArtifactStore {
         }
         throw e;
       }
-      StoredArtifact previous = index.put(keyId, artifact);
+      IndexEntry previous = index.put(keyId, new IndexEntry(artifact, clock.millis()));
       addRef(artifact);
       if (previous != null) {
-        release(previous, doomed);
+        release(previous.artifact, doomed);
       }
       evicted = evict(keyId, doomed);
     } finally {
@@ -332,7 +334,7 @@ public final class DiskStore implements ArtifactStore {
     StoredArtifact current;
     lock.lock();
     try {
-      current = index.get(keyId);
+      current = artifact(keyId);
     } finally {
       lock.unlock();
     }
@@ -347,12 +349,12 @@ public final class DiskStore implements ArtifactStore {
     lock.lock();
     try {
       // A concurrent commit or removal wins over this revalidation of older bytes.
-      if (!current.equals(index.get(keyId))) {
+      if (!current.equals(artifact(keyId))) {
         return Optional.empty();
       }
       forgetSnapshot();
       moveAtomically(recordTemp, recordPath(keyId));
-      index.put(keyId, touched);
+      index.put(keyId, new IndexEntry(touched, clock.millis())); // a revalidation is a use
       return Optional.of(touched);
     } finally {
       lock.unlock();
@@ -445,7 +447,8 @@ public final class DiskStore implements ArtifactStore {
     lock.lock();
     try {
       // containsKey first: only a key that is held is touched in access order.
-      return index.containsKey(keyId) ? Optional.of(index.get(keyId)) : Optional.empty();
+      IndexEntry e = index.get(keyId);
+      return e == null ? Optional.empty() : Optional.of(e.artifact);
     } finally {
       lock.unlock();
     }
@@ -603,11 +606,11 @@ public final class DiskStore implements ArtifactStore {
       return false;
     }
     forgetSnapshot();
-    StoredArtifact removed = index.remove(keyId);
+    IndexEntry removed = index.remove(keyId);
     try {
       discard(recordPath(keyId), doomed);
     } finally {
-      release(removed, doomed);
+      release(removed.artifact, doomed);
     }
     return true;
   }
@@ -662,9 +665,9 @@ public final class DiskStore implements ArtifactStore {
       }
       forgetSnapshot();
       List<String> keyIds = new ArrayList<>();
-      for (StoredArtifact a : index.values()) {
-        if (a.sha256().equals(sha256)) {
-          keyIds.add(a.keyId());
+      for (IndexEntry e : index.values()) {
+        if (e.artifact.sha256().equals(sha256)) {
+          keyIds.add(e.artifact.keyId());
         }
       }
       for (String keyId : keyIds) {
@@ -683,9 +686,9 @@ public final class DiskStore implements ArtifactStore {
   /** Evicts least recently used keys until the store fits, never {@code keep}. */
   private List<String> evict(String keep, List<Path> doomed) throws IOException {
     List<String> evicted = new ArrayList<>();
-    Iterator<Map.Entry<String, StoredArtifact>> it = index.entrySet().iterator();
+    Iterator<Map.Entry<String, IndexEntry>> it = index.entrySet().iterator();
     while (totalSize > maxSizeBytes && it.hasNext()) {
-      Map.Entry<String, StoredArtifact> eldest = it.next();
+      Map.Entry<String, IndexEntry> eldest = it.next();
       if (eldest.getKey().equals(keep)) {
         continue;
       }
@@ -695,7 +698,7 @@ public final class DiskStore implements ArtifactStore {
       try {
         discard(recordPath(eldest.getKey()), doomed);
       } finally {
-        release(eldest.getValue(), doomed);
+        release(eldest.getValue().artifact, doomed);
       }
     }
     if (totalSize > maxSizeBytes) {
@@ -737,14 +740,70 @@ public final class DiskStore implements ArtifactStore {
     }
   }
 
+  /** Under the lock: the key's artifact, marked used now (moved to the newest end), or null. */
+  private StoredArtifact used(String keyId) {
+    IndexEntry e = index.get(keyId);
+    if (e == null) {
+      return null;
+    }
+    e.usedAtMillis = clock.millis();
+    return e.artifact;
+  }
+
+  /** Under the lock: the key's artifact, or null (the access order moves it, its use time stays). */
+  private StoredArtifact artifact(String keyId) {
+    IndexEntry e = index.get(keyId);
+    return e == null ? null : e.artifact;
+  }
+
+  @Override
+  public List<StoredArtifact> removeUnused(java.util.function.ToLongFunction<String> maxUnusedMillis,
+      long shortestMillis) throws IOException {
+    List<StoredArtifact> removed = new ArrayList<>();
+    List<Path> doomed = new ArrayList<>();
+    lock.lock();
+    try {
+      long now = clock.millis();
+      // Eldest first: every key after the first one used within the shortest age was used since.
+      Iterator<Map.Entry<String, IndexEntry>> it = index.entrySet().iterator();
+      while (it.hasNext()) {
+        Map.Entry<String, IndexEntry> eldest = it.next();
+        IndexEntry e = eldest.getValue();
+        long unused = now - e.usedAtMillis;
+        if (unused < shortestMillis) {
+          break;
+        }
+        String key = e.artifact.key();
+        long max = maxUnusedMillis.applyAsLong(key.substring(0, Math.max(0, key.indexOf('\n'))));
+        if (max <= 0 || unused < max) {
+          continue;
+        }
+        forgetSnapshot();
+        it.remove();
+        removed.add(e.artifact);
+        evictions.incrementAndGet(Eviction.UNUSED.ordinal());
+        try {
+          discard(recordPath(eldest.getKey()), doomed);
+        } finally {
+          release(e.artifact, doomed);
+        }
+      }
+    } finally {
+      lock.unlock();
+      delete(doomed);
+    }
+    tellEvicted(removed.stream().map(StoredArtifact::keyId).toList());
+    return removed;
+  }
+
   @Override
   public List<StoredArtifact> matching(java.util.function.Predicate<StoredArtifact> filter) {
     List<StoredArtifact> out = new ArrayList<>();
     lock.lock();
     try {
-      for (StoredArtifact a : index.values()) { // iterating values reorders nothing
-        if (filter.test(a)) {
-          out.add(a);
+      for (IndexEntry e : index.values()) { // iterating values reorders nothing
+        if (filter.test(e.artifact)) {
+          out.add(e.artifact);
         }
       }
     } finally {
@@ -786,10 +845,10 @@ public final class DiskStore implements ArtifactStore {
   /** Loads the index from the snapshot if a valid one is there, else from the key records. */
   private boolean load() throws IOException {
     int tmpDeleted = deleteChildren(tmpDir);
-    LinkedHashMap<String, StoredArtifact> loaded = null;
+    LinkedHashMap<String, IndexEntry> loaded = null;
     long started = System.nanoTime();
     try {
-      loaded = IndexSnapshot.read(snapshotFile, sharedHeaders);
+      loaded = IndexSnapshot.read(snapshotFile, sharedHeaders, clock.millis());
     } catch (NoSuchFileException e) {
       log.info("no index snapshot (the node did not stop cleanly, or this is its first start):"
           + " rebuilding the index from the key records");
@@ -806,8 +865,8 @@ public final class DiskStore implements ArtifactStore {
     }
     index = loaded;
     blobs = new HashMap<>((int) (loaded.size() / 0.75) + 1);
-    for (StoredArtifact a : loaded.values()) {
-      addRef(a);
+    for (IndexEntry e : loaded.values()) {
+      addRef(e.artifact);
     }
     List<Path> doomed = new ArrayList<>();
     evict(null, doomed); // the maximum may be smaller than at the close
@@ -835,8 +894,11 @@ public final class DiskStore implements ArtifactStore {
     records.sort(
         Comparator.comparingLong(StoredArtifact::fetchedAtMillis)
             .thenComparing(StoredArtifact::keyId));
+    // Nor is the last use: each key counts as used now, so a cleanup of unused keys after a
+    // crash waits its whole age again rather than removing a key that was in use.
+    long now = clock.millis();
     for (StoredArtifact a : records) {
-      index.put(a.keyId(), a);
+      index.put(a.keyId(), new IndexEntry(a, now));
       addRef(a);
     }
     int orphans = 0;

@@ -23,23 +23,24 @@ import java.util.zip.CRC32;
  * second, not forty). Binary, big-endian:
  *
  * <pre>
- *   int  magic 0x43524958 ("CRIX")   int version (1)   long entry count
+ *   int  magic 0x43524958 ("CRIX")   int version (2)   long entry count
  *   per entry, eldest (least recently used) first:
  *     int  length of the rest of the entry
- *     32 bytes key id   32 bytes SHA-256   long size   long fetched-at millis
+ *     32 bytes key id   32 bytes SHA-256   long size   long fetched-at millis   long used-at millis
  *     string key (canonical form)   unsigned short header count   per header: string name, string value
  *     (a string: int byte count, then UTF-8)
  *   int  CRC32 of every byte before it
  * </pre>
  *
- * Nothing may follow the checksum. Any deviation (a short file, a bad checksum, an unknown
+ * Version 1 had no used-at time: its keys are read as used at the open. Nothing may follow the
+ * checksum. Any deviation (a short file, a bad checksum, an unknown
  * version, an entry that does not add up) makes {@link #read} throw {@link Invalid}, and the store
  * rebuilds its index from the key records instead.
  */
 final class IndexSnapshot {
   static final String FILE_NAME = "index.snapshot";
   static final int MAGIC = 0x43524958;
-  static final int VERSION = 1;
+  static final int VERSION = 2;
   private static final int BUFFER = 1 << 20;
   /** No entry is longer (an index holding one is not snapshotted: the next open rebuilds). */
   static final int MAX_ENTRY = BUFFER - 4;
@@ -58,16 +59,17 @@ final class IndexSnapshot {
    * Writes {@code entries} in their iteration order to {@code temp} (which must not exist),
    * fsyncs it and renames it to {@code target}, then fsyncs {@code target}'s directory.
    */
-  static void write(Path temp, Path target, Collection<StoredArtifact> entries) throws IOException {
+  static void write(Path temp, Path target, Collection<IndexEntry> entries) throws IOException {
     CRC32 crc = new CRC32();
     try (FileChannel ch = FileChannel.open(temp,
         Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE), OwnerOnly.file(temp))) {
       ByteBuffer buf = ByteBuffer.allocate(BUFFER);
       buf.putInt(MAGIC).putInt(VERSION).putLong(entries.size());
-      for (StoredArtifact a : entries) {
+      for (IndexEntry e : entries) {
+        StoredArtifact a = e.artifact;
         byte[] key = utf8(a.key());
         byte[][] headers = new byte[a.headers().size() * 2][];
-        int length = 32 + 32 + 8 + 8 + 4 + key.length + 2;
+        int length = 32 + 32 + 8 + 8 + 8 + 4 + key.length + 2;
         for (int i = 0; i < a.headers().size(); i++) {
           Header h = a.headers().get(i);
           headers[2 * i] = utf8(h.name());
@@ -81,7 +83,7 @@ final class IndexSnapshot {
           flush(ch, buf, crc);
         }
         buf.putInt(length).put(HEX.parseHex(a.keyId())).put(HEX.parseHex(a.sha256()))
-            .putLong(a.size()).putLong(a.fetchedAtMillis()).putInt(key.length).put(key)
+            .putLong(a.size()).putLong(a.fetchedAtMillis()).putLong(e.usedAtMillis).putInt(key.length).put(key)
             .putShort((short) a.headers().size());
         for (byte[] s : headers) {
           buf.putInt(s.length).put(s);
@@ -104,12 +106,13 @@ final class IndexSnapshot {
 
   /**
    * The entries of the snapshot in {@code file} by key id, in the order they were written, in a
-   * map in access order (the store's index), their headers shared through {@code shared}.
+   * map in access order (the store's index), their headers shared through {@code shared}; a
+   * version 1 snapshot's keys as used at {@code nowMillis}.
    *
    * @throws Invalid if the file is not a whole, intact snapshot of this version
    * @throws java.nio.file.NoSuchFileException if there is none
    */
-  static LinkedHashMap<String, StoredArtifact> read(Path file, SharedHeaders shared)
+  static LinkedHashMap<String, IndexEntry> read(Path file, SharedHeaders shared, long nowMillis)
       throws IOException, Invalid {
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
       Reader in = new Reader(ch);
@@ -120,7 +123,7 @@ final class IndexSnapshot {
       if (magic != MAGIC) {
         throw new Invalid("not an index snapshot (magic " + Integer.toHexString(magic) + ")");
       }
-      if (version != VERSION) {
+      if (version != VERSION && version != 1) {
         throw new Invalid("version " + version + ", this node reads version " + VERSION);
       }
       long fileSize = ch.size();
@@ -128,16 +131,16 @@ final class IndexSnapshot {
         throw new Invalid("claims " + count + " entries in " + fileSize + " bytes");
       }
       // Sized for all entries at once (no rehashing of a million-entry table as it grows).
-      LinkedHashMap<String, StoredArtifact> entries = new LinkedHashMap<>((int) (count / 0.75) + 1, 0.75f, true);
-      Entries parsed = new Entries(shared);
+      LinkedHashMap<String, IndexEntry> entries = new LinkedHashMap<>((int) (count / 0.75) + 1, 0.75f, true);
+      Entries parsed = new Entries(shared, version == 1 ? nowMillis : null);
       for (long n = 0; n < count; n++) {
         int length = in.take(4).getInt();
-        if (length < 82 || length > MAX_ENTRY) {
+        if (length < parsed.minimumLength() || length > MAX_ENTRY) {
           throw new Invalid("entry " + n + " claims " + length + " bytes");
         }
-        StoredArtifact a = parsed.next(in.take(length), n);
-        if (entries.put(a.keyId(), a) != null) {
-          throw new Invalid("key " + a.keyId() + " twice");
+        IndexEntry e = parsed.next(in.take(length), n);
+        if (entries.put(e.artifact.keyId(), e) != null) {
+          throw new Invalid("key " + e.artifact.keyId() + " twice");
         }
       }
       int expected = (int) in.crc.getValue(); // of every byte before the checksum
@@ -160,14 +163,22 @@ final class IndexSnapshot {
    */
   private static final class Entries {
     final SharedHeaders shared;
+    /** The use time of a version 1 entry, which has none; null for version 2. */
+    final Long usedAtOfVersion1;
     byte[] lastHeaderBytes = new byte[0];
     List<Header> lastHeaders;
 
-    Entries(SharedHeaders shared) {
+    Entries(SharedHeaders shared, Long usedAtOfVersion1) {
       this.shared = shared;
+      this.usedAtOfVersion1 = usedAtOfVersion1;
     }
 
-    StoredArtifact next(ByteBuffer b, long n) throws Invalid {
+    /** No entry is shorter: the fixed fields, an empty key and no headers. */
+    int minimumLength() {
+      return usedAtOfVersion1 != null ? 82 : 90;
+    }
+
+    IndexEntry next(ByteBuffer b, long n) throws Invalid {
       try {
         byte[] arr = b.array();
         int at = b.arrayOffset() + b.position();
@@ -176,6 +187,7 @@ final class IndexSnapshot {
         b.position(b.position() + 64);
         long size = b.getLong();
         long fetchedAt = b.getLong();
+        long usedAt = usedAtOfVersion1 != null ? usedAtOfVersion1 : b.getLong();
         if (size < 0) {
           throw new Invalid("entry " + n + " has size " + size);
         }
@@ -199,7 +211,7 @@ final class IndexSnapshot {
           lastHeaders = headers;
           lastHeaderBytes = Arrays.copyOfRange(arr, from, to);
         }
-        return new StoredArtifact(keyId, key, sha256, size, headers, fetchedAt);
+        return new IndexEntry(new StoredArtifact(keyId, key, sha256, size, headers, fetchedAt), usedAt);
       } catch (java.nio.BufferUnderflowException | IllegalArgumentException | IndexOutOfBoundsException e) {
         throw new Invalid("entry " + n + " is cut short or malformed: " + e);
       }

@@ -821,6 +821,70 @@ class DiskStoreTest {
     }
   }
 
+  // ---------------------------------------------------------------------------------------------
+  // Keys unused for longer than their repository's max-age-unused
+
+  private static final long DAY = 86_400_000L;
+
+  @Test
+  void keysUnusedForTheirRepositorysAgeGoAndKeysUsedSinceOrOfOtherRepositoriesStay() throws IOException {
+    DiskStore store = open(BIG);
+    List<String> told = new ArrayList<>();
+    store.onEvicted(told::add);
+    ArtifactKey served = key("served");
+    ArtifactKey unused = key("unused");
+    ArtifactKey revalidated = key("revalidated");
+    ArtifactKey otherRepo = ArtifactKey.of("other", "http://upstream.example/unused");
+    for (ArtifactKey k : List.of(served, unused, revalidated, otherRepo)) {
+      put(store, k, randomBytes(100, k.id().hashCode()));
+    }
+    clock.advance(6 * DAY);
+    assertTrue(store.indexed(served).isPresent()); // a hit is a use
+    assertTrue(store.touch(revalidated, HEADERS, clock.millis()).isPresent()); // so is a revalidation
+    clock.advance(DAY + 1);
+
+    // repo: 7 days; other: never.
+    List<StoredArtifact> removed = store.removeUnused(r -> r.equals("repo") ? 7 * DAY : 0, 7 * DAY);
+    assertEquals(List.of(unused.id()), removed.stream().map(StoredArtifact::keyId).toList());
+    assertEquals(List.of(unused.id()), told, "the replica directory is told, as of an evicted key");
+    assertTrue(store.lookup(unused).isEmpty());
+    assertTrue(store.lookup(otherRepo).isPresent(), "a repository without the policy keeps its keys");
+    assertEquals(1, store.evictions(DiskStore.Eviction.UNUSED));
+    assertEquals(300, store.totalSize());
+
+    // The looks above were uses too: nothing is due now; seven days later both repo keys left are.
+    assertEquals(List.of(), store.removeUnused(r -> r.equals("repo") ? 7 * DAY : 0, 7 * DAY));
+    clock.advance(7 * DAY);
+    assertEquals(2, store.removeUnused(r -> r.equals("repo") ? 7 * DAY : 0, 7 * DAY).size());
+    assertEquals(1, store.keyCount());
+  }
+
+  @Test
+  void theLastUseSurvivesACleanRestartAndARebuildCountsEveryKeyAsUsedAtTheOpen() throws IOException {
+    DiskStore store = open(BIG);
+    ArtifactKey old = key("old");
+    ArtifactKey recent = key("recent");
+    put(store, old, randomBytes(100, 1));
+    clock.advance(5 * DAY);
+    put(store, recent, randomBytes(100, 2));
+    store.close();
+    DiskStore reopened = reopen(BIG);
+    assertTrue(reopened.openedFromSnapshot());
+    clock.advance(3 * DAY);
+    // 8 days unused against 3: only the old key, whose last use the snapshot kept.
+    assertEquals(List.of(old.id()),
+        reopened.removeUnused(r -> 7 * DAY, 7 * DAY).stream().map(StoredArtifact::keyId).toList());
+
+    // No snapshot (a crash): the rebuild cannot know the last uses and takes the open as one.
+    DiskStore crashed = reopen(BIG);
+    assertFalse(crashed.openedFromSnapshot());
+    clock.advance(6 * DAY);
+    assertEquals(List.of(), crashed.removeUnused(r -> 7 * DAY, 7 * DAY));
+    clock.advance(DAY);
+    assertEquals(List.of(recent.id()),
+        crashed.removeUnused(r -> 7 * DAY, 7 * DAY).stream().map(StoredArtifact::keyId).toList());
+  }
+
   private DiskStore open(long max) throws IOException {
     return new DiskStore(dir, max, clock);
   }

@@ -38,12 +38,20 @@ class IndexSnapshotFileTest {
     written.add(7_000, artifact(-1, "big", List.of(new Header("X-Big", "v".repeat(IndexSnapshot.MAX_ENTRY - 400)))));
     written.add(artifact(-2, "ключ/ü", List.of(new Header("Content-Disposition", "attachment; filename=\"ñ.txt\""))));
 
-    IndexSnapshot.write(dir.resolve("new.snapshot"), dir.resolve("index.snapshot"), written);
+    IndexSnapshot.write(dir.resolve("new.snapshot"), dir.resolve("index.snapshot"), entries(written));
     assertFalse(Files.exists(dir.resolve("new.snapshot")), "renamed into place");
-    LinkedHashMap<String, StoredArtifact> read = IndexSnapshot.read(dir.resolve("index.snapshot"), new SharedHeaders());
+    LinkedHashMap<String, IndexEntry> read = IndexSnapshot.read(dir.resolve("index.snapshot"), new SharedHeaders(), 1);
 
-    assertEquals(written, new ArrayList<>(read.values()));
+    assertEquals(written, read.values().stream().map(e -> e.artifact).toList());
     assertEquals(written.stream().map(StoredArtifact::keyId).toList(), new ArrayList<>(read.keySet()));
+    // Each key's last use comes back with it.
+    assertEquals(written.stream().map(a -> a.fetchedAtMillis() + 7).toList(),
+        read.values().stream().map(e -> e.usedAtMillis).toList());
+  }
+
+  /** Index entries of {@code artifacts}, each last used 7 ms after it was fetched. */
+  private static List<IndexEntry> entries(List<StoredArtifact> artifacts) {
+    return artifacts.stream().map(a -> new IndexEntry(a, a.fetchedAtMillis() + 7)).toList();
   }
 
   @Test
@@ -52,7 +60,7 @@ class IndexSnapshotFileTest {
         artifact(1, "small", List.of()),
         artifact(2, "huge", List.of(new Header("X-Huge", "v".repeat(IndexSnapshot.MAX_ENTRY)))));
     assertThrows(IOException.class,
-        () -> IndexSnapshot.write(dir.resolve("new.snapshot"), dir.resolve("index.snapshot"), entries));
+        () -> IndexSnapshot.write(dir.resolve("new.snapshot"), dir.resolve("index.snapshot"), entries(entries)));
     assertFalse(Files.exists(dir.resolve("new.snapshot")));
     assertFalse(Files.exists(dir.resolve("index.snapshot")));
   }
@@ -61,7 +69,7 @@ class IndexSnapshotFileTest {
   void anEmptyFileIsInvalidNotAnError() throws IOException {
     Files.write(dir.resolve("index.snapshot"), new byte[0]);
     IndexSnapshot.Invalid e = assertThrows(IndexSnapshot.Invalid.class,
-        () -> IndexSnapshot.read(dir.resolve("index.snapshot"), new SharedHeaders()));
+        () -> IndexSnapshot.read(dir.resolve("index.snapshot"), new SharedHeaders(), 1));
     assertTrue(e.getMessage().contains("truncated"), e.getMessage());
   }
 

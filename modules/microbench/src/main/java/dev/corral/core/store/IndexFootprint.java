@@ -63,11 +63,13 @@ public final class IndexFootprint {
   private static void writeSnapshot(Path dir, int n, long fetchedAt) throws Exception {
     OwnerOnly.createDirectories(dir.resolve("tmp"));
     List<Header> headers = List.of(new Header("Content-Type", "application/octet-stream"));
-    List<StoredArtifact> entries = new ArrayList<>(n);
+    List<IndexEntry> entries = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
       byte[] body = ("artifact " + i + "\n").getBytes(StandardCharsets.UTF_8);
       ArtifactKey key = ArtifactKey.of("bench", "http://upstream.example/files/" + i + ".bin");
-      entries.add(new StoredArtifact(key.id(), key.canonical(), Sha256.hex(body), body.length, headers, fetchedAt + i));
+      entries.add(new IndexEntry(
+          new StoredArtifact(key.id(), key.canonical(), Sha256.hex(body), body.length, headers, fetchedAt + i),
+          fetchedAt + i));
     }
     IndexSnapshot.write(dir.resolve("tmp").resolve("new.snapshot"), dir.resolve(IndexSnapshot.FILE_NAME), entries);
   }
