@@ -31,6 +31,7 @@ import java.util.Optional;
  *     upstream in ({@code library} for registries that keep official images there), if any
  * @param rootMirror oci repositories: also served at {@code /v2/<image>/...}, without its name (at
  *     most one repository), for clients whose mirror setting takes no path
+ * @param maxAgeUnused keys not requested for this long are removed ({@link UnusedCleanup}); zero: never
  */
 public record RepoSettings(
     String name,
@@ -57,7 +58,8 @@ public record RepoSettings(
     List<AllowedHost> allowedHosts,
     UpstreamTls tls,
     Optional<String> singleNameNamespace,
-    boolean rootMirror) {
+    boolean rootMirror,
+    Duration maxAgeUnused) {
 
   /** With no single-name namespace (every type but oci has none). */
   public RepoSettings(String name, String type, String url, Duration connectTimeout,
@@ -69,7 +71,7 @@ public record RepoSettings(
     this(name, type, url, connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff,
         maxRedirects, maxConnections, negativeTtl, waiterBudget, onBudgetExhausted, maxWaiters,
         maxOrphanFetches, inlineLimitBytes, credential, metadataTtl, maxStale, sumdbUrl, query, allowedHosts, tls,
-        Optional.empty(), false);
+        Optional.empty(), false, Duration.ZERO);
   }
 
   /** With no allowed hosts (only the upstream's own origin is reached), the JDK's CAs and no client certificate. */

@@ -559,7 +559,8 @@ final class SettingsReader {
         duration(field(name, RepoSetting.MAX_STALE), false),
         sumdbUrl(name, type),
         query(name, type),
-        allowedHosts(name), upstreamTls(name), singleNameNamespace(name, type), rootMirror(name, type));
+        allowedHosts(name), upstreamTls(name), singleNameNamespace(name, type), rootMirror(name, type),
+        duration(field(name, RepoSetting.MAX_AGE_UNUSED), false));
   }
 
   /** A list (or a comma-separated string) of HOST or HOST:PORT entries; empty when unset. */

@@ -326,6 +326,28 @@ class CorralSettingsTest {
   }
 
   @Test
+  void maxAgeUnusedIsOffByDefaultSetPerRepoOrInRepoDefaultsAndNeedsAUnit() throws IOException {
+    Path conf = file("c.conf", """
+        corral {
+          repo-defaults { max-age-unused = 30d }
+          repos {
+            own { type = generic, url = "http://127.0.0.1:9/own", max-age-unused = 12h }
+            shared { type = generic, url = "http://127.0.0.1:9/shared" }
+          }
+        }
+        """);
+    CorralSettings s = load("--config", conf.toString());
+    assertEquals(Duration.ofHours(12), s.repo("own").orElseThrow().maxAgeUnused());
+    assertEquals(Duration.ofDays(30), s.repo("shared").orElseThrow().maxAgeUnused());
+    assertEquals(Duration.ZERO, load("--repo", "x=generic:http://127.0.0.1:9/").repo("x").orElseThrow().maxAgeUnused());
+    Path bad = file("b.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\", max-age-unused = 30 }");
+    assertEquals("corral.repos.x.max-age-unused", fails("--config", bad.toString()).setting());
+    Path negative = file("m.conf", "corral.repo-defaults.max-age-unused = -1d");
+    assertEquals("corral.repo-defaults.max-age-unused",
+        fails("--config", negative.toString(), "--repo", "x=generic:http://127.0.0.1:9/").setting());
+  }
+
+  @Test
   void aNegativeMetadataTtlIsRejected() throws IOException {
     Path conf = file("n.conf", "corral.repo-defaults.metadata-ttl = -1s");
     assertEquals("corral.repo-defaults.metadata-ttl",

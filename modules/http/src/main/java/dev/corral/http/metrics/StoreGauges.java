@@ -14,7 +14,8 @@ import java.nio.file.Path;
  * <ul>
  *   <li>{@code corral_store_bytes}, {@code corral_store_max_bytes}, {@code corral_store_entries};
  *   <li>{@code corral_store_evictions_total{reason}}: {@code size} (least recently used, to fit the
- *       maximum) or {@code damaged} (a blob found missing or corrupt), since the node started;
+ *       maximum), {@code damaged} (a blob found missing or corrupt) or {@code unused} (not used for
+ *       its repository's {@code max-age-unused}), since the node started;
  *   <li>{@code corral_store_free_disk_bytes}: usable space of the file system of the store's
  *       directory (absent when it cannot be read).
  * </ul>
@@ -40,7 +41,7 @@ public final class StoreGauges {
         .register(registry);
     CounterWithCallback.builder()
         .name("corral_store_evictions_total")
-        .help("Keys the store stopped holding by itself: size (least recently used) or damaged (blob missing or corrupt)")
+        .help("Keys the store stopped holding by itself: size (least recently used), damaged (blob missing or corrupt) or unused (max-age-unused)")
         .labelNames("reason")
         .callback(cb -> {
           for (DiskStore.Eviction reason : DiskStore.Eviction.values()) {
