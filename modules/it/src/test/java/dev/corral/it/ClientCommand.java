@@ -52,6 +52,29 @@ final class ClientCommand {
     }
   }
 
+  /**
+   * A client from the npm registry (pnpm), installed once with the machine's npm into this
+   * module's {@code target/clients/NAME-VERSION} (never globally, so no other project's tool
+   * changes): returns its {@code node_modules/.bin/BIN}. Fails with npm's output when that is not
+   * possible; never skips.
+   */
+  static Path requireFromNpm(String name, String version, String bin, String why)
+      throws IOException, InterruptedException {
+    require("npm", "npm", why);
+    Path prefix = CorralProcess.moduleDir().resolve("target/clients/" + name + "-" + version);
+    Path exe = prefix.resolve("node_modules/.bin/" + bin);
+    if (Files.isExecutable(exe)) {
+      return exe;
+    }
+    Result r = run(prefix, Map.of(), Duration.ofMinutes(5), List.of("npm", "install", "--prefix", prefix.toString(),
+        "--no-save", "--no-audit", "--no-fund", "--no-update-notifier", name + "@" + version));
+    if (r.exit() != 0 || !Files.isExecutable(exe)) {
+      throw new AssertionError("`npm install --prefix " + prefix + " " + name + "@" + version + "` did not provide "
+          + exe + "; " + why + " needs it\n" + r.output());
+    }
+    return exe;
+  }
+
   static boolean onPath(String tool) {
     String path = System.getenv().getOrDefault("PATH", "");
     for (String dir : path.split(java.io.File.pathSeparator)) {
