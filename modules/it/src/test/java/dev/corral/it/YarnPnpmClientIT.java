@@ -213,8 +213,9 @@ class YarnPnpmClientIT {
   private void assertWarmInstall(String repo, String client, int upstreamBefore, int from, ClientCommand.Result r)
       throws Exception {
     FixtureRegistry fixture = fixtures.get(repo);
-    assertEquals(upstreamBefore, fixture.requests().size(),
-        "the second install made requests upstream: " + fixture.requests() + "\n" + r.output());
+    List<FixtureRegistry.Request> all = fixture.requests();
+    assertEquals(List.of(), all.subList(upstreamBefore, all.size()).stream().map(FixtureRegistry.Request::path).toList(),
+        "the second install made requests upstream\n" + r.output());
     List<JsonNode> lines = awaitAccess(repo, from);
     for (JsonNode line : lines) {
       assertEquals(200, line.get("status").intValue(), line.toString());
