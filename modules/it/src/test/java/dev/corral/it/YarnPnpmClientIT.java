@@ -108,15 +108,14 @@ class YarnPnpmClientIT {
   }
 
   /**
-   * {@code yarnpkg install}: the registry in the project's .yarnrc (and .npmrc, which yarn also
-   * reads), the cache in the project. Debian's yarnpkg loads its modules from /usr/share/nodejs,
-   * where a Node.js not from Debian does not look by itself.
+   * {@code yarnpkg install}: the registry in the project's .yarnrc, the cache in the project.
+   * Debian's yarnpkg loads its modules from /usr/share/nodejs, where a Node.js not from Debian
+   * does not look by itself.
    */
   private ClientCommand.Result yarn(String name) throws Exception {
     Path dir = project(name);
     String registry = corral + "/yarn/";
     Files.writeString(dir.resolve(".yarnrc"), "registry \"" + registry + "\"\ndisable-self-update-check true\n");
-    Files.writeString(dir.resolve(".npmrc"), "registry=" + registry + "\n");
     Map<String, String> env = isolated(dir);
     env.put("NODE_PATH", "/usr/share/nodejs");
     return ClientCommand.run(dir, env, DROPPED, CLIENT_TIMEOUT, List.of("yarnpkg", "install", "--non-interactive",
