@@ -113,6 +113,51 @@ final class ClientCommand {
     return new Result(List.copyOf(command), p.exitValue(), Files.readString(log));
   }
 
+  /**
+   * {@link #run} under {@code strace -f}, which records every address the client and its child
+   * processes connect or send to; fails when any is not 127.0.0.1 or ::1 (a registry, a proxy, a
+   * telemetry or update endpoint, a DNS server the configuration let through), before looking at
+   * how the client ended. Unix sockets and netlink are local and not counted.
+   */
+  static Result runLoopbackOnly(Path dir, Map<String, String> env, List<String> dropPrefixes, Duration timeout,
+      List<String> command) throws IOException, InterruptedException {
+    require("strace", "strace", "a client run confined to loopback");
+    Files.createDirectories(dir);
+    Path trace = Files.createTempFile(dir, "connects-", ".strace");
+    List<String> traced = new ArrayList<>(List.of("strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg",
+        "-o", trace.toString()));
+    traced.addAll(command);
+    Result r = run(dir, env, dropPrefixes, timeout, traced);
+    List<String> elsewhere = nonLoopbackAddresses(Files.readAllLines(trace));
+    if (!elsewhere.isEmpty()) {
+      throw new AssertionError(String.join(" ", command) + " reached beyond loopback: " + elsewhere + "\n" + r.output());
+    }
+    return new Result(List.copyOf(command), r.exit(), r.output());
+  }
+
+  private static final java.util.regex.Pattern ADDRESS = java.util.regex.Pattern.compile(
+      "inet_addr\\(\"([^\"]*)\"\\)|inet_pton\\(AF_INET6, \"([^\"]*)\"");
+
+  /**
+   * The IPv4 and IPv6 socket addresses in strace lines that are not 127.0.0.1, ::1 or
+   * ::ffff:127.0.0.1; one whose address cannot be read is returned whole, so it fails too.
+   */
+  static List<String> nonLoopbackAddresses(List<String> straceLines) {
+    List<String> out = new ArrayList<>();
+    for (String line : straceLines) {
+      for (int at = line.indexOf("sa_family=AF_INET"); at >= 0; at = line.indexOf("sa_family=AF_INET", at + 1)) {
+        int end = line.indexOf('}', at);
+        String sockaddr = line.substring(at, end < 0 ? line.length() : end);
+        java.util.regex.Matcher m = ADDRESS.matcher(sockaddr);
+        String address = !m.find() ? sockaddr : m.group(1) != null ? m.group(1) : m.group(2);
+        if (!List.of("127.0.0.1", "::1", "::ffff:127.0.0.1").contains(address)) {
+          out.add(address);
+        }
+      }
+    }
+    return out;
+  }
+
   static String sha256(byte[] bytes) {
     try {
       return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));

@@ -36,8 +36,9 @@ import org.junit.jupiter.api.io.TempDir;
  * its files absolutely on itself, so an un-rewritten link would bypass Corral. Corral is the
  * project's only source ({@code default = true}, which turns the public index off); poetry runs
  * with its own home, config, cache and in-project virtualenv, no keyring and no pip or setuptools
- * seeded into the virtualenv. A second install from a fresh project with an empty cache must make
- * no request upstream and be answered only from Corral's cache.
+ * seeded into the virtualenv, under strace: a connection to anything but loopback fails the test.
+ * A second install from a fresh project with an empty cache must make no request upstream and be
+ * answered only from Corral's cache.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class PoetryClientIT {
@@ -148,7 +149,7 @@ class PoetryClientIT {
     env.put("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring");
     env.put("PIP_CONFIG_FILE", "/dev/null");
     env.put("PIP_NO_INDEX", "1");
-    return ClientCommand.run(dir, env, DROPPED, CLIENT_TIMEOUT,
+    return ClientCommand.runLoopbackOnly(dir, env, DROPPED, CLIENT_TIMEOUT,
         List.of("poetry", "install", "--no-root", "--no-interaction", "-vv"));
   }
 

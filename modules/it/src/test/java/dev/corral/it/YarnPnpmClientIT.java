@@ -37,7 +37,8 @@ import org.junit.jupiter.api.io.TempDir;
  * and home, must make no request upstream and be answered only from Corral's cache.
  *
  * <p>Each client runs with its own home and XDG directories, its registry set only in the
- * project's own rc file, pointing at Corral, and no proxy, offline mirror or update check.
+ * project's own rc file, pointing at Corral, and no proxy, offline mirror or update check; it runs
+ * under strace, and a connection to anything but loopback fails the test.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class YarnPnpmClientIT {
@@ -118,7 +119,7 @@ class YarnPnpmClientIT {
     Files.writeString(dir.resolve(".yarnrc"), "registry \"" + registry + "\"\ndisable-self-update-check true\n");
     Map<String, String> env = isolated(dir);
     env.put("NODE_PATH", "/usr/share/nodejs");
-    return ClientCommand.run(dir, env, DROPPED, CLIENT_TIMEOUT, List.of("yarnpkg", "install", "--non-interactive",
+    return ClientCommand.runLoopbackOnly(dir, env, DROPPED, CLIENT_TIMEOUT, List.of("yarnpkg", "install", "--non-interactive",
         "--no-progress", "--verbose", "--cache-folder", dir.resolve("yarn-cache").toString()));
   }
 
@@ -131,7 +132,7 @@ class YarnPnpmClientIT {
         cache-dir=%s
         update-notifier=false
         """.formatted(corral + "/pnpm/", dir.resolve("pnpm-store"), dir.resolve("pnpm-cache")));
-    return ClientCommand.run(dir, isolated(dir), DROPPED, CLIENT_TIMEOUT,
+    return ClientCommand.runLoopbackOnly(dir, isolated(dir), DROPPED, CLIENT_TIMEOUT,
         List.of(pnpm.toString(), "install", "--reporter=append-only"));
   }
 
