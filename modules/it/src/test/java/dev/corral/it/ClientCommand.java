@@ -158,6 +158,18 @@ final class ClientCommand {
     return out;
   }
 
+  /**
+   * The whole lines of a log another process appends to (none while it does not exist): a last
+   * line still being written, without its line break, is left out.
+   */
+  static List<String> completeLines(Path log) throws IOException {
+    if (!Files.exists(log)) {
+      return List.of();
+    }
+    String text = Files.readString(log);
+    return text.substring(0, text.lastIndexOf('\n') + 1).lines().toList();
+  }
+
   static String sha256(byte[] bytes) {
     try {
       return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));

@@ -211,7 +211,7 @@ class PoetryClientIT {
     Await.until(Duration.ofSeconds(20), () -> "access lines for every page and file from line " + from + ":\n" + lines,
         () -> {
           lines.clear();
-          List<String> all = Files.exists(accessLog) ? Files.readAllLines(accessLog) : List.of();
+          List<String> all = ClientCommand.completeLines(accessLog);
           for (String line : all.subList(Math.min(from, all.size()), all.size())) {
             lines.add(JSON.readTree(line));
           }
@@ -237,7 +237,7 @@ class PoetryClientIT {
     awaitAccess(0);
 
     int upstream = fixture.requests().size();
-    int from = Files.readAllLines(accessLog).size();
+    int from = ClientCommand.completeLines(accessLog).size();
     ClientCommand.Result second = install("second").ok();
     assertInstalled("second", second);
     List<FixtureRegistry.Request> all = fixture.requests();

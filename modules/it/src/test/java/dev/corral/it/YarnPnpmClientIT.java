@@ -188,7 +188,7 @@ class YarnPnpmClientIT {
     Await.until(Duration.ofSeconds(20), () -> "access lines for every path of " + repo + " from line " + from
         + ":\n" + lines, () -> {
           lines.clear();
-          List<String> all = Files.exists(accessLog) ? Files.readAllLines(accessLog) : List.of();
+          List<String> all = ClientCommand.completeLines(accessLog);
           for (String line : all.subList(Math.min(from, all.size()), all.size())) {
             JsonNode json = JSON.readTree(line);
             if (repo.equals(json.path("repo").asText())) {
@@ -203,7 +203,7 @@ class YarnPnpmClientIT {
   }
 
   private int accessLines() throws IOException {
-    return Files.exists(accessLog) ? Files.readAllLines(accessLog).size() : 0;
+    return ClientCommand.completeLines(accessLog).size();
   }
 
   /**
