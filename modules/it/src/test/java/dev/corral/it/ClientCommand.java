@@ -52,6 +52,29 @@ final class ClientCommand {
     }
   }
 
+  /**
+   * A client from the npm registry (pnpm), installed once with the machine's npm into this
+   * module's {@code target/clients/NAME-VERSION} (never globally, so no other project's tool
+   * changes): returns its {@code node_modules/.bin/BIN}. Fails with npm's output when that is not
+   * possible; never skips.
+   */
+  static Path requireFromNpm(String name, String version, String bin, String why)
+      throws IOException, InterruptedException {
+    require("npm", "npm", why);
+    Path prefix = CorralProcess.moduleDir().resolve("target/clients/" + name + "-" + version);
+    Path exe = prefix.resolve("node_modules/.bin/" + bin);
+    if (Files.isExecutable(exe)) {
+      return exe;
+    }
+    Result r = run(prefix, Map.of(), Duration.ofMinutes(5), List.of("npm", "install", "--prefix", prefix.toString(),
+        "--no-save", "--no-audit", "--no-fund", "--no-update-notifier", name + "@" + version));
+    if (r.exit() != 0 || !Files.isExecutable(exe)) {
+      throw new AssertionError("`npm install --prefix " + prefix + " " + name + "@" + version + "` did not provide "
+          + exe + "; " + why + " needs it\n" + r.output());
+    }
+    return exe;
+  }
+
   static boolean onPath(String tool) {
     String path = System.getenv().getOrDefault("PATH", "");
     for (String dir : path.split(java.io.File.pathSeparator)) {
@@ -88,6 +111,63 @@ final class ClientCommand {
           + "\n" + Files.readString(log));
     }
     return new Result(List.copyOf(command), p.exitValue(), Files.readString(log));
+  }
+
+  /**
+   * {@link #run} under {@code strace -f}, which records every address the client and its child
+   * processes connect or send to; fails when any is not 127.0.0.1 or ::1 (a registry, a proxy, a
+   * telemetry or update endpoint, a DNS server the configuration let through), before looking at
+   * how the client ended. Unix sockets and netlink are local and not counted.
+   */
+  static Result runLoopbackOnly(Path dir, Map<String, String> env, List<String> dropPrefixes, Duration timeout,
+      List<String> command) throws IOException, InterruptedException {
+    require("strace", "strace", "a client run confined to loopback");
+    Files.createDirectories(dir);
+    Path trace = Files.createTempFile(dir, "connects-", ".strace");
+    List<String> traced = new ArrayList<>(List.of("strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg",
+        "-o", trace.toString()));
+    traced.addAll(command);
+    Result r = run(dir, env, dropPrefixes, timeout, traced);
+    List<String> elsewhere = nonLoopbackAddresses(Files.readAllLines(trace));
+    if (!elsewhere.isEmpty()) {
+      throw new AssertionError(String.join(" ", command) + " reached beyond loopback: " + elsewhere + "\n" + r.output());
+    }
+    return new Result(List.copyOf(command), r.exit(), r.output());
+  }
+
+  private static final java.util.regex.Pattern ADDRESS = java.util.regex.Pattern.compile(
+      "inet_addr\\(\"([^\"]*)\"\\)|inet_pton\\(AF_INET6, \"([^\"]*)\"");
+
+  /**
+   * The IPv4 and IPv6 socket addresses in strace lines that are not 127.0.0.1, ::1 or
+   * ::ffff:127.0.0.1; one whose address cannot be read is returned whole, so it fails too.
+   */
+  static List<String> nonLoopbackAddresses(List<String> straceLines) {
+    List<String> out = new ArrayList<>();
+    for (String line : straceLines) {
+      for (int at = line.indexOf("sa_family=AF_INET"); at >= 0; at = line.indexOf("sa_family=AF_INET", at + 1)) {
+        int end = line.indexOf('}', at);
+        String sockaddr = line.substring(at, end < 0 ? line.length() : end);
+        java.util.regex.Matcher m = ADDRESS.matcher(sockaddr);
+        String address = !m.find() ? sockaddr : m.group(1) != null ? m.group(1) : m.group(2);
+        if (!List.of("127.0.0.1", "::1", "::ffff:127.0.0.1").contains(address)) {
+          out.add(address);
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The whole lines of a log another process appends to (none while it does not exist): a last
+   * line still being written, without its line break, is left out.
+   */
+  static List<String> completeLines(Path log) throws IOException {
+    if (!Files.exists(log)) {
+      return List.of();
+    }
+    String text = Files.readString(log);
+    return text.substring(0, text.lastIndexOf('\n') + 1).lines().toList();
   }
 
   static String sha256(byte[] bytes) {

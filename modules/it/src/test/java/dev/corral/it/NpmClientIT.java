@@ -5,7 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
+import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -212,6 +215,29 @@ class NpmClientIT {
     }
   }
 
+  /**
+   * The response headers npm itself kept for each answer it cached, by URL (percent-decoded): its
+   * cache index ({@code _cacache/index-v5}, one {@code HASH<TAB>JSON} line per entry) records
+   * them as received, {@code Content-Encoding} among them, though npm hands on the decoded body.
+   */
+  static Map<String, JsonNode> cachedResponseHeaders(Path cache) throws IOException {
+    ObjectMapper json = new ObjectMapper();
+    Map<String, JsonNode> out = new LinkedHashMap<>();
+    try (var files = Files.walk(cache.resolve("_cacache/index-v5"))) {
+      for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
+        for (String line : Files.readAllLines(f)) {
+          int tab = line.indexOf('\t');
+          if (tab > 0) {
+            JsonNode metadata = json.readTree(line.substring(tab + 1)).path("metadata");
+            out.put(URLDecoder.decode(metadata.path("url").asText(), StandardCharsets.UTF_8),
+                metadata.path("resHeaders"));
+          }
+        }
+      }
+    }
+    return out;
+  }
+
   @Test
   void installOfAScopedTreeGoesThroughCorral() throws Exception {
     FixtureRegistry fixture = fixtures.get("install");
@@ -224,6 +250,17 @@ class NpmClientIT {
     }
     assertEquals(Map.of(), fixture.repeated());
     assertTrue(r.output().contains("POST 405"), "npm's audit was refused and the install went on\n" + r.output());
+
+    // npm takes gzip: each packument reached it gzip-encoded, each tarball as it is
+    Map<String, JsonNode> received = cachedResponseHeaders(work.resolve("app-cache"));
+    for (Pkg p : PACKAGES) {
+      JsonNode packument = received.get(corral + "/install/" + p.name());
+      assertTrue(packument != null, p.name() + "'s packument in npm's cache: " + received.keySet());
+      assertEquals("gzip", packument.path("content-encoding").asText(null), p.name() + ": " + packument);
+      JsonNode tarball = received.get(corral + "/install" + p.tarballPath());
+      assertTrue(tarball != null, p.tarballPath() + " in npm's cache: " + received.keySet());
+      assertFalse(tarball.has("content-encoding"), p.tarballPath() + ": " + tarball);
+    }
   }
 
   /**

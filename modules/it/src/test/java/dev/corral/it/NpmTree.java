@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
+import java.util.zip.GZIPInputStream;
 import java.util.zip.GZIPOutputStream;
 
 /**
@@ -161,6 +162,39 @@ final class NpmTree {
     out.write(data);
     int pad = (512 - data.length % 512) % 512;
     out.write(new byte[pad]);
+  }
+
+  /**
+   * The regular files of a gzipped ustar archive, by path without its first segment
+   * ({@code package/index.js} -> {@code index.js}), read back from the bytes served: what an
+   * installed package's files must equal.
+   */
+  static Map<String, byte[]> files(byte[] tgz) throws IOException {
+    byte[] tar;
+    try (GZIPInputStream in = new GZIPInputStream(new java.io.ByteArrayInputStream(tgz))) {
+      tar = in.readAllBytes();
+    }
+    Map<String, byte[]> out = new LinkedHashMap<>();
+    for (int at = 0; at + 512 <= tar.length && tar[at] != 0; ) {
+      String name = field(tar, at, 100);
+      String prefix = field(tar, at + 345, 155);
+      String path = prefix.isEmpty() ? name : prefix + "/" + name;
+      int size = Integer.parseInt(field(tar, at + 124, 12).trim(), 8);
+      byte type = tar[at + 156];
+      if (type == '0' || type == 0) {
+        out.put(path.substring(path.indexOf('/') + 1), java.util.Arrays.copyOfRange(tar, at + 512, at + 512 + size));
+      }
+      at += 512 + (size + 511) / 512 * 512;
+    }
+    return out;
+  }
+
+  private static String field(byte[] header, int at, int length) {
+    int end = at;
+    while (end < at + length && header[end] != 0) {
+      end++;
+    }
+    return new String(header, at, end - at, StandardCharsets.US_ASCII);
   }
 
   private static void put(byte[] header, int at, String ascii) {
