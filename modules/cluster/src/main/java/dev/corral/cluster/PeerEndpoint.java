@@ -181,7 +181,11 @@ public final class PeerEndpoint {
   }
 
   private HttpResponse ranged(HttpRequest request, long size, Body read) {
-    Body body = (offset, length) -> TransferWatch.watched(read.read(offset, length), length, transfers::sent);
+    Body body = (offset, length) -> TransferWatch.watched(read.read(offset, length), length, transfers::sending,
+        (result, bytes) -> {
+          transfers.sendingEnded();
+          transfers.sent(result, bytes);
+        });
     Optional<String> range = request.getHeader("Range").map(h -> h.value().trim());
     if (range.isEmpty()) {
       return HttpResponse.create().withEntity(

@@ -17,8 +17,15 @@ final class TransferWatch {
 
   static Source<ByteString, NotUsed> watched(Source<ByteString, ?> body, long expected,
       ObjLongConsumer<PeerTransfers.Result> report) {
+    return watched(body, expected, () -> {}, report);
+  }
+
+  /** As above, {@code started} told when a run of the body begins (before its report). */
+  static Source<ByteString, NotUsed> watched(Source<ByteString, ?> body, long expected, Runnable started,
+      ObjLongConsumer<PeerTransfers.Result> report) {
     // One counter per run of the body.
     return Source.fromMaterializer((mat, attributes) -> {
+      started.run();
       AtomicLong bytes = new AtomicLong();
       return body.map(b -> {
         bytes.addAndGet(b.size());

@@ -232,7 +232,8 @@ class ClusterDataTest {
 
   @Test
   void aCopyBetweenNodesIsCountedOnBothSides() throws Exception {
-    // Issue 16: corral_peer_transfers_total / corral_peer_transfer_bytes_total, by direction and result.
+    // corral_peer_copies_{sent,received}_total and corral_peer_{sent,received}_bytes_total, by result;
+    // corral_peer_uploads_in_progress back to 0 once every copy ended.
     byte[] body = TestNode.bytes(3 * 1024 * 1024, 16);
     paths.put("/counted/a.bin", (exchange, n) -> TestNode.ok(exchange, body));
     double sent = peerSum("sent", false);
@@ -248,13 +249,17 @@ class ClusterDataTest {
             && peerSum("sent", true) - sentBytes == peerSum("received", true) - receivedBytes);
     double copies = peerSum("received", false) - received;
     assertEquals(copies * body.length, peerSum("received", true) - receivedBytes, "whole copies");
+    TestNode.await("no upload in progress", Duration.ofSeconds(20),
+        () -> cluster.nodes.stream().allMatch(s -> s.metrics().peerUploads.get() == 0));
   }
 
   /** This cluster's ok transfers (or their bytes) in one direction, summed over its nodes. */
   private double peerSum(String direction, boolean bytes) {
     double sum = 0;
     for (CorralServer s : cluster.nodes) {
-      sum += (bytes ? s.metrics().peerTransferBytes : s.metrics().peerTransfers).labelValues(direction, "ok").get();
+      var m = s.metrics();
+      sum += (direction.equals("sent") ? (bytes ? m.peerSentBytes : m.peerCopiesSent)
+          : (bytes ? m.peerReceivedBytes : m.peerCopiesReceived)).labelValues("ok").get();
     }
     return sum;
   }

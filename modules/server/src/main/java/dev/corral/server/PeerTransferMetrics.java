@@ -6,8 +6,9 @@ import io.prometheus.metrics.core.datapoints.CounterDataPoint;
 
 /**
  * The cluster module's {@link PeerTransfers} told to the node's metrics:
- * {@code corral_peer_transfers_total} and {@code corral_peer_transfer_bytes_total}, by direction
- * and result (each label pair resolved once).
+ * {@code corral_peer_copies_sent_total}, {@code corral_peer_copies_received_total},
+ * {@code corral_peer_sent_bytes_total} and {@code corral_peer_received_bytes_total} by result (each
+ * label resolved once), and {@code corral_peer_uploads_in_progress}.
  */
 final class PeerTransferMetrics implements PeerTransfers {
   private static final Result[] RESULTS = Result.values();
@@ -16,13 +17,26 @@ final class PeerTransferMetrics implements PeerTransfers {
   private final CounterDataPoint[] receivedCount = new CounterDataPoint[RESULTS.length];
   private final CounterDataPoint[] receivedBytes = new CounterDataPoint[RESULTS.length];
 
+  private final io.prometheus.metrics.core.metrics.Gauge uploads;
+
   PeerTransferMetrics(Metrics metrics) {
     for (Result r : RESULTS) {
-      sentCount[r.ordinal()] = metrics.peerTransfers.labelValues("sent", r.label());
-      sentBytes[r.ordinal()] = metrics.peerTransferBytes.labelValues("sent", r.label());
-      receivedCount[r.ordinal()] = metrics.peerTransfers.labelValues("received", r.label());
-      receivedBytes[r.ordinal()] = metrics.peerTransferBytes.labelValues("received", r.label());
+      sentCount[r.ordinal()] = metrics.peerCopiesSent.labelValues(r.label());
+      sentBytes[r.ordinal()] = metrics.peerSentBytes.labelValues(r.label());
+      receivedCount[r.ordinal()] = metrics.peerCopiesReceived.labelValues(r.label());
+      receivedBytes[r.ordinal()] = metrics.peerReceivedBytes.labelValues(r.label());
     }
+    uploads = metrics.peerUploads;
+  }
+
+  @Override
+  public void sending() {
+    uploads.inc();
+  }
+
+  @Override
+  public void sendingEnded() {
+    uploads.dec();
   }
 
   @Override

@@ -153,23 +153,45 @@ public final class Metrics implements FetchEvents {
           .register(registry);
 
   /**
-   * {@code corral_peer_transfers_total{direction,result}}: copies of bytes between this node and
-   * another ({@code direction} {@code sent} or {@code received}), by how they ended: {@code ok},
-   * {@code failed} (broken, short, refused or unreachable) or {@code not-found}.
+   * {@code corral_peer_copies_sent_total{result}} and {@code corral_peer_copies_received_total{result}}:
+   * copies of bytes (a committed blob or a download in progress, whole or a resumed range) this
+   * node's peer endpoint sent to another node, or this node read from another, by how they ended:
+   * {@code ok}, {@code failed} (broken, short, refused or unreachable) or {@code not-found}.
    */
-  public final Counter peerTransfers =
+  public final Counter peerCopiesSent =
       Counter.builder()
-          .name("corral_peer_transfers_total")
-          .help("Blob and download transfers between this node and its peers, by direction and result")
-          .labelNames("direction", "result")
+          .name("corral_peer_copies_sent_total")
+          .help("Copies of a blob or a running download this node sent to other nodes, by result")
+          .labelNames("result")
           .register(registry);
 
-  /** {@code corral_peer_transfer_bytes_total{direction,result}}: the bytes those transfers moved. */
-  public final Counter peerTransferBytes =
+  public final Counter peerCopiesReceived =
       Counter.builder()
-          .name("corral_peer_transfer_bytes_total")
-          .help("Body bytes moved by transfers between this node and its peers, by direction and result")
-          .labelNames("direction", "result")
+          .name("corral_peer_copies_received_total")
+          .help("Copies of a blob or a running download this node read from other nodes, by result")
+          .labelNames("result")
+          .register(registry);
+
+  /** {@code corral_peer_sent_bytes_total{result}}, {@code corral_peer_received_bytes_total{result}}: their body bytes. */
+  public final Counter peerSentBytes =
+      Counter.builder()
+          .name("corral_peer_sent_bytes_total")
+          .help("Body bytes this node sent to other nodes (peer egress), by the copy's result")
+          .labelNames("result")
+          .register(registry);
+
+  public final Counter peerReceivedBytes =
+      Counter.builder()
+          .name("corral_peer_received_bytes_total")
+          .help("Body bytes this node read from other nodes, by the copy's result")
+          .labelNames("result")
+          .register(registry);
+
+  /** {@code corral_peer_uploads_in_progress}: copies this node's peer endpoint is sending now. */
+  public final Gauge peerUploads =
+      Gauge.builder()
+          .name("corral_peer_uploads_in_progress")
+          .help("Copies this node is sending to other nodes now")
           .register(registry);
 
   /** {@code corral_http_head_timeouts_total{phase}}: connections closed for a request head not complete in time. */
