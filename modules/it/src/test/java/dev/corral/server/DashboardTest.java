@@ -21,7 +21,8 @@ import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * deploy/grafana/corral-dashboard.json queries only metrics Corral exports (issue 16): every
+ * deploy/grafana/corral-dashboard.json queries only metrics Corral exports (issue 16), and
+ * docs/operations.md names every {@code corral_} metric a node exports: every
  * metric name in its PromQL (panels' {@code expr}, variables' {@code label_values}) is one that an
  * in-process node's {@code /-/metrics} shows, as a sample or as a family whose exposed names it is
  * ({@code _total} of a counter, {@code _bucket}, {@code _sum} and {@code _count} of a histogram).
@@ -31,7 +32,8 @@ class DashboardTest {
   static final Path DASHBOARD = Path.of("deploy", "grafana", "corral-dashboard.json");
 
   @RegisterExtension
-  final TestNodeExtension node = TestNodeExtension.routed();
+  final TestNodeExtension node = TestNodeExtension.routed()
+      .config(n -> "corral.repo-defaults.max-age-unused = 30d"); // so that the cleanup metrics exist
 
   private static final Set<String> PROMQL_WORDS = Set.of(
       "by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless", "bool", "offset");
@@ -53,6 +55,30 @@ class DashboardTest {
     Set<String> unknown = new TreeSet<>(used);
     unknown.removeAll(exported);
     assertEquals(Set.of(), unknown, "queried by the dashboard but not exported");
+  }
+
+  @Test
+  void everyCorralMetricANodeExportsIsDocumentedInOperations() throws Exception {
+    String docs = Files.readString(repoRoot().resolve("docs").resolve("operations.md"));
+    HttpResponse<byte[]> r = node.get("/-/metrics");
+    assertEquals(200, r.statusCode());
+    Set<String> undocumented = new TreeSet<>();
+    Matcher t = TYPE.matcher(new String(r.body(), StandardCharsets.UTF_8));
+    int seen = 0;
+    while (t.find()) {
+      String family = t.group(1);
+      if (family.startsWith("corral_")) {
+        seen++;
+        // Named in code quotes, alone or with its labels; a counter also by its _total name.
+        String base = family.endsWith("_total") ? family.substring(0, family.length() - "_total".length()) : family;
+        Pattern named = Pattern.compile("`" + Pattern.quote(base) + "(_total)?[`{]");
+        if (!named.matcher(docs).find()) {
+          undocumented.add(family);
+        }
+      }
+    }
+    assertTrue(seen >= 30, "the node's metrics were read: " + seen);
+    assertEquals(Set.of(), undocumented, "exported but not named in docs/operations.md");
   }
 
   @Test
