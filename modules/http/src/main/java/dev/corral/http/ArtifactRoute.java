@@ -74,6 +74,7 @@ final class ArtifactRoute {
   private final Bypass bypass;
   private final ByteBudget budget;
   private final RewrittenMetadata metadata;
+  private final GroupServe group;
 
   ArtifactRoute(ActorSystem<?> system, Node node, Map<String, Repository> repos, KeyServe keys, RequestCounts counts,
       PublicBase publicBase, Waiters waiters, Bypass bypass, ByteBudget budget, RewrittenMetadata metadata) {
@@ -90,6 +91,7 @@ final class ArtifactRoute {
     this.counts = counts;
     this.publicBase = publicBase;
     this.responses = new ArtifactResponses(node.store(), node.hot(), node.io());
+    this.group = new GroupServe(system, this.repos, counts, responses, metadata, this::target);
     node.downloads().use(this::source);
   }
 
@@ -249,6 +251,17 @@ final class ArtifactRoute {
     }
     if (target instanceof Target.Rejected r) {
       return done(counts.count(repo.name(), "rejected", text(400, r.reason())));
+    }
+    if (target instanceof Target.FirstOf f) {
+      return group.firstOf(request, repo, f);
+    }
+    if (target instanceof Target.Merged m) {
+      return group.merged(request, repo, m);
+    }
+    if (target instanceof Target.Unavailable u) {
+      HttpResponse r = text(u.status(), u.reason());
+      return done(counts.count(repo.name(), "error", u.status() == 503
+          ? r.addHeader(RawHeader.create("Retry-After", String.valueOf(RETRY_AFTER_SECONDS))) : r));
     }
     return done(counts.count(repo.name(), "error", text(404, ((Target.NotFound) target).reason())));
   }
