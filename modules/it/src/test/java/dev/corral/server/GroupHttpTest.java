@@ -40,9 +40,12 @@ class GroupHttpTest {
             files { type = group, members = [one, two] }
             ma { type = maven, url = "%s" }
             mb { type = maven, url = "%s" }
+            ga { type = go, url = "%s" }
+            gb { type = go, url = "%s" }
+            gg { type = group, members = [ga, gb] }
           }
           """.formatted(n.url("/one/"), n.upstream("second").url("/two/"), n.url("/ma/"),
-              n.upstream("second").url("/mb/")))
+              n.upstream("second").url("/mb/"), n.url("/ga/"), n.upstream("second").url("/gb/")))
       .args(n -> new String[] {"--repo", "m2=group:ma,mb"});
 
   private FakeUpstream first() {
@@ -199,5 +202,19 @@ class GroupHttpTest {
     assertEquals(1, second().requests("/mb/org/example/lib/2.0/lib-2.0.jar.sha1"), "verified against mb's own checksum");
     HttpResponse<byte[]> bad = node.get("/m2/org/example/bad/2.0/bad-2.0.jar");
     assertEquals(502, bad.statusCode(), "bytes that do not match the member's checksum are never served");
+  }
+
+  @Test
+  void goVersionListsAreTheUnionAndAVersionOnlyInTheSecondIsServed() {
+    node.paths.put("/ga/example.com/mod/@v/list", ok("v1.0.0\nv1.1.0\n"));
+    node.paths.put("/gb/example.com/mod/@v/list", ok("v1.10.0\nv1.0.0\n"));
+    node.paths.put("/gb/example.com/mod/@v/v1.10.0.info", ok("{\"Version\":\"v1.10.0\"}"));
+    HttpResponse<byte[]> list = node.get("/gg/example.com/mod/@v/list");
+    assertEquals(200, list.statusCode());
+    assertEquals("v1.0.0\nv1.1.0\nv1.10.0\n", body(list));
+    HttpResponse<byte[]> info = node.get("/gg/example.com/mod/@v/v1.10.0.info");
+    assertEquals(200, info.statusCode());
+    assertEquals("{\"Version\":\"v1.10.0\"}", body(info));
+    assertEquals(1, first().requests("/ga/example.com/mod/@v/v1.10.0.info"));
   }
 }
