@@ -240,7 +240,7 @@ final class ArtifactRoute {
     if (target instanceof Target.Artifact a) {
       CompletionStage<HttpResponse> served = a.rewrite().isPresent() ? rewritten(request, a)
           : keys.serve(request, a.key(), a.mutable(), compressible(repo, a)).thenApply(KeyServe.Served::response);
-      return a.headers().isEmpty() ? served : served.thenApply(r -> withTargetHeaders(r, a.headers()));
+      return a.headers().isEmpty() ? served : served.thenApply(r -> ArtifactResponses.withTargetHeaders(r, a.headers()));
     }
     if (target instanceof Target.Answer a) {
       // An answer made from what Corral holds counts as a hit; a refusal as an error.
@@ -497,22 +497,6 @@ final class ArtifactRoute {
       out = out.removeHeader(n);
     }
     return out;
-  }
-
-  /**
-   * The repository's headers added to an answer; its {@code Vary} and the answer's own
-   * ({@code Accept-Encoding}) become one line, {@code Vary: Accept, Accept-Encoding}, for caches
-   * that read only one.
-   */
-  private static HttpResponse withTargetHeaders(HttpResponse r, List<Header> headers) {
-    Optional<HttpHeader> own = r.getHeader("Vary");
-    Optional<Header> theirs = headers.stream().filter(h -> h.name().equalsIgnoreCase("Vary")).findFirst();
-    if (own.isEmpty() || theirs.isEmpty()) {
-      return r.addHeaders(raw(headers));
-    }
-    List<Header> rest = headers.stream().filter(h -> h != theirs.get()).toList();
-    return r.removeHeader("Vary").addHeader(RawHeader.create("Vary", theirs.get().value() + ", " + own.get().value()))
-        .addHeaders(raw(rest));
   }
 
   private static List<HttpHeader> raw(List<Header> headers) {

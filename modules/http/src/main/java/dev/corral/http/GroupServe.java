@@ -115,9 +115,8 @@ final class GroupServe {
     headers.add(new Header("Content-Type", m.contentType()));
     headers.add(new Header("ETag", "\"" + digest.substring(0, 32) + "\""));
     return responses.metadata(request, Via.HIT, headers, m.body(), digest, metadata)
-        .thenApply(r -> counts.count(group.name(), "hit", warned(r.removeHeader("X-Cache").addHeader(MERGED)
-            .addHeaders(m.headers().stream().map(h -> (HttpHeader) RawHeader.create(h.name(), h.value())).toList()),
-            m.failed())));
+        .thenApply(r -> counts.count(group.name(), "hit", warned(
+            ArtifactResponses.withTargetHeaders(r.removeHeader("X-Cache").addHeader(MERGED), m.headers()), m.failed())));
   }
 
   private Target.MemberFailure failure(Repository group, String member, int status, String reason) {

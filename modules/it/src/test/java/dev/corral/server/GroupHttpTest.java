@@ -43,9 +43,13 @@ class GroupHttpTest {
             ga { type = go, url = "%s" }
             gb { type = go, url = "%s" }
             gg { type = group, members = [ga, gb] }
+            pa { type = pypi, url = "%s" }
+            pb { type = pypi, url = "%s" }
+            pg { type = group, members = [pa, pb] }
           }
           """.formatted(n.url("/one/"), n.upstream("second").url("/two/"), n.url("/ma/"),
-              n.upstream("second").url("/mb/"), n.url("/ga/"), n.upstream("second").url("/gb/")))
+              n.upstream("second").url("/mb/"), n.url("/ga/"), n.upstream("second").url("/gb/"),
+              n.url("/pa/simple/"), n.upstream("second").url("/pb/simple/")))
       .args(n -> new String[] {"--repo", "m2=group:ma,mb"});
 
   private FakeUpstream first() {
@@ -216,5 +220,39 @@ class GroupHttpTest {
     assertEquals(200, info.statusCode());
     assertEquals("{\"Version\":\"v1.10.0\"}", body(info));
     assertEquals(1, first().requests("/ga/example.com/mod/@v/v1.10.0.info"));
+  }
+
+  private static FakeUpstream.Handler html(String body) {
+    return (exchange, n) -> {
+      exchange.getResponseHeaders().add("Content-Type", "text/html");
+      FakeUpstream.send(exchange, 200, body.getBytes(UTF_8));
+    };
+  }
+
+  @Test
+  void aPypiPageIsTheUnionOfTheMembersPagesAndAFailingMemberIsNamed() {
+    node.paths.put("/pa/simple/demo/", html("<html><body><a href=\"../../files/demo-1.0.tar.gz#sha256="
+        + "a".repeat(64) + "\">demo-1.0.tar.gz</a></body></html>"));
+    node.paths.put("/pb/simple/demo/", html("<html><body><a href=\"../../files/demo-1.0.tar.gz#sha256="
+        + "b".repeat(64) + "\">demo-1.0.tar.gz</a><a href=\"../../files/demo-2.0.tar.gz#sha256=" + "c".repeat(64)
+        + "\">demo-2.0.tar.gz</a></body></html>"));
+    HttpResponse<byte[]> page = node.get("/pg/demo/");
+    assertEquals(200, page.statusCode());
+    String html = body(page);
+    assertTrue(html.contains(node.base() + "/pg/-/files/demo/demo-1.0.tar.gz#sha256=" + "a".repeat(64)), html);
+    assertTrue(html.contains(node.base() + "/pg/-/files/demo/demo-2.0.tar.gz#sha256=" + "c".repeat(64)), html);
+    assertTrue(!html.contains("b".repeat(64)), "the first member wins for a file name: " + html);
+    assertEquals(List.of("Accept, Accept-Encoding"), page.headers().allValues("Vary"));
+    assertEquals("MERGED", xCache(page));
+
+    node.paths.put("/pa/simple/down/", status(502));
+    node.paths.put("/pb/simple/down/", html("<html><body><a href=\"../../files/down-1.0.tar.gz\">down-1.0.tar.gz</a>"
+        + "</body></html>"));
+    double before = memberFailures("pg", "pa");
+    HttpResponse<byte[]> partial = node.get("/pg/down/");
+    assertEquals(200, partial.statusCode());
+    assertTrue(body(partial).contains("down-1.0.tar.gz"), body(partial));
+    assertEquals(List.of("199 corral \"member pa failed: 502\""), partial.headers().allValues("Warning"));
+    assertEquals(before + 1, memberFailures("pg", "pa"));
   }
 }
