@@ -39,7 +39,10 @@ import org.junit.jupiter.api.io.TempDir;
  *       installed, and demo-dep comes from the second, verified against its packument;
  *   <li>pypi {@code py} = group of {@code pfirst} (demo-pkg's page naming only a 0.9.0 wheel,
  *       demo-dep) and {@code psecond} (demo-pkg's page naming the 1.0.0 wheel): {@code pip download
- *       demo-pkg==1.0.0} finds it only in the union of the pages.
+ *       demo-pkg==1.0.0} finds it only in the union of the pages;
+ *   <li>go {@code goproxy} = group of {@code gfirst} ({@code example.com/demo} v1.0.0) and
+ *       {@code gsecond} (v1.1.0 only): {@code go mod download example.com/demo@latest} picks v1.1.0
+ *       from the union of the {@code @v/list}s and downloads it from the second.
  * </ul>
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -66,10 +69,15 @@ class GroupClientIT {
     projects.putAll(PipClientIT.projects());
     fixtures.put("pfirst", pypi(work.resolve("pfirst"), true));
     fixtures.put("psecond", pypi(work.resolve("psecond"), false));
+    // go: example.com/demo v1.0.0 in the first, v1.1.0 only in the second
+    ClientCommand.require("go", "golang-go", "GroupClientIT");
+    fixtures.put("gfirst", goProxy(work.resolve("gfirst"), "v1.0.0"));
+    fixtures.put("gsecond", goProxy(work.resolve("gsecond"), "v1.1.0"));
     for (Map.Entry<String, FixtureRegistry> f : fixtures.entrySet()) {
       String type = switch (f.getKey().charAt(0)) {
         case 'm' -> "maven";
         case 'n' -> "npm";
+        case 'g' -> "go";
         default -> "pypi";
       };
       repos.add(f.getKey() + "=" + type + ":" + f.getValue().url() + (type.equals("pypi") ? "/simple/" : "/"));
@@ -77,6 +85,7 @@ class GroupClientIT {
     repos.add("mvn=group:mfirst,msecond");
     repos.add("npm=group:nfirst,nsecond");
     repos.add("py=group:pfirst,psecond");
+    repos.add("goproxy=group:gfirst,gsecond");
     node = CorralProcess.serve("group-clients", List.of(), work.resolve("data"), List.of(), repos.toArray(String[]::new));
     corral = node.awaitListening(Duration.ofSeconds(60));
   }
@@ -249,6 +258,30 @@ class GroupClientIT {
     String page = get(corral + "/py/demo-pkg/", "Accept", "application/vnd.pypi.simple.v1+json").body();
     assertTrue(page.contains("demo_pkg-0.9.0-py3-none-any.whl") && page.contains(projects.get("demo-pkg").wheelName())
         && page.contains(corral + "/py/-/files/demo-pkg/"), page);
+  }
+
+  // ---- go ---------------------------------------------------------------------------------------------
+
+  private final Map<String, String[]> goSums = new java.util.concurrent.ConcurrentHashMap<>();
+
+  private FixtureRegistry goProxy(Path dir, String version) throws Exception {
+    Path root = Files.createDirectories(dir.resolve("upstream"));
+    GoClientIT.module(root, "example.com/demo", "example.com/demo", List.of(version), goSums);
+    return new FixtureRegistry(root).type(".info", "application/json").type("list", "text/plain");
+  }
+
+  @Test
+  void goDownloadsTheLatestVersionOnlyTheSecondMemberHasThroughTheUnionOfTheLists() {
+    ClientRun r = GoClientIT.download(corral + "/goproxy", work.resolve("go-home"), List.of("example.com/demo@latest"));
+    assertEquals(0, r.exitCode(), r.describe() + node.output());
+    assertTrue(r.output().contains("\"Version\": \"v1.1.0\""), "latest is v1.1.0, listed only by the second\n" + r.describe());
+    assertTrue(r.output().contains("\"Sum\": \"" + goSums.get("example.com/demo@v1.1.0")[0] + "\""), r.describe());
+    FixtureRegistry first = fixtures.get("gfirst");
+    FixtureRegistry second = fixtures.get("gsecond");
+    assertEquals(1, first.count("/example.com/demo/@v/list"));
+    assertEquals(1, second.count("/example.com/demo/@v/list"));
+    assertEquals(1, first.count("/example.com/demo/@v/v1.1.0.zip"), "the first member was asked once (404)");
+    assertEquals(1, second.count("/example.com/demo/@v/v1.1.0.zip"));
   }
 
   // ---- plain HTTP ----------------------------------------------------------------------------------------
