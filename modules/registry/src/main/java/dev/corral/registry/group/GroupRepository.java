@@ -1,8 +1,11 @@
 package dev.corral.registry.group;
 
 import dev.corral.core.upstream.Header;
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.corral.registry.GroupMerge;
 import dev.corral.registry.Lookup;
+import dev.corral.registry.ParsedBodies;
 import dev.corral.registry.RepoRequest;
 import dev.corral.registry.Repository;
 import dev.corral.registry.Target;
@@ -38,6 +41,18 @@ public final class GroupRepository implements Repository {
   private final String name;
   private final List<Repository> members;
   private final GroupMerge merge;
+  /**
+   * Merged documents by what they were made of (the request and each member's document's key and
+   * content fingerprint): a hot page is rewritten and merged once per change of a member's
+   * document, not once per request. Bounded by {@link #MERGED_MEMORY} bytes.
+   */
+  private final Cache<String, GroupMerge.Merged> merged = Caffeine.newBuilder()
+      .maximumWeight(MERGED_MEMORY)
+      .weigher((String k, GroupMerge.Merged m) -> (int) Math.min(Integer.MAX_VALUE, (long) m.body().length() + k.length()))
+      .build();
+
+  /** The most a group remembers of its merged documents, bytes. */
+  static final long MERGED_MEMORY = 32L * 1024 * 1024;
 
   public GroupRepository(String name, List<Repository> members, GroupMerge merge) {
     if (members.isEmpty()) {
@@ -119,7 +134,25 @@ public final class GroupRepository implements Repository {
   }
 
   /** One member's document for a merge: its body, none (it does not have it), or its failure. */
-  private record Part(String member, Optional<ByteString> body, Target.MemberFailure failure, Target target) {}
+  private record Part(String member, Optional<ByteString> body, Target.MemberFailure failure, Target target) {
+    /** What the merge's output depends on from this member: its document's key and content, or its absence. */
+    String identity() {
+      if (failure != null) {
+        return "failed";
+      }
+      if (body.isEmpty()) {
+        return "none";
+      }
+      String key = target instanceof Target.Artifact a ? a.key().id() : "answer";
+      return key + ':' + ParsedBodies.fingerprint(body.get());
+    }
+
+    /** The document as the member serves it to the group's clients (its own rewrite applied). */
+    ByteString served() {
+      return target instanceof Target.Artifact a && a.rewrite().isPresent() ? a.rewrite().get().rewrite(body.get())
+          : body.get();
+    }
+  }
 
   private CompletionStage<Target> merged(RepoRequest request, RepoRequest from, Lookup lookup) {
     List<CompletableFuture<Part>> parts = new ArrayList<>();
@@ -127,7 +160,7 @@ public final class GroupRepository implements Repository {
       parts.add(resolved(m, from, lookup).thenCompose(t -> part(m.name(), t, lookup)).toCompletableFuture());
     }
     return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(x -> {
-      List<ByteString> bodies = new ArrayList<>();
+      int present = 0;
       List<Target.MemberFailure> failed = new ArrayList<>();
       List<Header> headers = List.of();
       for (CompletableFuture<Part> f : parts) {
@@ -138,13 +171,12 @@ public final class GroupRepository implements Repository {
         if (p.failure() != null) {
           failed.add(p.failure());
         } else if (p.body().isPresent()) {
-          if (bodies.isEmpty() && p.target() instanceof Target.Artifact a) {
+          if (present++ == 0 && p.target() instanceof Target.Artifact a) {
             headers = a.headers();
           }
-          bodies.add(p.body().get());
         }
       }
-      if (bodies.isEmpty()) {
+      if (present == 0) {
         if (failed.isEmpty()) {
           return new Target.NotFound("no member of " + name + " has it");
         }
@@ -152,9 +184,24 @@ public final class GroupRepository implements Repository {
         return new Target.Unavailable(first.status(), "no member of " + name + " could answer ("
             + String.join("; ", failed.stream().map(fl -> fl.member() + ": " + fl.reason()).toList()) + ")");
       }
-      GroupMerge.Merged m = merge.merge(request, bodies);
+      // The members' documents as stored: rewritten and merged only when not remembered.
+      GroupMerge.Merged m = merged.get(identity(request, parts), k -> merge.merge(request,
+          parts.stream().map(CompletableFuture::join).filter(p -> p.failure() == null && p.body().isPresent())
+              .map(Part::served).toList()));
       return new Target.Merged(m.body(), m.contentType(), headers, failed);
     });
+  }
+
+  private static String identity(RepoRequest request, List<CompletableFuture<Part>> parts) {
+    StringBuilder k = new StringBuilder()
+        .append(String.join("/", request.segments())).append('\n')
+        .append(request.rawQuery().orElse("")).append('\n')
+        .append(request.accept().orElse("")).append('\n')
+        .append(request.baseUrl());
+    for (CompletableFuture<Part> p : parts) {
+      k.append('\n').append(p.join().member()).append('=').append(p.join().identity());
+    }
+    return k.toString();
   }
 
   private static CompletionStage<Part> part(String member, Target target, Lookup lookup) {
@@ -167,7 +214,7 @@ public final class GroupRepository implements Repository {
       }
       return body.handle((b, e) -> {
         if (e == null) {
-          return new Part(member, b.map(bytes -> a.rewrite().map(rw -> rw.rewrite(bytes)).orElse(bytes)), null, a);
+          return new Part(member, b, null, a);
         }
         Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
         int status = t instanceof Lookup.LookupFailed f ? f.status() : 502;

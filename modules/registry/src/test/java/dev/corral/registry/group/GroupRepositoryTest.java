@@ -57,4 +57,34 @@ class GroupRepositoryTest {
     assertInstanceOf(Target.NotFound.class, resolve(g, "o/none/maven-metadata.xml", lookup),
         "no member has it and none failed: not found");
   }
+
+  @Test
+  void aMergedDocumentIsRememberedUntilAMembersDocumentChanges() throws Exception {
+    java.util.concurrent.atomic.AtomicInteger merges = new java.util.concurrent.atomic.AtomicInteger();
+    dev.corral.registry.GroupMerge counting = new dev.corral.registry.GroupMerge() {
+      @Override
+      public Optional<RepoRequest> mergedFrom(RepoRequest request) {
+        return Optional.of(request);
+      }
+
+      @Override
+      public Merged merge(RepoRequest request, List<org.apache.pekko.util.ByteString> bodies) {
+        merges.incrementAndGet();
+        return new Merged(org.apache.pekko.util.ByteString.fromString(String.join("+",
+            bodies.stream().map(org.apache.pekko.util.ByteString::utf8String).toList())), "text/plain");
+      }
+    };
+    GroupRepository g = new GroupRepository("g", List.of(new GenericRepository("a", "http://127.0.0.1:1/a"),
+        new GenericRepository("b", "http://127.0.0.1:1/b")), counting);
+    MapLookup lookup = new MapLookup().body("http://127.0.0.1:1/a/doc", "A1").body("http://127.0.0.1:1/b/doc", "B1");
+    assertEquals("A1+B1", assertInstanceOf(Target.Merged.class, resolve(g, "doc", lookup)).body().utf8String());
+    assertEquals("A1+B1", assertInstanceOf(Target.Merged.class, resolve(g, "doc", lookup)).body().utf8String());
+    assertEquals(1, merges.get(), "the same documents are merged once");
+    lookup.body("http://127.0.0.1:1/b/doc", "B2");
+    assertEquals("A1+B2", assertInstanceOf(Target.Merged.class, resolve(g, "doc", lookup)).body().utf8String());
+    assertEquals(2, merges.get());
+    lookup.failing.put("http://127.0.0.1:1/a/doc", true);
+    assertEquals("B2", assertInstanceOf(Target.Merged.class, resolve(g, "doc", lookup)).body().utf8String(),
+        "a failed member is not merged from what was remembered");
+  }
 }
