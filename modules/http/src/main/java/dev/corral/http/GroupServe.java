@@ -28,6 +28,7 @@ import org.apache.pekko.http.javadsl.model.headers.RawHeader;
  * {@code corral_group_member_failures_total{group,member}}.
  */
 final class GroupServe {
+  private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(GroupServe.class);
   /** X-Cache of a merged document: made by Corral from its members' cached documents. */
   private static final HttpHeader MERGED = RawHeader.create("X-Cache", "MERGED");
 
@@ -77,7 +78,8 @@ final class GroupServe {
     }
     return resolved.exceptionally(e -> {
       Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-      return new Target.Unavailable(502, "resolving failed: " + t);
+      log.error("resolving a request of {} in its member {} failed", group.name(), member.name(), t);
+      return new Target.Unavailable(500, "internal error");
     }).thenCompose(target -> {
       if (target instanceof Target.NotFound) {
         return next(request, group, members, i + 1, failed);
