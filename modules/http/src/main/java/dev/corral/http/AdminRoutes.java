@@ -161,6 +161,10 @@ final class AdminRoutes {
     if (repo == null) {
       return done(text(404, "unknown repository: " + ok.repo()));
     }
+    if (repo.type().equals("group")) {
+      return done(text(404, ok.repo() + " is a group and holds no keys of its own: purge through the member"
+          + " that holds the artifact (" + repo.upstream() + ")"));
+    }
     Optional<ArtifactKey> found;
     try {
       found = artifacts.cachedKey(request, addresses, repo, ok, query);
@@ -227,6 +231,10 @@ final class AdminRoutes {
     Repository repo = repos.get(repoName.get());
     if (repo == null) {
       return done(text(404, "unknown repository: " + repoName.get()));
+    }
+    if (repo.type().equals("group")) {
+      return done(text(400, repo.name() + " is a group and holds no keys of its own: purge each member ("
+          + repo.upstream() + ")"));
     }
     dev.corral.core.store.KeyPrefix keys;
     try {

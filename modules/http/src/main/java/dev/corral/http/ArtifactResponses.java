@@ -364,4 +364,20 @@ final class ArtifactResponses {
     }
     return null;
   }
+
+  /**
+   * The repository's headers added to an answer; its {@code Vary} and the answer's own
+   * ({@code Accept-Encoding}) become one line, {@code Vary: Accept, Accept-Encoding}, for caches
+   * that read only one.
+   */
+  static HttpResponse withTargetHeaders(HttpResponse r, List<Header> headers) {
+    Optional<HttpHeader> own = r.getHeader("Vary");
+    Optional<Header> theirs = headers.stream().filter(h -> h.name().equalsIgnoreCase("Vary")).findFirst();
+    if (own.isEmpty() || theirs.isEmpty()) {
+      return r.addHeaders(headers.stream().map(h -> (HttpHeader) RawHeader.create(h.name(), h.value())).toList());
+    }
+    List<Header> rest = headers.stream().filter(h -> h != theirs.get()).toList();
+    return r.removeHeader("Vary").addHeader(RawHeader.create("Vary", theirs.get().value() + ", " + own.get().value()))
+        .addHeaders(rest.stream().map(h -> (HttpHeader) RawHeader.create(h.name(), h.value())).toList());
+  }
 }

@@ -74,6 +74,7 @@ final class ArtifactRoute {
   private final Bypass bypass;
   private final ByteBudget budget;
   private final RewrittenMetadata metadata;
+  private final GroupServe group;
 
   ArtifactRoute(ActorSystem<?> system, Node node, Map<String, Repository> repos, KeyServe keys, RequestCounts counts,
       PublicBase publicBase, Waiters waiters, Bypass bypass, ByteBudget budget, RewrittenMetadata metadata) {
@@ -90,6 +91,7 @@ final class ArtifactRoute {
     this.counts = counts;
     this.publicBase = publicBase;
     this.responses = new ArtifactResponses(node.store(), node.hot(), node.io());
+    this.group = new GroupServe(system, this.repos, counts, responses, metadata, this::target);
     node.downloads().use(this::source);
   }
 
@@ -238,7 +240,7 @@ final class ArtifactRoute {
     if (target instanceof Target.Artifact a) {
       CompletionStage<HttpResponse> served = a.rewrite().isPresent() ? rewritten(request, a)
           : keys.serve(request, a.key(), a.mutable(), compressible(repo, a)).thenApply(KeyServe.Served::response);
-      return a.headers().isEmpty() ? served : served.thenApply(r -> withTargetHeaders(r, a.headers()));
+      return a.headers().isEmpty() ? served : served.thenApply(r -> ArtifactResponses.withTargetHeaders(r, a.headers()));
     }
     if (target instanceof Target.Answer a) {
       // An answer made from what Corral holds counts as a hit; a refusal as an error.
@@ -249,6 +251,17 @@ final class ArtifactRoute {
     }
     if (target instanceof Target.Rejected r) {
       return done(counts.count(repo.name(), "rejected", text(400, r.reason())));
+    }
+    if (target instanceof Target.FirstOf f) {
+      return group.firstOf(request, repo, f);
+    }
+    if (target instanceof Target.Merged m) {
+      return group.merged(request, repo, m);
+    }
+    if (target instanceof Target.Unavailable u) {
+      HttpResponse r = text(u.status(), u.reason());
+      return done(counts.count(repo.name(), "error", u.status() == 503
+          ? r.addHeader(RawHeader.create("Retry-After", String.valueOf(RETRY_AFTER_SECONDS))) : r));
     }
     return done(counts.count(repo.name(), "error", text(404, ((Target.NotFound) target).reason())));
   }
@@ -484,22 +497,6 @@ final class ArtifactRoute {
       out = out.removeHeader(n);
     }
     return out;
-  }
-
-  /**
-   * The repository's headers added to an answer; its {@code Vary} and the answer's own
-   * ({@code Accept-Encoding}) become one line, {@code Vary: Accept, Accept-Encoding}, for caches
-   * that read only one.
-   */
-  private static HttpResponse withTargetHeaders(HttpResponse r, List<Header> headers) {
-    Optional<HttpHeader> own = r.getHeader("Vary");
-    Optional<Header> theirs = headers.stream().filter(h -> h.name().equalsIgnoreCase("Vary")).findFirst();
-    if (own.isEmpty() || theirs.isEmpty()) {
-      return r.addHeaders(raw(headers));
-    }
-    List<Header> rest = headers.stream().filter(h -> h != theirs.get()).toList();
-    return r.removeHeader("Vary").addHeader(RawHeader.create("Vary", theirs.get().value() + ", " + own.get().value()))
-        .addHeaders(raw(rest));
   }
 
   private static List<HttpHeader> raw(List<Header> headers) {

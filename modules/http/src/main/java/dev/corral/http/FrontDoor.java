@@ -14,6 +14,7 @@ import dev.corral.http.auth.ClientAuth;
 import dev.corral.http.metrics.Metrics;
 import dev.corral.http.metrics.ResponseTimes;
 import dev.corral.registry.Repository;
+import dev.corral.registry.group.GroupRepository;
 import java.net.InetSocketAddress;
 import java.util.Map;
 import java.util.Optional;
@@ -92,6 +93,11 @@ public final class FrontDoor {
     this.counts = new RequestCounts(metrics);
     this.responseTimes = metrics.responseTimes(repos.keySet());
     metrics.showAtZero(repos.keySet());
+    for (Repository r : repos.values()) {
+      if (r instanceof GroupRepository g) {
+        g.members().forEach(m -> metrics.groupMemberFailures.labelValues(g.name(), m.name()));
+      }
+    }
     Bypass bypass = new Bypass(system, node.upstream(), node.downloads(), counts);
     MissRates missRates = limits.missRate().map(r -> new MissRates(r, node.ticker())).orElse(null);
     ByteBudget budget = new ByteBudget(limits.metadataMemoryBytes(), limits.metadataWait(), node.scheduler(), node.io());

@@ -36,4 +36,9 @@ final class RequestCounts {
   void limited(String repo) {
     metrics.missRateLimited.labelValues(repo).inc();
   }
+
+  /** A group's member that failed to answer a request of the group ({@code corral_group_member_failures_total}). */
+  void memberFailed(String group, String member) {
+    metrics.groupMemberFailures.labelValues(group, member).inc();
+  }
 }

@@ -182,7 +182,7 @@ class GoClientIT {
 
   // ---- the fixture: a static GOPROXY tree ---------------------------------------------------------
 
-  private static void module(Path root, String path, String encoded, List<String> versions,
+  static void module(Path root, String path, String encoded, List<String> versions,
       Map<String, String[]> sums) throws Exception {
     Path v = Files.createDirectories(root.resolve(encoded).resolve("@v"));
     Files.writeString(v.resolve("list"), String.join("\n", versions) + "\n");

@@ -246,7 +246,7 @@ class MavenClientIT {
     return Optional.empty();
   }
 
-  private static void publish(Path root, String path, byte[] bytes) throws IOException {
+  static void publish(Path root, String path, byte[] bytes) throws IOException {
     Path file = root.resolve(path);
     Files.createDirectories(file.getParent());
     Files.write(file, bytes);
@@ -254,7 +254,7 @@ class MavenClientIT {
     Files.writeString(root.resolve(path + ".md5"), digest("MD5", bytes));
   }
 
-  private static String pom(String artifactId, String dependencies) {
+  static String pom(String artifactId, String dependencies) {
     return """
         <project xmlns="http://maven.apache.org/POM/4.0.0">
           <modelVersion>4.0.0</modelVersion>
@@ -269,7 +269,7 @@ class MavenClientIT {
         + version + "</version></dependency>";
   }
 
-  private static byte[] jar(String entry, String content) throws IOException {
+  static byte[] jar(String entry, String content) throws IOException {
     Manifest manifest = new Manifest();
     manifest.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
     ByteArrayOutputStream out = new ByteArrayOutputStream();

@@ -64,7 +64,7 @@ class NpmClientIT {
       new Pkg("demo-pkg", "demo-dep", "demo-pkg-1.0.0.tgz"),
       new Pkg("demo-dep", null, "demo-dep-1.0.0.tgz"));
 
-  private static final Map<String, byte[]> tarballs = new LinkedHashMap<>();
+  static final Map<String, byte[]> tarballs = new LinkedHashMap<>();
 
   /**
    * One Corral process for the class (a JVM start costs ~10 s on this machine); each test has
@@ -149,7 +149,7 @@ class NpmClientIT {
     return fixture;
   }
 
-  private static String packument(Pkg p, String tarballUrl) {
+  static String packument(Pkg p, String tarballUrl) {
     byte[] tgz = tarballs.get(p.name());
     String deps = p.dependency() == null ? "{}" : "{\"" + p.dependency() + "\":\"^1.0.0\"}";
     return """

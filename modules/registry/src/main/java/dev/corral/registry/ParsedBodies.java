@@ -53,7 +53,7 @@ public final class ParsedBodies<V> {
   }
 
   /** Length, CRC32C and Adler-32 of a body: two checksums the JDK computes at memory speed. */
-  static String fingerprint(ByteString body) {
+  public static String fingerprint(ByteString body) {
     CRC32C crc = new CRC32C();
     Adler32 adler = new Adler32();
     for (ByteBuffer b : body.getByteBuffers()) {

@@ -4,6 +4,8 @@ import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.upstream.Header;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Supplier;
 import org.apache.pekko.util.ByteString;
 
 /** What a {@link RepoRequest} resolves to. */
@@ -49,4 +51,45 @@ public sealed interface Target {
 
   /** The request is malformed for this repository type: 400 with a one-line reason. */
   record Rejected(String reason) implements Target {}
+
+  /**
+   * The repository could not resolve the request now: a document it must read could not be read
+   * (the upstream erred or timed out). Answered with {@code status} (502, 503 or 504).
+   */
+  record Unavailable(int status, String reason) implements Target {}
+
+  /**
+   * A group's request for something that does not change (an artifact, or metadata that the
+   * first member having it answers, as npm packuments): its members in priority order, each
+   * resolved only when the ones before it did not answer. The first member that answers is
+   * served; a member's not-found (404/410, fresh or remembered for its {@code negative-ttl}) goes
+   * on to the next; so does a member's failure (5xx, a timeout), which the answer then reports.
+   * Only when no member answers is the request an error: 404 if every member said not found, else
+   * the first failure's status.
+   */
+  record FirstOf(List<Member> members) implements Target {
+    public FirstOf {
+      members = List.copyOf(members);
+    }
+  }
+
+  /** One member of a group and how it resolves the group's request (called at most once, when its turn comes). */
+  record Member(String name, Supplier<CompletionStage<Target>> resolve) {}
+
+  /**
+   * Metadata a group merged from its members' documents (each read through the cache under the
+   * member's own key), served as mutable metadata whose ETag is derived from these bytes.
+   *
+   * @param failed the members that could not answer (their documents are missing from the merge)
+   */
+  record Merged(ByteString body, String contentType, List<Header> headers, List<MemberFailure> failed)
+      implements Target {
+    public Merged {
+      headers = List.copyOf(headers);
+      failed = List.copyOf(failed);
+    }
+  }
+
+  /** A group member that could not answer: the status its failure maps to (502, 503, 504) and why. */
+  record MemberFailure(String member, int status, String reason) {}
 }

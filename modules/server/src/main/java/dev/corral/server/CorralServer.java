@@ -27,6 +27,7 @@ import dev.corral.cluster.PeerPort;
 import dev.corral.cluster.PeerTransfers;
 import dev.corral.registry.generic.GenericRepository;
 import dev.corral.registry.go.GoRepository;
+import dev.corral.registry.group.GroupRepository;
 import dev.corral.registry.maven.MavenRepository;
 import dev.corral.registry.npm.NpmRepository;
 import dev.corral.registry.oci.OciRepository;
@@ -43,6 +44,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -181,9 +183,17 @@ public final class CorralServer implements AutoCloseable {
       Map<String, FetchPolicy> policies = new HashMap<>();
       Map<String, Repository> repos = new LinkedHashMap<>();
       for (RepoSettings r : settings.repos()) {
+        if (r.isGroup()) {
+          continue; // no upstream, no keys of its own: built over its members below
+        }
         upstreams.put(r.name(), new RepoUpstream(r.url(), upstreamSettings(r), upstreamScope(r), r.tls()));
         policies.put(r.name(), policy(r));
         repos.put(r.name(), repository(r));
+      }
+      for (RepoSettings r : settings.repos()) {
+        if (r.isGroup()) {
+          repos.put(r.name(), group(r, repos));
+        }
       }
       HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams, settings.upstreamProxy(), ticker);
       // Half of Artery's large frame: no reply carrying a body can ever exceed it.
@@ -502,6 +512,12 @@ public final class CorralServer implements AutoCloseable {
       // one line per registry type
       default -> throw new SettingsException("corral.repos." + r.name() + ".type", r.type() + " is not served yet");
     };
+  }
+
+  /** A group over its members (configured repositories of one type, checked by the settings). */
+  static Repository group(RepoSettings r, Map<String, Repository> repos) {
+    List<Repository> members = r.members().stream().map(repos::get).toList();
+    return new GroupRepository(r.name(), members, GroupRepository.mergeOf(members.get(0).type()));
   }
 
   static UpstreamSettings upstreamSettings(RepoSettings r) {

@@ -10,8 +10,12 @@ import java.util.Optional;
  * Any other key is an error, so that a typo is not silently ignored.
  */
 public enum RepoSetting {
-  TYPE("type", false, null, "npm, maven, pypi, go, oci (container images) or generic (plain HTTP)"),
-  URL("url", false, null, "Upstream base URL: absolute http or https, with a host"),
+  TYPE("type", false, null,
+      "npm, maven, pypi, go, oci (container images), generic (plain HTTP) or group (one URL over other repositories)"),
+  URL("url", false, null, "Upstream base URL: absolute http or https, with a host (not for a group)"),
+  MEMBERS("members", false, null,
+      "group only: the repositories it serves, in priority order ([M1, M2]; --repo NAME=group:M1,M2),"
+          + " all of one type, not oci, no group"),
   CONNECT_TIMEOUT("connect-timeout", true, null, "Time allowed to open a connection upstream"),
   FIRST_BYTE_TIMEOUT("first-byte-timeout", true, null,
       "Time allowed from sending the request to the response's status and headers"),

@@ -32,6 +32,8 @@ import java.util.Optional;
  * @param rootMirror oci repositories: also served at {@code /v2/<image>/...}, without its name (at
  *     most one repository), for clients whose mirror setting takes no path
  * @param maxAgeUnused keys not requested for this long are removed ({@link UnusedCleanup}); zero: never
+ * @param members a group: the repositories it serves, in priority order (its {@code url} is
+ *     empty); empty for every other type
  */
 public record RepoSettings(
     String name,
@@ -59,7 +61,8 @@ public record RepoSettings(
     UpstreamTls tls,
     Optional<String> singleNameNamespace,
     boolean rootMirror,
-    Duration maxAgeUnused) {
+    Duration maxAgeUnused,
+    List<String> members) {
 
   /** With no single-name namespace (every type but oci has none). */
   public RepoSettings(String name, String type, String url, Duration connectTimeout,
@@ -71,7 +74,7 @@ public record RepoSettings(
     this(name, type, url, connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff,
         maxRedirects, maxConnections, negativeTtl, waiterBudget, onBudgetExhausted, maxWaiters,
         maxOrphanFetches, inlineLimitBytes, credential, metadataTtl, maxStale, sumdbUrl, query, allowedHosts, tls,
-        Optional.empty(), false, Duration.ZERO);
+        Optional.empty(), false, Duration.ZERO, List.of());
   }
 
   /** With no allowed hosts (only the upstream's own origin is reached), the JDK's CAs and no client certificate. */
@@ -114,7 +117,15 @@ public record RepoSettings(
 
   /** Repository types the parser accepts. */
   public static final java.util.List<String> KNOWN_TYPES =
-      java.util.List.of("generic", "npm", "maven", "pypi", "go", "oci");
+      java.util.List.of("generic", "npm", "maven", "pypi", "go", "oci", "group");
+
+  /** The type of a group (virtual) repository: one URL over other repositories ({@link #members}). */
+  public static final String GROUP = "group";
+
+  /** Whether this is a group of other repositories. */
+  public boolean isGroup() {
+    return type.equals(GROUP);
+  }
 
   /** What a waiter gets when its budget runs out before the fetch's outcome begins. */
   public enum OnBudgetExhausted {
@@ -169,5 +180,6 @@ public record RepoSettings(
     Objects.requireNonNull(tls, "tls");
     Objects.requireNonNull(singleNameNamespace, "singleNameNamespace");
     allowedHosts = List.copyOf(allowedHosts);
+    members = List.copyOf(members);
   }
 }

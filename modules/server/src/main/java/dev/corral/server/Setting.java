@@ -48,8 +48,9 @@ public enum Setting {
       "Heap kept for the most used small artifacts (up to 1 MiB each), served without disk reads"),
   REPO("--repo", "corral.repos", "CORRAL_REPOS", "NAME=TYPE:URL",
       "A repository to cache; repeat the flag for more. TYPE: npm, maven, pypi, go, oci or"
-          + " generic (oci is served under /v2/NAME/). In the environment a comma- or space-separated list. In HOCON"
-          + " corral.repos.NAME { type, url, ... }"),
+          + " generic (oci is served under /v2/NAME/); NAME=group:M1,M2 serves repositories M1, M2 (of one"
+          + " type, in that priority) at one URL. In the environment a comma- or space-separated list. In HOCON"
+          + " corral.repos.NAME { type, url, ... } or { type = group, members = [M1, M2] }"),
   METADATA_MEMORY("--metadata-memory", "corral.metadata-memory", "CORRAL_METADATA_MEMORY", "SIZE",
       "Heap for metadata read whole at once to be rewritten or looked up (as much again keeps rewritten"
           + " documents and gzip forms); auto: a quarter of the heap. A request finding no room waits briefly, then gets 503"

@@ -26,7 +26,10 @@ import java.util.stream.Collectors;
  * later name it that way.
  */
 final class SettingSources {
-  /** A parsed {@code NAME=TYPE:URL}; {@code label} is how it was given, for messages. */
+  /**
+   * A parsed {@code NAME=TYPE:URL}, or {@code NAME=group:M1,M2} (then {@code url} is the member
+   * list as written); {@code label} is how it was given, for messages.
+   */
   record RepoSpec(String name, String type, String url, String label) {
     static RepoSpec parse(String spec, String label) {
       int eq = spec.indexOf('=');
@@ -45,7 +48,7 @@ final class SettingSources {
           problem += "; expected NAME=TYPE:URL";
         }
       }
-      if (problem == null) {
+      if (problem == null && !type.equals(RepoSettings.GROUP)) {
         problem = SettingValues.urlProblem(url);
       }
       if (problem != null) {
@@ -124,8 +127,19 @@ final class SettingSources {
         configFile = Optional.of(path(value, setting.env()));
         configFileLabel = setting.env();
       } else if (setting.repeatable()) {
+        // A group's members are comma-separated too: a piece without '=' after NAME=group:...
+        // is one more member of that group.
+        List<String> pieces = new ArrayList<>();
+        for (String piece : value.trim().split("[,\\s]+")) {
+          int last = pieces.size() - 1;
+          if (last >= 0 && piece.indexOf('=') < 0 && pieces.get(last).contains("=" + RepoSettings.GROUP + ":")) {
+            pieces.set(last, pieces.get(last) + "," + piece);
+          } else {
+            pieces.add(piece);
+          }
+        }
         List<RepoSpec> specs = new ArrayList<>();
-        for (String spec : value.trim().split("[,\\s]+")) {
+        for (String spec : pieces) {
           specs.add(RepoSpec.parse(spec, setting.env() + " " + quoted(SettingValues.withoutSecrets(spec))));
         }
         fromEnv.putRepos(specs);
@@ -188,7 +202,14 @@ final class SettingSources {
           throw new SettingsException(spec.label(), "repository " + quoted(spec.name()) + " is given twice");
         }
         put(ConfigUtil.joinPath("corral", "repos", spec.name(), "type"), spec.type(), spec.label());
-        put(ConfigUtil.joinPath("corral", "repos", spec.name(), "url"), spec.url(), spec.label());
+        if (spec.type().equals(RepoSettings.GROUP)) {
+          String path = ConfigUtil.joinPath("corral", "repos", spec.name(), RepoSetting.MEMBERS.key());
+          List<String> members = Arrays.stream(spec.url().split(",", -1)).map(String::trim).toList();
+          config = config.withValue(path, ConfigValueFactory.fromIterable(members, spec.label()));
+          labels.put(path, spec.label());
+        } else {
+          put(ConfigUtil.joinPath("corral", "repos", spec.name(), "url"), spec.url(), spec.label());
+        }
       }
     }
   }

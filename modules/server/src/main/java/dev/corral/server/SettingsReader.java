@@ -37,6 +37,8 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
@@ -506,6 +508,7 @@ final class SettingsReader {
       }
       result.add(repo(name));
     }
+    groups(result);
     List<String> rootMirrors = result.stream().filter(RepoSettings::rootMirror).map(RepoSettings::name).toList();
     if (rootMirrors.size() > 1) {
       throw error(ConfigUtil.joinPath("corral", "repos", rootMirrors.get(1), RepoSetting.ROOT_MIRROR.key()),
@@ -521,9 +524,15 @@ final class SettingsReader {
     if (typeProblem != null) {
       throw error(typePath, typeProblem);
     }
+    boolean group = type.equals(RepoSettings.GROUP);
     String urlPath = ConfigUtil.joinPath("corral", "repos", name, "url");
-    String url = text(urlPath).trim();
-    url(urlPath, url);
+    String url = "";
+    if (group) {
+      groupKeysOnly(name);
+    } else {
+      url = text(urlPath).trim();
+      url(urlPath, url);
+    }
 
     Duration firstByteTimeout = duration(field(name, RepoSetting.FIRST_BYTE_TIMEOUT), true);
     String budgetPath = field(name, RepoSetting.WAITER_BUDGET);
@@ -560,7 +569,104 @@ final class SettingsReader {
         sumdbUrl(name, type),
         query(name, type),
         allowedHosts(name), upstreamTls(name), singleNameNamespace(name, type), rootMirror(name, type),
-        duration(field(name, RepoSetting.MAX_AGE_UNUSED), false));
+        duration(field(name, RepoSetting.MAX_AGE_UNUSED), false),
+        group ? members(name) : noMembers(name));
+  }
+
+  /** A group has only its type and members: every other setting is its members' own. */
+  private void groupKeysOnly(String name) {
+    ConfigObject own = object(ConfigUtil.joinPath("corral", "repos", name));
+    for (String key : new TreeSet<>(own.keySet())) {
+      if (!key.equals(RepoSetting.TYPE.key()) && !key.equals(RepoSetting.MEMBERS.key())) {
+        throw error(ConfigUtil.joinPath("corral", "repos", name, key),
+            "a group has no " + key + " of its own: its members' settings apply");
+      }
+    }
+  }
+
+  /** A group's members as listed (a list, or a comma-separated string); checked against the others in {@link #groups}. */
+  private List<String> members(String name) {
+    String path = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.MEMBERS.key());
+    if (!has(path)) {
+      throw error(ConfigUtil.joinPath("corral", "repos", name),
+          "a group needs its members: members = [M1, M2] (--repo " + name + "=group:M1,M2)");
+    }
+    ConfigValue value = hocon(path, () -> config.getValue(path));
+    List<String> items = new ArrayList<>();
+    if (value.valueType() == ConfigValueType.LIST) {
+      for (ConfigValue v : config.getList(path)) {
+        if (v.valueType() == ConfigValueType.OBJECT || v.valueType() == ConfigValueType.LIST) {
+          throw error(path, "expected a list of repository names");
+        }
+        items.add(String.valueOf(v.unwrapped()).trim());
+      }
+    } else {
+      for (String item : text(path).split(",", -1)) {
+        items.add(item.trim());
+      }
+    }
+    if (items.isEmpty()) {
+      throw error(path, "a group needs at least one member");
+    }
+    for (String item : items) {
+      if (item.isEmpty()) {
+        throw error(path, "empty repository name in the list");
+      }
+    }
+    return items;
+  }
+
+  private List<String> noMembers(String name) {
+    String path = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.MEMBERS.key());
+    if (has(path)) {
+      throw error(path, "only a group has members (type = group)");
+    }
+    return List.of();
+  }
+
+  /**
+   * Each group's members are configured repositories, none twice, none a group, all of one type,
+   * and not oci (an image client reaches each oci repository under its own /v2/NAME/; a group of
+   * them is not served yet).
+   */
+  private void groups(List<RepoSettings> repos) {
+    Map<String, RepoSettings> byName = new HashMap<>();
+    repos.forEach(r -> byName.put(r.name(), r));
+    for (RepoSettings g : repos) {
+      if (!g.isGroup()) {
+        continue;
+      }
+      String path = ConfigUtil.joinPath("corral", "repos", g.name(), RepoSetting.MEMBERS.key());
+      Set<String> seen = new HashSet<>();
+      String type = null;
+      String typedBy = null;
+      for (String m : g.members()) {
+        if (m.equals(g.name())) {
+          throw error(path, "a group cannot be its own member");
+        }
+        RepoSettings member = byName.get(m);
+        if (member == null) {
+          throw error(path, "no repository called " + quoted(m) + " is configured");
+        }
+        if (member.isGroup()) {
+          throw error(path, quoted(m) + " is a group: a group cannot be a member of a group");
+        }
+        if (!seen.add(m)) {
+          throw error(path, quoted(m) + " is listed twice");
+        }
+        if (member.type().equals("oci")) {
+          throw error(path, quoted(m) + " is an oci repository: oci groups are not served yet (image clients"
+              + " reach each oci repository under /v2/NAME/)");
+        }
+        if (type == null) {
+          type = member.type();
+          typedBy = m;
+        } else if (!type.equals(member.type())) {
+          throw error(path, "members must be of one type: " + quoted(typedBy) + " is " + type + ", "
+              + quoted(m) + " is " + member.type());
+        }
+      }
+    }
   }
 
   /** A list (or a comma-separated string) of HOST or HOST:PORT entries; empty when unset. */

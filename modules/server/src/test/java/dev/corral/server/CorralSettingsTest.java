@@ -398,6 +398,63 @@ class CorralSettingsTest {
     assertEquals("corral.repos.foo.url: missing", fails("--config", conf.toString()).getMessage());
   }
 
+  // ---- groups (issue 16)
+
+  @Test
+  void aGroupOnTheCommandLineAndInAFile() throws IOException {
+    CorralSettings cli = load("--repo", "a=maven:http://127.0.0.1:9/a/", "--repo", "b=maven:http://127.0.0.1:9/b/",
+        "--repo", "all=group:b,a");
+    RepoSettings all = cli.repos().stream().filter(r -> r.name().equals("all")).findFirst().orElseThrow();
+    assertTrue(all.isGroup());
+    assertEquals(List.of("b", "a"), all.members());
+    assertEquals("", all.url());
+    Path conf = file("group.conf", "corral.repos {\n  a { type = npm, url = \"http://127.0.0.1:9/\" }\n"
+        + "  b { type = npm, url = \"http://127.0.0.1:8/\" }\n  g { type = group, members = [a, b] }\n}\n");
+    RepoSettings g = load("--config", conf.toString()).repos().stream().filter(r -> r.name().equals("g"))
+        .findFirst().orElseThrow();
+    assertEquals(List.of("a", "b"), g.members());
+  }
+
+  @Test
+  void aGroupInTheEnvironmentKeepsItsCommaSeparatedMembers() {
+    CorralSettings env = load(Map.of("CORRAL_REPOS",
+        "a=pypi:http://127.0.0.1:9/simple/,b=pypi:http://127.0.0.1:8/simple/ g=group:a,b,c=generic:http://127.0.0.1:7/"));
+    assertEquals(4, env.repos().size(), env.repos().toString());
+    RepoSettings g = env.repos().stream().filter(r -> r.name().equals("g")).findFirst().orElseThrow();
+    assertEquals(List.of("a", "b"), g.members());
+  }
+
+  @Test
+  void groupSettingErrors() throws IOException {
+    String a = "a=generic:http://127.0.0.1:9/";
+    String b = "b=generic:http://127.0.0.1:8/";
+    assertEquals("--repo \"g=group:a,zz\": no repository called \"zz\" is configured",
+        fails("--repo", a, "--repo", "g=group:a,zz").getMessage());
+    assertEquals("--repo \"g=group:a,a\": \"a\" is listed twice",
+        fails("--repo", a, "--repo", "g=group:a,a").getMessage());
+    assertEquals("--repo \"g=group:a,g\": a group cannot be its own member",
+        fails("--repo", a, "--repo", "g=group:a,g").getMessage());
+    assertEquals("--repo \"h=group:g,b\": \"g\" is a group: a group cannot be a member of a group",
+        fails("--repo", a, "--repo", b, "--repo", "g=group:a", "--repo", "h=group:g,b").getMessage());
+    assertEquals("--repo \"g=group:a,n\": members must be of one type: \"a\" is generic, \"n\" is npm",
+        fails("--repo", a, "--repo", "n=npm:http://127.0.0.1:7/", "--repo", "g=group:a,n").getMessage());
+    assertTrue(fails("--repo", "o=oci:http://127.0.0.1:7/", "--repo", "g=group:o").getMessage()
+        .contains("oci groups are not served yet"));
+    assertEquals("--repo \"g=group:a,\": empty repository name in the list",
+        fails("--repo", a, "--repo", "g=group:a,").getMessage());
+    Path noMembers = file("nomembers.conf", "corral.repos.g.type = group");
+    assertTrue(fails("--config", noMembers.toString()).getMessage().startsWith("corral.repos.g: a group needs its members"));
+    Path withUrl = file("withurl.conf", "corral.repos { a { type = generic, url = \"http://127.0.0.1:9/\" }\n"
+        + " g { type = group, members = [a], url = \"http://127.0.0.1:9/\" } }");
+    SettingsException e = fails("--config", withUrl.toString());
+    assertEquals("corral.repos.g.url", e.setting());
+    assertTrue(e.getMessage().contains("a group has no url of its own"), e.getMessage());
+    Path membersElsewhere = file("members.conf", "corral.repos.a { type = generic, url = \"http://127.0.0.1:9/\", members = [b] }");
+    assertEquals("corral.repos.a.members", fails("--config", membersElsewhere.toString()).setting());
+    Path emptyList = file("empty.conf", "corral.repos.g { type = group, members = [] }");
+    assertTrue(fails("--config", emptyList.toString()).getMessage().contains("at least one member"));
+  }
+
   // ---- errors naming the setting
 
   @Test
@@ -455,7 +512,7 @@ class CorralSettingsTest {
 
   @Test
   void badRepoType() throws IOException {
-    assertEquals("--repo \"x=ftp:http://127.0.0.1/\": unknown type \"ftp\" (known: generic, npm, maven, pypi, go, oci); expected NAME=TYPE:URL",
+    assertEquals("--repo \"x=ftp:http://127.0.0.1/\": unknown type \"ftp\" (known: generic, npm, maven, pypi, go, oci, group); expected NAME=TYPE:URL",
         fails("--repo", "x=ftp:http://127.0.0.1/").getMessage());
     Path conf = file("t.conf", "corral.repos.x { type = rubygems, url = \"http://127.0.0.1:9/\" }");
     assertEquals("corral.repos.x.type", fails("--config", conf.toString()).setting());

@@ -125,6 +125,18 @@ public final class Metrics implements FetchEvents {
           .labelNames("repo")
           .register(registry);
 
+  /**
+   * {@code corral_group_member_failures_total{group,member}}: a group's member that could not
+   * answer one of the group's requests (an upstream error or timeout); the group answered from
+   * the others when one could, with a {@code Warning} header naming the member.
+   */
+  public final Counter groupMemberFailures =
+      Counter.builder()
+          .name("corral_group_member_failures_total")
+          .help("Group requests one of whose members failed (error or timeout); the others were asked")
+          .labelNames("group", "member")
+          .register(registry);
+
   /** {@code corral_http_connections}: client connections held open, at most max-connections. */
   public final Gauge httpConnections =
       Gauge.builder()
