@@ -97,7 +97,7 @@ class Stream:
 
 class Node:
     __slots__ = ("index", "incoming", "outgoing", "depth", "first_byte", "committed",
-                 "clients_done", "sent_bytes", "copies_sent", "source", "eligible", "load")
+                 "clients_done", "sent_bytes", "copies_sent", "source", "eligible", "load", "most_uploads")
 
     def __init__(self, index):
         self.index = index
@@ -112,6 +112,7 @@ class Node:
         self.source = None
         self.eligible = False         # the entity may point nodes at it
         self.load = 0                 # uploads the entity has pointed at it and not seen end
+        self.most_uploads = 0         # the most peer uploads it ever ran at once
 
 
 class Simulation:
@@ -127,6 +128,7 @@ class Simulation:
         self.rng = random.Random(p.seed)
         self.cap = INF if p.strategy == "owner" else p.cap
         self.waiting = []             # nodes waiting at the entity for a free source, in order
+        self.to_owner = []            # past the wait bound before E's download began
         self.headers_known = False
         self.upstream_requests = 0
         self.upstream_stream = None
@@ -186,6 +188,8 @@ class Simulation:
         self.upstream_stream = self.start_stream(UPSTREAM, 0)
         e.eligible = True
         self.headers_known = True
+        for i in self.to_owner:
+            self.point(i, e, overflow=True)
         self.point_waiters()
 
     def point_waiters(self):
@@ -219,7 +223,10 @@ class Simulation:
     def wait_bound_passed(self, i):
         if i in self.waiting:
             self.waiting.remove(i)
-            self.point(i, self.nodes[0], overflow=True)
+            if self.headers_known:
+                self.point(i, self.nodes[0], overflow=True)
+            else:
+                self.to_owner.append(i)   # pointed at E once E's download has begun
 
     def copy_starts(self, i, source):
         node = self.nodes[i]
@@ -266,8 +273,11 @@ class Simulation:
         node.first_byte = self.t
         node.depth = 0 if sender == UPSTREAM else self.nodes[sender].depth + 1
         if sender != UPSTREAM:
-            self.nodes[sender].outgoing.append(s)
-            self.nodes[sender].copies_sent += 1
+            source = self.nodes[sender]
+            source.outgoing.append(s)
+            source.copies_sent += 1
+            uploads = sum(1 for o in source.outgoing if not o.clients)
+            source.most_uploads = max(source.most_uploads, uploads)
         self.streams.append(s)
         if self.p.clients:
             c = Stream(i, i, True, self.p.clients, self.p.client_bw, self.t)
@@ -392,6 +402,9 @@ class Simulation:
             "peer_egress_max_x": egress[-1] / S, "peer_egress_p50_x": p50 / S,
             "owner_peer_egress_bytes": self.nodes[0].sent_bytes,
             "peer_bytes_total": sum(egress), "copies_total": sum(n.copies_sent for n in self.nodes),
+            "copies_sent_max": max(n.copies_sent for n in self.nodes),
+            "concurrent_uploads_max": max(n.most_uploads for n in self.nodes),
+            "concurrent_uploads_max_not_owner": max([n.most_uploads for n in self.nodes[1:]] or [0]),
             "upstream_requests": self.upstream_requests,
             "upstream_bytes": self.upstream_stream.done if self.upstream_stream else 0.0,
             "chain_depth": depth,
