@@ -76,6 +76,11 @@ def bandwidth(text):
     return size(text.replace("/s", ""))
 
 
+def slow_nodes(text):
+    fraction, factor = text.split(":")
+    return float(fraction), float(factor)
+
+
 def millis(text):
     return float(text) / 1000.0
 
@@ -137,7 +142,15 @@ class Simulation:
         self.record_writes = 0
         self.record_last_write = 0.0
         self.overflow_to_owner = 0
-        self.slot_waits = 0
+        # per-node NICs; --slow F:X makes a random fraction F of the nodes (never E) X times slower
+        self.upload = [p.upload] * p.nodes
+        self.download = [p.download] * p.nodes
+        if p.slow:
+            fraction, factor = p.slow
+            slow = random.Random(p.seed + 1).sample(range(1, p.nodes), int(round(fraction * (p.nodes - 1))))
+            for i in slow:
+                self.upload[i] *= factor
+                self.download[i] *= factor
 
     # ---- events ---------------------------------------------------------------------------
 
@@ -268,7 +281,7 @@ class Simulation:
 
     def start_stream(self, sender, i):
         node = self.nodes[i]
-        s = Stream(sender, i, False, 1, self.p.download, self.t)
+        s = Stream(sender, i, False, 1, self.download[i], self.t)
         node.incoming = s
         node.first_byte = self.t
         node.depth = 0 if sender == UPSTREAM else self.nodes[sender].depth + 1
@@ -314,7 +327,7 @@ class Simulation:
         order = sorted(by_sender, key=lambda k: -1 if k == UPSTREAM else self.nodes[k].depth)
         for sender in order:
             group = by_sender[sender]
-            budget = p.upstream_bw if sender == UPSTREAM else p.upload
+            budget = p.upstream_bw if sender == UPSTREAM else self.upload[sender]
             shared = []
             for s in group:
                 cap = s.limit
@@ -389,12 +402,17 @@ class Simulation:
         egress = sorted(n.sent_bytes for n in self.nodes)
         clients_done = [n.clients_done for n in self.nodes if n.clients_done is not None]
         p50 = egress[(len(egress) - 1) // 2]
+        order = sorted(committed)
+
+        def pct(q):  # nearest rank
+            return order[max(0, min(len(order) - 1, int(-(-q * len(order) // 1)) - 1))]
         depth = max(n.depth for n in self.nodes)
         return {
             "strategy": self.p.strategy, "nodes": self.p.nodes, "size_bytes": S,
             "clients_per_node": self.p.clients, "cap": None if self.cap == INF else self.cap,
             "all_hold_s": max(committed),
             "first_commit_s": min(committed),
+            "commit_p50_s": pct(0.50), "commit_p99_s": pct(0.99), "commit_p999_s": pct(0.999),
             "ttfb_first_s": min(ttfb), "ttfb_last_s": max(ttfb),
             "ttfb_spread_s": max(ttfb) - min(ttfb),
             "last_client_last_byte_s": max(clients_done) if clients_done else None,
@@ -466,6 +484,8 @@ def parser():
                    help="fanout: least-loaded source, or the less loaded of two at random")
     a.add_argument("--no-chain", dest="chain", action="store_false",
                    help="fanout: a node serves others only once committed (E still streams)")
+    a.add_argument("--slow", type=slow_nodes, metavar="F:X",
+                   help="a random fraction F of the nodes (not E) has X times the NIC bandwidth (0.05:0.5)")
     a.add_argument("--seed", type=int, default=17)
     a.add_argument("--calibrated", action="store_true",
                    help="defaults from the bench machine's measurements (docs/benchmarks.md O1)")
@@ -503,6 +523,7 @@ def show(r):
         r["strategy"], r["nodes"], r["clients_per_node"], fmt_bytes(S),
         ", cap %d" % r["cap"] if r["cap"] else ""))
     print("  every node holds it after   %8.3f s (first commit %.3f s)" % (r["all_hold_s"], r["first_commit_s"]))
+    print("  commits p50 / p99 / p99.9   %8.3f / %.3f / %.3f s" % (r["commit_p50_s"], r["commit_p99_s"], r["commit_p999_s"]))
     print("  TTFB first / last node      %8.3f / %.3f s, last - first %.3f s" % (
         r["ttfb_first_s"], r["ttfb_last_s"], r["ttfb_spread_s"]))
     if r["last_client_last_byte_s"] is not None:
