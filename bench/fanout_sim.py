@@ -38,9 +38,10 @@ Simplifications (say them whenever a figure from here is quoted):
     request latency is the same for both strategies and left out). With --clients-local they do
     not use the node's NIC (like a Kraken agent's local docker daemon); otherwise they share the
     node's upload with its peer uploads.
-  - Record writes: each commit (E's and each Holding) is one write of the key's record, written
-    one at a time by the entity, each --db-write long (--batch-records: all pending Holdings in
-    one write). Pointing nodes at holders uses the entity's memory, so writes never delay copies.
+  - Record writes: each commit (E's and each Holding) changes the key's record; the entity writes
+    one at a time, each --db-write long, and the changes queued behind a running write go in the
+    next one (KeyRecords.Writer composes them today; --one-write-per-holding: one write each).
+    Pointing nodes at holders uses the entity's memory, so writes never delay copies.
   - No failures: a holder never fails mid-copy (the design resumes from another holder; not
     modelled). No other keys compete for the NICs.
 """
@@ -476,7 +477,9 @@ def parser():
     a.add_argument("--entity-rtt", type=millis, help="ms: a message to the entity and its answer")
     a.add_argument("--upstream-ttfb", type=millis, help="ms to the upstream's first byte")
     a.add_argument("--db-write", type=millis, help="ms per write of the key's record")
-    a.add_argument("--batch-records", action="store_true", help="one record write for all pending Holdings")
+    a.add_argument("--one-write-per-holding", dest="batch_records", action="store_false",
+                   help="one record write per Holding (default: the changes queued behind a running write go"
+                        " in one write, as KeyRecords.Writer does today)")
     a.add_argument("--cap", type=int, default=2, help="fanout: concurrent uploads per node")
     a.add_argument("--wait-bound", type=millis, default=INF,
                    help="fanout: ms a node waits for a free source before it goes to the owner")
