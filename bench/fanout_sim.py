@@ -122,9 +122,11 @@ class Node:
 
 
 class Simulation:
-    def __init__(self, p):
+    def __init__(self, p, stripe=None):
+        """stripe: None for a whole body; else a dict (size, upload, download, servers,
+        upstream_ttfb) that makes this run one stripe of run_striped."""
         self.p = p
-        self.size = p.size
+        self.size = p.size if stripe is None else stripe["size"]
         self.eps = max(1.0, p.size * 1e-12)
         self.t = 0.0
         self.events = []
@@ -152,6 +154,13 @@ class Simulation:
             for i in slow:
                 self.upload[i] *= factor
                 self.download[i] *= factor
+        self.servers = None           # nodes that may serve copies (a stripe's inner nodes and E)
+        self.upstream_ttfb = p.upstream_ttfb
+        if stripe is not None:
+            self.upload = [u * f for u, f in zip(self.upload, stripe["upload"])]
+            self.download = [d * f for d, f in zip(self.download, stripe["download"])]
+            self.servers = stripe["servers"]
+            self.upstream_ttfb = stripe["upstream_ttfb"]
 
     # ---- events ---------------------------------------------------------------------------
 
@@ -190,7 +199,7 @@ class Simulation:
         if i == 0:
             # E's own clients read E's download; the first Join starts the one upstream fetch.
             self.upstream_requests += 1
-            self.at(self.t + p.upstream_ttfb, self.upstream_headers)
+            self.at(self.t + self.upstream_ttfb, self.upstream_headers)
             return
         self.waiting.append(i)
         if p.strategy == "fanout" and p.wait_bound < INF:
@@ -213,18 +222,34 @@ class Simulation:
             source = self.pick_source()
             if source is None:
                 return
-            self.point(self.waiting.pop(0), source)
+            self.point(self.waiting.pop(self.next_waiter()), source)
+
+    def next_waiter(self):
+        """First come, first pointed; in a stripe, nodes that will serve it first (they add
+        slots; pointing leaves first would grow the stripe's tree as a chain)."""
+        if self.servers is None:
+            return 0
+        for at, i in enumerate(self.waiting):
+            if i in self.servers:
+                return at
+        return 0
 
     def pick_source(self):
         if self.p.strategy == "owner":
             return self.nodes[0]
-        free = [n for n in self.nodes if n.eligible and n.load < self.cap]
+        free = [n for n in self.nodes if n.eligible and n.load < self.cap_of(n)
+                and (self.servers is None or n.index in self.servers)]
         if not free:
             return None
         if self.p.pick == "two" and len(free) > 2:
             free = self.rng.sample(free, 2)
         # least loaded; then a committed holder; then the one furthest along; then E first
         return min(free, key=lambda n: (n.load, n.committed is None, -self.received(n), n.index))
+
+    def cap_of(self, node):
+        # In a stripe E has a k-th of its upload: one copy per stripe feeds it at the rate a node
+        # receives a stripe (SplitStream's source sends each stripe once).
+        return 1 if self.servers is not None and node.index == 0 else self.cap
 
     def point(self, i, source, overflow=False):
         node = self.nodes[i]
@@ -487,6 +512,8 @@ def parser():
                    help="fanout: least-loaded source, or the less loaded of two at random")
     a.add_argument("--no-chain", dest="chain", action="store_false",
                    help="fanout: a node serves others only once committed (E still streams)")
+    a.add_argument("--stripes", type=int, default=1,
+                   help="fanout: copy the body as k ranges, each its own tree (not in the design yet)")
     a.add_argument("--slow", type=slow_nodes, metavar="F:X",
                    help="a random fraction F of the nodes (not E) has X times the NIC bandwidth (0.05:0.5)")
     a.add_argument("--seed", type=int, default=17)
@@ -509,8 +536,67 @@ def params(argv=None):
     return p
 
 
+def run_striped(p):
+    """--stripes k (fanout, clients off the NIC): the body as k ranges, each its own tree, as
+    SplitStream builds them: node i serves only stripe i mod k (E serves every stripe, with a
+    k-th of its upload each), every node receives each stripe at a k-th of its download. E's one
+    upstream download brings stripe j after j/k of the body. Each stripe runs as an independent
+    Simulation; a node holds the artifact when it holds every stripe."""
+    k, n = p.stripes, p.nodes
+    size = p.size / k
+    runs = []
+    for j in range(k):
+        stripe = {
+            "size": size,
+            "upload": [1.0 / k] + [1.0] * (n - 1),
+            "download": [1.0] + [1.0 / k] * (n - 1),   # E's is the one upstream download
+            "servers": {0} | {i for i in range(1, n) if i % k == j},
+            "upstream_ttfb": p.upstream_ttfb + j * size / min(p.upstream_bw, p.download),
+        }
+        sim = Simulation(p, stripe)
+        sim.run()
+        runs.append(sim)
+    committed = [max(r.nodes[i].committed for r in runs) for i in range(n)]
+    first_byte = [runs[0].nodes[i].first_byte for i in range(n)]   # the body's first range
+    sent = sorted(sum(r.nodes[i].sent_bytes for r in runs) for i in range(n))
+    order = sorted(committed)
+
+    def pct(q):
+        return order[max(0, min(len(order) - 1, int(-(-q * len(order) // 1)) - 1))]
+    S = p.size
+    return {
+        "strategy": "fanout", "stripes": k, "nodes": n, "size_bytes": S,
+        "clients_per_node": p.clients, "cap": p.cap,
+        "all_hold_s": max(committed), "first_commit_s": min(committed),
+        "commit_p50_s": pct(0.50), "commit_p99_s": pct(0.99), "commit_p999_s": pct(0.999),
+        "ttfb_first_s": min(first_byte), "ttfb_last_s": max(first_byte),
+        "ttfb_spread_s": max(first_byte) - min(first_byte),
+        "last_client_last_byte_s": None,
+        "peer_egress_max_bytes": sent[-1], "peer_egress_p50_bytes": sent[(n - 1) // 2],
+        "peer_egress_max_x": sent[-1] / S, "peer_egress_p50_x": sent[(n - 1) // 2] / S,
+        "owner_peer_egress_bytes": sum(r.nodes[0].sent_bytes for r in runs),
+        "peer_bytes_total": sum(sent), "copies_total": sum(n_.copies_sent for r in runs for n_ in r.nodes),
+        "copies_sent_max": max(sum(r.nodes[i].copies_sent for r in runs) for i in range(n)),
+        "concurrent_uploads_max": max(r.nodes[i].most_uploads for r in runs for i in range(n)),
+        "concurrent_uploads_max_not_owner": max([r.nodes[i].most_uploads for r in runs for i in range(1, n)] or [0]),
+        "upstream_requests": 1 if runs else 0,   # E's one download, split into stripes as it arrives
+        "upstream_bytes": sum(r.upstream_stream.done for r in runs),
+        "chain_depth": max(max(x.depth for x in r.nodes) for r in runs),
+        "went_to_owner_past_wait_bound": sum(r.overflow_to_owner for r in runs),
+        "record_writes": None, "record_last_written_s": None,
+    }
+
+
+def run(p):
+    if p.stripes > 1:
+        if p.strategy != "fanout" or not (p.clients_local or p.clients == 0):
+            raise SystemExit("--stripes needs --strategy fanout and clients off the NIC (--clients-local or --clients 0)")
+        return run_striped(p)
+    return Simulation(p).run()
+
+
 def simulate(argv=None):
-    return Simulation(params(argv)).run()
+    return run(params(argv))
 
 
 def fmt_bytes(b):
@@ -537,7 +623,10 @@ def show(r):
     print("  peer bytes in all           %s (%d copies), chain depth %d" % (
         fmt_bytes(r["peer_bytes_total"]), r["copies_total"], r["chain_depth"]))
     print("  upstream requests / bytes   %d / %s" % (r["upstream_requests"], fmt_bytes(r["upstream_bytes"])))
-    print("  record writes, last at      %d, %.3f s" % (r["record_writes"], r["record_last_written_s"]))
+    if r["record_writes"] is not None:
+        print("  record writes, last at      %d, %.3f s" % (r["record_writes"], r["record_last_written_s"]))
+    if r.get("stripes"):
+        print("  stripes                     %d (each its own tree; E's upload shared by them)" % r["stripes"])
     if r["went_to_owner_past_wait_bound"]:
         print("  past the wait bound, to E   %d" % r["went_to_owner_past_wait_bound"])
 
@@ -564,7 +653,7 @@ def main(argv=None):
         table([a for a in argv if a != "--table"])
         return
     p = params(argv)
-    r = Simulation(p).run()
+    r = run(p)
     if p.json:
         json.dump(r, sys.stdout, indent=2)
         print()
