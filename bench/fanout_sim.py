@@ -136,7 +136,6 @@ class Simulation:
         self.rng = random.Random(p.seed)
         self.cap = INF if p.strategy == "owner" else p.cap
         self.waiting = []             # nodes waiting at the entity for a free source, in order
-        self.to_owner = []            # past the wait bound before E's download began
         self.headers_known = False
         self.upstream_requests = 0
         self.upstream_stream = None
@@ -148,6 +147,8 @@ class Simulation:
         # per-node NICs; --slow F:X makes a random fraction F of the nodes (never E) X times slower
         self.upload = [p.upload] * p.nodes
         self.download = [p.download] * p.nodes
+        if p.owner_nic is not None:   # E's NIC, both ways (a Kraken origin is not speed-limited)
+            self.upload[0] = self.download[0] = p.owner_nic
         if p.slow:
             fraction, factor = p.slow
             slow = random.Random(p.seed + 1).sample(range(1, p.nodes), int(round(fraction * (p.nodes - 1))))
@@ -202,17 +203,23 @@ class Simulation:
             self.at(self.t + self.upstream_ttfb, self.upstream_headers)
             return
         self.waiting.append(i)
-        if p.strategy == "fanout" and p.wait_bound < INF:
-            self.at(self.t + p.wait_bound, self.wait_bound_passed, i)
+        if self.headers_known:
+            self.start_wait_bound(i)
         self.point_waiters()
+
+    def start_wait_bound(self, i):
+        # The bound is on waiting for a slot: it starts once there is a source at all (E's
+        # download has begun), not while the whole flight waits for the upstream.
+        if self.p.strategy == "fanout" and self.p.wait_bound < INF:
+            self.at(self.t + self.p.wait_bound, self.wait_bound_passed, i)
 
     def upstream_headers(self):
         e = self.nodes[0]
         self.upstream_stream = self.start_stream(UPSTREAM, 0)
         e.eligible = True
         self.headers_known = True
-        for i in self.to_owner:
-            self.point(i, e, overflow=True)
+        for i in self.waiting:
+            self.start_wait_bound(i)
         self.point_waiters()
 
     def point_waiters(self):
@@ -262,10 +269,7 @@ class Simulation:
     def wait_bound_passed(self, i):
         if i in self.waiting:
             self.waiting.remove(i)
-            if self.headers_known:
-                self.point(i, self.nodes[0], overflow=True)
-            else:
-                self.to_owner.append(i)   # pointed at E once E's download has begun
+            self.point(i, self.nodes[0], overflow=True)
 
     def copy_starts(self, i, source):
         node = self.nodes[i]
@@ -498,6 +502,7 @@ def parser():
     a.add_argument("--upload", type=bandwidth, help="per-node upload bandwidth (NIC, full duplex)")
     a.add_argument("--download", type=bandwidth, help="per-node download bandwidth")
     a.add_argument("--client-bw", type=bandwidth, help="per client stream")
+    a.add_argument("--owner-nic", type=bandwidth, help="E's upload and download, if not --upload/--download")
     a.add_argument("--hop", type=millis, help="ms from a copy request to its first byte")
     a.add_argument("--entity-rtt", type=millis, help="ms: a message to the entity and its answer")
     a.add_argument("--upstream-ttfb", type=millis, help="ms to the upstream's first byte")
@@ -506,8 +511,9 @@ def parser():
                    help="one record write per Holding (default: the changes queued behind a running write go"
                         " in one write, as KeyRecords.Writer does today)")
     a.add_argument("--cap", type=int, default=2, help="fanout: concurrent uploads per node")
-    a.add_argument("--wait-bound", type=millis, default=INF,
-                   help="fanout: ms a node waits for a free source before it goes to the owner")
+    a.add_argument("--wait-bound", type=millis, default=1.0,
+                   help="fanout: ms a node waits for a free source before it goes to the owner"
+                        " (default 1000, as docs/scale.md proposes; 'inf': never)")
     a.add_argument("--pick", choices=("least", "two"), default="least",
                    help="fanout: least-loaded source, or the less loaded of two at random")
     a.add_argument("--no-chain", dest="chain", action="store_false",
@@ -551,7 +557,7 @@ def run_striped(p):
             "upload": [1.0 / k] + [1.0] * (n - 1),
             "download": [1.0] + [1.0 / k] * (n - 1),   # E's is the one upstream download
             "servers": {0} | {i for i in range(1, n) if i % k == j},
-            "upstream_ttfb": p.upstream_ttfb + j * size / min(p.upstream_bw, p.download),
+            "upstream_ttfb": p.upstream_ttfb + j * size / min(p.upstream_bw, p.owner_nic or p.download),
         }
         sim = Simulation(p, stripe)
         sim.run()

@@ -60,7 +60,7 @@ class Fanout(unittest.TestCase):
         # so egress is bounded by cap x S only when the tree is built before any copy ends)
         for cap in (1, 2, 3):
             for n in (7, 40, 300):
-                r = run("--nodes", n, "--cap", cap, *UPLOAD_BOUND)
+                r = run("--nodes", n, "--cap", cap, "--wait-bound", "inf", *UPLOAD_BOUND)
                 self.assertLessEqual(r["peer_egress_max_bytes"], cap * S + 1, "cap %d, %d nodes" % (cap, n))
 
     def test_least_loaded_with_chained_streaming_builds_a_tree_of_log_depth(self):
@@ -75,8 +75,10 @@ class Fanout(unittest.TestCase):
         bounded = run("--nodes", 30, "--cap", 1, "--no-chain", "--wait-bound", 50)
         self.assertGreater(bounded["went_to_owner_past_wait_bound"], 0)
         self.assertGreater(bounded["owner_peer_egress_bytes"], S + 1)
-        unbounded = run("--nodes", 30, "--cap", 1, "--no-chain")
+        self.assertLessEqual(bounded["concurrent_uploads_max_not_owner"], 1, "only E goes past the cap")
+        unbounded = run("--nodes", 30, "--cap", 1, "--no-chain", "--wait-bound", "inf")
         self.assertEqual(0, unbounded["went_to_owner_past_wait_bound"])
+        self.assertLessEqual(unbounded["concurrent_uploads_max"], 1)
 
     def test_batched_record_writes_are_fewer_than_one_per_holder(self):
         one_each = run("--nodes", 200, "--db-write", 5, "--one-write-per-holding")
@@ -84,6 +86,27 @@ class Fanout(unittest.TestCase):
         self.assertEqual(200, one_each["record_writes"])
         self.assertLess(batched["record_writes"], 50)
         self.assertLess(batched["record_last_written_s"], one_each["record_last_written_s"])
+
+
+class Stripes(unittest.TestCase):
+    KRAKEN_SHAPE = ["--nodes", 300, "--size", "3GB", "--upload", "300MB", "--download", "300MB",
+                    "--clients-local", "--upstream-bw", "10Gbit", "--owner-nic", "10Gbit"]
+
+    def test_stripes_move_every_byte_once_per_node_and_each_inner_node_sends_about_s(self):
+        for k in (2, 4):
+            r = run(*self.KRAKEN_SHAPE, "--stripes", k, "--cap", k)
+            self.assertAlmostEqual(299 * 3e9, r["peer_bytes_total"], delta=1e3, msg=k)
+            self.assertEqual(1, r["upstream_requests"])
+            self.assertAlmostEqual(3e9, r["upstream_bytes"], delta=1, msg=k)
+            self.assertLessEqual(r["concurrent_uploads_max_not_owner"], k)
+
+    def test_stripes_reach_the_download_rate_a_whole_body_tree_cannot(self):
+        at_line_rate = 3e9 / 300e6   # 10 s
+        whole = run(*self.KRAKEN_SHAPE, "--cap", 2)
+        striped = run(*self.KRAKEN_SHAPE, "--stripes", 4, "--cap", 4)
+        self.assertGreater(whole["commit_p50_s"], 1.9 * at_line_rate)   # each child gets U/2
+        # the last stripe reaches E only after 3/4 of E's one upstream download (1.8 s here)
+        self.assertLess(striped["commit_p50_s"], 1.25 * at_line_rate)
 
 
 class Growth(unittest.TestCase):
@@ -97,7 +120,7 @@ class Growth(unittest.TestCase):
         self.assertAlmostEqual(99 / 9, t100 / t10, delta=0.5)
 
     def test_fanout_without_chaining_grows_with_log_n(self):
-        t = {n: self.time("fanout", n, "--cap", 1, "--no-chain") for n in (8, 64, 512)}
+        t = {n: self.time("fanout", n, "--cap", 1, "--no-chain", "--wait-bound", "inf") for n in (8, 64, 512)}
         # cap 1, store-and-forward: the holders double each round of one copy time (S / upload)
         one_copy = S / fanout_sim.bandwidth("1Gbit")
         for n in t:
