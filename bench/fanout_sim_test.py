@@ -99,6 +99,8 @@ class Stripes(unittest.TestCase):
             self.assertEqual(1, r["upstream_requests"])
             self.assertAlmostEqual(3e9, r["upstream_bytes"], delta=1, msg=k)
             self.assertLessEqual(r["concurrent_uploads_max_not_owner"], k)
+            # a node serves only its own stripe: k copies of S/k, about S in all
+            self.assertLessEqual(r["peer_egress_max_not_owner_bytes"], 3e9 + 1, k)
 
     def test_stripes_reach_the_download_rate_a_whole_body_tree_cannot(self):
         at_line_rate = 3e9 / 300e6   # 10 s
