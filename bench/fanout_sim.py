@@ -267,9 +267,18 @@ class Simulation:
         self.at(self.t + self.p.entity_rtt / 2 + self.p.hop, self.copy_starts, i, source.index)
 
     def wait_bound_passed(self, i):
-        if i in self.waiting:
-            self.waiting.remove(i)
-            self.point(i, self.nodes[0], overflow=True)
+        if i not in self.waiting:
+            return
+        # Slots on their way: a node pointed but not yet announced will offer slots once its
+        # Copying arrives. While any is on its way the tree is still growing and the node waits
+        # on; the bound is for every source at its cap with nothing coming.
+        coming = any(n.source is not None and not n.eligible
+                     and (self.servers is None or n.index in self.servers) for n in self.nodes)
+        if self.p.chain and coming:
+            self.start_wait_bound(i)
+            return
+        self.waiting.remove(i)
+        self.point(i, self.nodes[0], overflow=True)
 
     def copy_starts(self, i, source):
         node = self.nodes[i]
