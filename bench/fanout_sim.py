@@ -19,8 +19,14 @@ Strategies:
           among the verified holders and the nodes still receiving that have told the entity so
           (a "copying" notice); least-loaded or random-of-two (--pick); each source has at most
           --cap uploads at once. A node with no free source waits at the entity; past --wait-bound
-          it is pointed at E whatever E's load. Every node's download can be served onward while
-          it grows, at most as fast as it arrives (--no-chain: only once committed, except E).
+          (counted from when E's download has begun, and only while no pointed copy is still on
+          its way to announcing itself) it is pointed at E whatever E's load. Every node's
+          download can be served onward while it grows, at most as fast as it arrives
+          (--no-chain: only once committed, except E).
+  --stripes k (fanout, not part of issue 17's design: the step after it) copies the body as k
+          ranges, each its own tree; node i serves only range i mod k, E one copy per range. Each
+          range is simulated on its own (E's upload split evenly among them, each node's download
+          too), so nodes' ranges do not compete beyond that split.
 
 Simplifications (say them whenever a figure from here is quoted):
   - Fluid bandwidth, fair share per sender: a node's upload is shared max-min fairly among its
