@@ -435,7 +435,7 @@ for base in bases:
         continue
     counters = {}
     for line in text.splitlines():
-        m = re.match(r'(corral_(?:requests|upstream_requests|fallthrough|coalesced)_total)\{([^}]*)\}\s+([0-9.eE+-]+)$', line)
+        m = re.match(r'(corral_(?:requests|upstream_requests|fallthrough|coalesced|peer_(?:sent|received)_bytes|peer_copies_(?:sent|received)|peer_transfers|peer_transfer_bytes)_total)\{([^}]*)\}\s+([0-9.eE+-]+)$', line)
         if m:
             labels = ",".join(l for l in m.group(2).split(",") if not l.startswith("repo="))
             counters[f"{m.group(1)}{{{labels}}}"] = float(m.group(3))
