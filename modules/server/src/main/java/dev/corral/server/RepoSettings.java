@@ -3,6 +3,7 @@ package dev.corral.server;
 import dev.corral.http.tls.UpstreamTls;
 import dev.corral.http.upstream.AllowedHost;
 import dev.corral.http.upstream.Credential;
+import dev.corral.registry.generic.FreshnessRules;
 import dev.corral.registry.generic.QueryPolicy;
 import java.time.Duration;
 import java.util.List;
@@ -31,6 +32,8 @@ import java.util.Optional;
  *     upstream in ({@code library} for registries that keep official images there), if any
  * @param rootMirror oci repositories: also served at {@code /v2/<image>/...}, without its name (at
  *     most one repository), for clients whose mirror setting takes no path
+ * @param freshness generic repositories: how long a path's stored copy is fresh, by path pattern
+ *     (a path no rule matches follows the upstream's Cache-Control / Expires)
  */
 public record RepoSettings(
     String name,
@@ -57,7 +60,22 @@ public record RepoSettings(
     List<AllowedHost> allowedHosts,
     UpstreamTls tls,
     Optional<String> singleNameNamespace,
-    boolean rootMirror) {
+    boolean rootMirror,
+    FreshnessRules freshness) {
+
+  /** With no freshness rules (every type but generic has none). */
+  public RepoSettings(String name, String type, String url, Duration connectTimeout,
+      Duration firstByteTimeout, Duration idleTimeout, int retries, Duration retryBackoff,
+      int maxRedirects, int maxConnections, Duration negativeTtl, Duration waiterBudget,
+      OnBudgetExhausted onBudgetExhausted, int maxWaiters, int maxOrphanFetches,
+      long inlineLimitBytes, Optional<Credential> credential, Duration metadataTtl, Duration maxStale,
+      Optional<String> sumdbUrl, QueryPolicy query, List<AllowedHost> allowedHosts, UpstreamTls tls,
+      Optional<String> singleNameNamespace, boolean rootMirror) {
+    this(name, type, url, connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff,
+        maxRedirects, maxConnections, negativeTtl, waiterBudget, onBudgetExhausted, maxWaiters,
+        maxOrphanFetches, inlineLimitBytes, credential, metadataTtl, maxStale, sumdbUrl, query, allowedHosts, tls,
+        singleNameNamespace, rootMirror, FreshnessRules.NONE);
+  }
 
   /** With no single-name namespace (every type but oci has none). */
   public RepoSettings(String name, String type, String url, Duration connectTimeout,
@@ -166,6 +184,7 @@ public record RepoSettings(
     Objects.requireNonNull(query, "query");
     Objects.requireNonNull(tls, "tls");
     Objects.requireNonNull(singleNameNamespace, "singleNameNamespace");
+    freshness = freshness == null ? FreshnessRules.NONE : freshness;
     allowedHosts = List.copyOf(allowedHosts);
   }
 }

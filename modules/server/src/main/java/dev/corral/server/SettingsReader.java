@@ -5,6 +5,8 @@ import dev.corral.cluster.ClusterTls;
 import dev.corral.http.ServeLimits;
 import dev.corral.http.ConnectionLimits;
 import dev.corral.http.TrustedProxies;
+import dev.corral.core.upstream.Lifetime;
+import dev.corral.registry.generic.FreshnessRules;
 import dev.corral.registry.generic.QueryPolicy;
 import static dev.corral.server.SettingValues.quoted;
 
@@ -559,7 +561,83 @@ final class SettingsReader {
         duration(field(name, RepoSetting.MAX_STALE), false),
         sumdbUrl(name, type),
         query(name, type),
-        allowedHosts(name), upstreamTls(name), singleNameNamespace(name, type), rootMirror(name, type));
+        allowedHosts(name), upstreamTls(name), singleNameNamespace(name, type), rootMirror(name, type),
+        freshness(name, type));
+  }
+
+  private static final Set<String> FRESHNESS_RULE_KEYS = Set.of("path", "ttl", "immutable");
+
+  /**
+   * A list of rules, each {@code { path = GLOB, ttl = DURATION }} or
+   * {@code { path = GLOB, immutable = true }}; none when unset.
+   */
+  private FreshnessRules freshness(String name, String type) {
+    String path = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.FRESHNESS.key());
+    if (!has(path)) {
+      return FreshnessRules.NONE;
+    }
+    if (!type.equals("generic")) {
+      throw error(path, "only generic repositories take freshness rules (the other types know which of their"
+          + " files change)");
+    }
+    ConfigValue value = hocon(path, () -> config.getValue(path));
+    String shape = "expected a list of { path = PATTERN, ttl = DURATION } or { path = PATTERN, immutable = true }";
+    if (value.valueType() != ConfigValueType.LIST) {
+      throw error(path, shape);
+    }
+    List<FreshnessRules.Rule> rules = new ArrayList<>();
+    List<? extends ConfigValue> items = config.getList(path);
+    for (int i = 0; i < items.size(); i++) {
+      String at = path + "[" + i + "]";
+      if (items.get(i).valueType() != ConfigValueType.OBJECT) {
+        throw error(at, shape);
+      }
+      ConfigObject object = (ConfigObject) items.get(i);
+      for (String key : object.keySet()) {
+        if (!FRESHNESS_RULE_KEYS.contains(key)) {
+          throw error(at, "unknown key " + quoted(key) + " (known: immutable, path, ttl)");
+        }
+      }
+      Config rule = object.toConfig();
+      if (!rule.hasPath("path") || rule.getValue("path").valueType() != ConfigValueType.STRING) {
+        throw error(at, "needs path = PATTERN (a glob over the path after the repository name, e.g. \"dists/**\")");
+      }
+      String pattern = rule.getString("path");
+      boolean hasTtl = rule.hasPath("ttl");
+      boolean hasImmutable = rule.hasPath("immutable");
+      if (hasTtl == hasImmutable) {
+        throw error(at, "needs exactly one of ttl = DURATION and immutable = true");
+      }
+      Lifetime lifetime;
+      if (hasImmutable) {
+        if (rule.getValue("immutable").valueType() != ConfigValueType.BOOLEAN || !rule.getBoolean("immutable")) {
+          throw error(at + ".immutable", "must be true (leave the rule out to follow the upstream's headers)");
+        }
+        lifetime = Lifetime.IMMUTABLE;
+      } else {
+        String ttlText = String.valueOf(rule.getValue("ttl").unwrapped());
+        if (SettingValues.isBareNumber(ttlText)) {
+          throw error(at + ".ttl", quoted(ttlText) + " is not a duration (add a unit, "
+              + SettingValues.DURATION_EXAMPLES + ")");
+        }
+        Duration ttl;
+        try {
+          ttl = rule.getDuration("ttl");
+        } catch (ConfigException e) {
+          throw error(at + ".ttl", quoted(ttlText) + " is not a duration (" + SettingValues.DURATION_EXAMPLES + ")");
+        }
+        if (ttl.isNegative()) {
+          throw error(at + ".ttl", "must not be negative");
+        }
+        lifetime = Lifetime.fixed(ttl);
+      }
+      try {
+        rules.add(new FreshnessRules.Rule(pattern, lifetime));
+      } catch (IllegalArgumentException e) {
+        throw error(at + ".path", e.getMessage());
+      }
+    }
+    return new FreshnessRules(rules);
   }
 
   /** A list (or a comma-separated string) of HOST or HOST:PORT entries; empty when unset. */
