@@ -123,11 +123,21 @@ public final class CorralServer implements AutoCloseable {
    * retry backoff, the cluster's) stay on the actor system's scheduler.
    */
   public static CorralServer start(CorralSettings settings, Ticker ticker, Scheduler scheduler) throws Exception {
+    return start(settings, ticker, scheduler, Clock.systemUTC());
+  }
+
+  /**
+   * As {@link #start(CorralSettings, Ticker, Scheduler)}, with {@code clock} as the wall clock of
+   * stored copies' ages (when each was fetched, how old it is now): a test passes one that moves
+   * with its ticker, to drive freshness lifetimes without waiting.
+   */
+  public static CorralServer start(CorralSettings settings, Ticker ticker, Scheduler scheduler, Clock clock)
+      throws Exception {
     Path dataDir = settings.dataDir().toAbsolutePath().normalize();
     JournalDatabase database = new JournalDatabase(settings.journal(), dataDir);
     database.checkConnection();
     Files.createDirectories(settings.dataDir());
-    CompletableFuture<DiskStore> storeOpening = openStore(dataDir.resolve("store"), settings.maxSizeBytes());
+    CompletableFuture<DiskStore> storeOpening = openStore(dataDir.resolve("store"), settings.maxSizeBytes(), clock);
     NodeName.set(settings.cluster().nodeName()
         .orElse(settings.cluster().host() + ":" + settings.cluster().port()));
     ActorSystem<Void> system;
@@ -182,7 +192,7 @@ public final class CorralServer implements AutoCloseable {
       ClusterPeers peers = new ClusterPeers(system, new HttpPeerBlobs(system, settings.cluster().tls(), transfers),
           frame / 2);
       Node node = new Node(store, new HotBlobs(settings.memoryCacheBytes()), KeyRecords.of(system), upstream, metrics,
-          name -> policies.getOrDefault(name, FetchPolicy.defaults()), ticker, scheduler, Clock.systemUTC(), io, peers);
+          name -> policies.getOrDefault(name, FetchPolicy.defaults()), ticker, scheduler, clock, io, peers);
       FetchEntity.init(system, node, ENTITY_IDLE);
       CancelRegistry cancels = new CancelRegistry(ticker, settings.tombstoneTtl(), 100_000);
       Waiters waiters = new Waiters(ClusterSharding.get(system), cancels, node, system);
@@ -248,11 +258,11 @@ public final class CorralServer implements AutoCloseable {
    * second from the index snapshot) overlaps the start of the actor system, which is mostly one
    * thread's work too. A failed start after this has consumed the snapshot: the next start rebuilds.
    */
-  private static CompletableFuture<DiskStore> openStore(Path dir, long maxSizeBytes) {
+  private static CompletableFuture<DiskStore> openStore(Path dir, long maxSizeBytes, Clock clock) {
     CompletableFuture<DiskStore> opening = new CompletableFuture<>();
     Thread opener = new Thread(() -> {
       try {
-        DiskStore store = DiskStore.open(dir, maxSizeBytes, Clock.systemUTC());
+        DiskStore store = DiskStore.open(dir, maxSizeBytes, clock);
         opening.complete(store);
         store.warmUp(); // after the store is handed over: the start does not wait for it
       } catch (Throwable e) {

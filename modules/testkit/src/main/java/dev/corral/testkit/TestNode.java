@@ -51,6 +51,12 @@ public final class TestNode {
    */
   public static CorralServer start(Path dir, String upstreamBase, Ticker ticker, Scheduler scheduler, String hocon,
       String... extraArgs) throws Exception {
+    return start(dir, upstreamBase, ticker, scheduler, java.time.Clock.systemUTC(), hocon, extraArgs);
+  }
+
+  /** As above, stored copies' ages on {@code clock}, e.g. a {@link ManualTicker#clock()}. */
+  public static CorralServer start(Path dir, String upstreamBase, Ticker ticker, Scheduler scheduler,
+      java.time.Clock clock, String hocon, String... extraArgs) throws Exception {
     Path config = dir.resolve("corral-test.conf");
     Files.createDirectories(dir);
     Files.writeString(config, hocon);
@@ -60,7 +66,7 @@ public final class TestNode {
         "--repo", "up=generic:" + upstreamBase,
         "--config", config.toString()));
     args.addAll(List.of(extraArgs));
-    return CorralServer.start(CorralSettings.load(args.toArray(new String[0]), Map.of()), ticker, scheduler);
+    return CorralServer.start(CorralSettings.load(args.toArray(new String[0]), Map.of()), ticker, scheduler, clock);
   }
 
   public static HttpClient client() {

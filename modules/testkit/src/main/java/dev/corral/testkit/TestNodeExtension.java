@@ -64,6 +64,7 @@ public final class TestNodeExtension implements BeforeAllCallback, AfterAllCallb
   private Setup<String[]> args = n -> new String[0];
   private Ticker ticker = Ticker.systemTicker();
   private Scheduler scheduler = Timers.system();
+  private java.time.Clock clock = java.time.Clock.systemUTC();
   private boolean withRaw;
   private final Map<String, FakeUpstream> extra = new LinkedHashMap<>();
 
@@ -113,6 +114,15 @@ public final class TestNodeExtension implements BeforeAllCallback, AfterAllCallb
     return this;
   }
 
+  /**
+   * The wall clock of stored copies' ages (fetched-at, freshness lifetimes), e.g. a
+   * {@link ManualTicker#clock()}, so that a copy goes stale when the test advances the ticker.
+   */
+  public TestNodeExtension clock(java.time.Clock clock) {
+    this.clock = Objects.requireNonNull(clock);
+    return this;
+  }
+
   /** Both at once: the node's intervals and timers in {@code scheduler}'s manual time. */
   public TestNodeExtension manualTime(ManualScheduler scheduler) {
     return ticker(scheduler.ticker()).scheduler(scheduler);
@@ -150,7 +160,8 @@ public final class TestNodeExtension implements BeforeAllCallback, AfterAllCallb
         script.answer(target, socket, out);
       });
     }
-    server = TestNode.start(dir.resolve("node"), upstream.url("/"), ticker, scheduler, config.of(this), args.of(this));
+    server = TestNode.start(dir.resolve("node"), upstream.url("/"), ticker, scheduler, clock, config.of(this),
+        args.of(this));
     client = TestNode.client();
   }
 

@@ -58,6 +58,12 @@ public final class Download {
    */
   public static final Header NOT_STORED = new Header("X-Corral-Not-Stored", "no-store");
 
+  /**
+   * How long the finished file of a large body that was not stored stays readable by the waiters
+   * told to stream it before it is deleted.
+   */
+  static final java.time.Duration NOT_STORED_GRACE = java.time.Duration.ofMinutes(1);
+
   /** Whether {@code headers} carry {@link #NOT_STORED}. */
   public static boolean saysNotStored(List<Header> headers) {
     for (Header h : headers) {
@@ -340,7 +346,17 @@ public final class Download {
               stream.fail(unwrap(error));
             }
           }
-          node.remove(downloadId);
+          if (outcome instanceof Outcome.PassedThrough) {
+            // Waiters told to stream it may not have begun reading yet (another node's copy
+            // starts with a request to this one): the finished file stays readable for a while,
+            // then goes.
+            system.scheduler().scheduleOnce(NOT_STORED_GRACE, () -> {
+              node.remove(downloadId);
+              writer.close();
+            }, system.executionContext());
+          } else {
+            node.remove(downloadId);
+          }
         });
   }
 
@@ -394,13 +410,15 @@ public final class Download {
 
   /**
    * A body that must not be stored: verified as {@link #commit} verifies it, answered, and its
-   * temporary file deleted (readers still following a large one keep reading it through their
-   * open channel). A revalidated copy it replaces is removed: the upstream no longer lets it be
-   * kept. A body of unknown length larger than the inline limit cannot be answered without
-   * storing it: the waiters get a 502.
+   * temporary file deleted: a small one's at once, a large one's (that streamed to its waiters)
+   * {@link #NOT_STORED_GRACE} later, so that a waiter told to stream it that starts reading only
+   * after the download ended still reads it whole. A revalidated copy it replaces is removed: the
+   * upstream no longer lets it be kept. A body of unknown length larger than the inline limit
+   * cannot be answered without storing it: the waiters get a 502.
    */
   private Outcome passOn(BlobWriter writer, long length, List<Header> headers, GrowingBlob stream,
       ByteStringBuilder memory, boolean fitsInline, String expectedSha256) {
+    boolean keepFile = false;
     try {
       writer.finish();
       if (length >= 0 && writer.written() != length) {
@@ -417,8 +435,10 @@ public final class Download {
         node.store().remove(key);
       }
       if (stream != null) {
-        stream.complete(() -> org.apache.pekko.stream.javadsl.Source.failed(
-            new IOException("the body was not stored (the upstream said no-store)")));
+        java.nio.file.Path file = writer.tempFile();
+        stream.complete(() -> org.apache.pekko.stream.javadsl.FileIO.fromPath(file)
+            .mapMaterializedValue(m -> org.apache.pekko.NotUsed.getInstance()));
+        keepFile = true; // deleted after the grace (see onResponse)
         return new Outcome.PassedThrough(headers, length);
       }
       if (fitsInline) {
@@ -431,7 +451,9 @@ public final class Download {
     } catch (IOException e) {
       throw new CompletionException(e);
     } finally {
-      writer.close(); // never committed: the temporary file is deleted
+      if (!keepFile) {
+        writer.close(); // never committed: the temporary file is deleted
+      }
     }
   }
 
