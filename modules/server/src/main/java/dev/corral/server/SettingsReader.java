@@ -588,56 +588,61 @@ final class SettingsReader {
     List<FreshnessRules.Rule> rules = new ArrayList<>();
     List<? extends ConfigValue> items = config.getList(path);
     for (int i = 0; i < items.size(); i++) {
-      String at = path + "[" + i + "]";
+      ConfigValue item = items.get(i);
       if (items.get(i).valueType() != ConfigValueType.OBJECT) {
-        throw error(at, shape);
+        throw ruleError(path, i, item, shape);
       }
       ConfigObject object = (ConfigObject) items.get(i);
       for (String key : object.keySet()) {
         if (!FRESHNESS_RULE_KEYS.contains(key)) {
-          throw error(at, "unknown key " + quoted(key) + " (known: immutable, path, ttl)");
+          throw ruleError(path, i, item, "unknown key " + quoted(key) + " (known: immutable, path, ttl)");
         }
       }
       Config rule = object.toConfig();
       if (!rule.hasPath("path") || rule.getValue("path").valueType() != ConfigValueType.STRING) {
-        throw error(at, "needs path = PATTERN (a glob over the path after the repository name, e.g. \"dists/**\")");
+        throw ruleError(path, i, item, "needs path = PATTERN (a glob over the path after the repository name, e.g. \"dists/**\")");
       }
       String pattern = rule.getString("path");
       boolean hasTtl = rule.hasPath("ttl");
       boolean hasImmutable = rule.hasPath("immutable");
       if (hasTtl == hasImmutable) {
-        throw error(at, "needs exactly one of ttl = DURATION and immutable = true");
+        throw ruleError(path, i, item, "needs exactly one of ttl = DURATION and immutable = true");
       }
       Lifetime lifetime;
       if (hasImmutable) {
         if (rule.getValue("immutable").valueType() != ConfigValueType.BOOLEAN || !rule.getBoolean("immutable")) {
-          throw error(at + ".immutable", "must be true (leave the rule out to follow the upstream's headers)");
+          throw ruleError(path, i, item, "immutable: " + "must be true (leave the rule out to follow the upstream's headers)");
         }
         lifetime = Lifetime.IMMUTABLE;
       } else {
         String ttlText = String.valueOf(rule.getValue("ttl").unwrapped());
         if (SettingValues.isBareNumber(ttlText)) {
-          throw error(at + ".ttl", quoted(ttlText) + " is not a duration (add a unit, "
+          throw ruleError(path, i, item, "ttl: " + quoted(ttlText) + " is not a duration (add a unit, "
               + SettingValues.DURATION_EXAMPLES + ")");
         }
         Duration ttl;
         try {
           ttl = rule.getDuration("ttl");
         } catch (ConfigException e) {
-          throw error(at + ".ttl", quoted(ttlText) + " is not a duration (" + SettingValues.DURATION_EXAMPLES + ")");
+          throw ruleError(path, i, item, "ttl: " + quoted(ttlText) + " is not a duration (" + SettingValues.DURATION_EXAMPLES + ")");
         }
         if (ttl.isNegative()) {
-          throw error(at + ".ttl", "must not be negative");
+          throw ruleError(path, i, item, "ttl: " + "must not be negative");
         }
         lifetime = Lifetime.fixed(ttl);
       }
       try {
         rules.add(new FreshnessRules.Rule(pattern, lifetime));
       } catch (IllegalArgumentException e) {
-        throw error(at + ".path", e.getMessage());
+        throw ruleError(path, i, item, "path: " + e.getMessage());
       }
     }
     return new FreshnessRules(rules);
+  }
+
+  /** A problem with the {@code i}th rule of a list setting, located at the rule itself. */
+  private SettingsException ruleError(String path, int i, ConfigValue rule, String problem) {
+    return new SettingsException(label(path), "rule " + (i + 1) + ": " + problem + where(rule.origin()));
   }
 
   /** A list (or a comma-separated string) of HOST or HOST:PORT entries; empty when unset. */
