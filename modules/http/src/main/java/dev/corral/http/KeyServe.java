@@ -84,8 +84,9 @@ final class KeyServe {
   }
 
   /**
-   * The same; {@code compressible}: the key is metadata that may be sent gzip-encoded (never an
-   * artifact: see {@link ArtifactRoute}).
+   * The same, for a key whose stored copy is fresh for {@code lifetime} (see
+   * {@link Target.Artifact#lifetime()}); {@code compressible}: the key is metadata that may be sent
+   * gzip-encoded (never an artifact: see {@link ArtifactRoute}).
    */
   CompletionStage<Served> serve(HttpRequest request, ArtifactKey key, Lifetime lifetime, boolean compressible) {
     RewrittenMetadata gzip = compressible ? forms : null;

@@ -49,10 +49,11 @@ import org.slf4j.LoggerFactory;
  * </ul>
  * However it stops, every remaining waiter is told to ask again (L2).
  *
- * <p>For mutable metadata ({@link Join#mutable()}) a stored copy past the repository's metadata
- * TTL is revalidated by one conditional fetch; meanwhile a copy within max-stale is answered at
- * once ({@link Reply.Stale}), and it is still served, saying so, when the upstream fails
- * ({@link Freshness}). See docs/architecture.md, "Freshness of mutable metadata".
+ * <p>A stored copy past its lifetime ({@link Join#lifetime()}: the repository's metadata TTL for
+ * metadata, a generic repository's rule or the upstream's Cache-Control) is revalidated by one
+ * conditional fetch; meanwhile a copy within max-stale is answered at once ({@link Reply.Stale})
+ * unless the upstream said must-revalidate, and it is still served, saying so, when the upstream
+ * fails ({@link Freshness}). See docs/architecture.md, "Freshness of mutable metadata".
  *
  * <p>The persisted record (durable state: what is cached for the key and which nodes hold it) is
  * the truth about the key; the node's store is the truth about the node's bytes (L3). The entity
