@@ -127,9 +127,9 @@ public final class CorralServer implements AutoCloseable {
   }
 
   /**
-   * As {@link #start(CorralSettings, Ticker, Scheduler)}, with {@code clock} as the wall clock of
-   * stored copies' ages (when each was fetched, how old it is now): a test passes one that moves
-   * with its ticker, to drive freshness lifetimes without waiting.
+   * As {@link #start(CorralSettings, Ticker, Scheduler)}, with {@code clock} as the node's wall
+   * clock: the ages of stored copies and their last use ({@code max-age-unused}). A test passes a
+   * clock it moves by hand.
    */
   public static CorralServer start(CorralSettings settings, Ticker ticker, Scheduler scheduler, Clock clock)
       throws Exception {

@@ -54,7 +54,7 @@ public final class TestNode {
     return start(dir, upstreamBase, ticker, scheduler, java.time.Clock.systemUTC(), hocon, extraArgs);
   }
 
-  /** As above, stored copies' ages on {@code clock}, e.g. a {@link ManualTicker#clock()}. */
+  /** As above, the node's wall clock (ages of stored copies, their last use) {@code clock}, e.g. a {@link ManualClock}. */
   public static CorralServer start(Path dir, String upstreamBase, Ticker ticker, Scheduler scheduler,
       java.time.Clock clock, String hocon, String... extraArgs) throws Exception {
     Path config = dir.resolve("corral-test.conf");

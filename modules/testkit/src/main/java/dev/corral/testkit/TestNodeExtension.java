@@ -114,10 +114,7 @@ public final class TestNodeExtension implements BeforeAllCallback, AfterAllCallb
     return this;
   }
 
-  /**
-   * The wall clock of stored copies' ages (fetched-at, freshness lifetimes), e.g. a
-   * {@link ManualTicker#clock()}, so that a copy goes stale when the test advances the ticker.
-   */
+  /** The node's wall clock (the ages of stored copies and their last use), e.g. a {@link ManualClock}. */
   public TestNodeExtension clock(java.time.Clock clock) {
     this.clock = Objects.requireNonNull(clock);
     return this;
