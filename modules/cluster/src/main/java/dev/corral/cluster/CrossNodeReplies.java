@@ -79,6 +79,11 @@ final class CrossNodeReplies {
     Via remote = via == Via.HIT ? Via.PEER : via;
     if (outcome instanceof Outcome.Body b) {
       StoredArtifact a = b.artifact();
+      if (a == null) {
+        // Not stored (the upstream said no-store): no blob to copy; the bytes travel inside, and
+        // the headers' NOT_STORED mark keeps the other node from keeping a replica.
+        return new Inline(remote, b.headers(), b.bytes(), Sha256.hex(b.bytes()), -1);
+      }
       return b.bytes().size() <= inlineLimit
           ? new Inline(remote, b.headers(), b.bytes(), a.sha256(), a.fetchedAtMillis())
           : new FromPeer(remote, b.headers(), a.size(), self, a.sha256(), -1, a.fetchedAtMillis(), false, alsoAt);

@@ -239,7 +239,7 @@ final class ArtifactRoute {
   private CompletionStage<HttpResponse> target(HttpRequest request, Repository repo, Target target) {
     if (target instanceof Target.Artifact a) {
       CompletionStage<HttpResponse> served = a.rewrite().isPresent() ? rewritten(request, a)
-          : keys.serve(request, a.key(), a.mutable(), compressible(repo, a)).thenApply(KeyServe.Served::response);
+          : keys.serve(request, a.key(), a.lifetime(), compressible(repo, a)).thenApply(KeyServe.Served::response);
       return a.headers().isEmpty() ? served : served.thenApply(r -> ArtifactResponses.withTargetHeaders(r, a.headers()));
     }
     if (target instanceof Target.Answer a) {

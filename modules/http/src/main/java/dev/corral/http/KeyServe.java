@@ -12,6 +12,7 @@ import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.key.Sha256;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
+import dev.corral.core.upstream.Lifetime;
 import dev.corral.core.wait.Waiters;
 import dev.corral.registry.Target;
 import java.util.List;
@@ -25,7 +26,8 @@ import org.apache.pekko.util.ByteString;
 
 /**
  * Serves one key: a stored copy from this node's store at once when the key is immutable, or when
- * it is mutable metadata still within the repository's metadata TTL; otherwise the key's entity
+ * it is still fresh (within its {@link Lifetime}: the repository's metadata TTL for metadata);
+ * otherwise the key's entity
  * decides (fetch, coalesce, or serve stale and revalidate) and this node's {@link Waiters} wait
  * for it within the budget. Each answer is counted once, here.
  *
@@ -78,18 +80,19 @@ final class KeyServe {
    *     {@link Target.Artifact})
    */
   CompletionStage<Served> serve(HttpRequest request, ArtifactKey key, boolean mutable) {
-    return serve(request, key, mutable, false);
+    return serve(request, key, Lifetime.of(mutable), false);
   }
 
   /**
-   * The same; {@code compressible}: the key is metadata that may be sent gzip-encoded (never an
-   * artifact: see {@link ArtifactRoute}).
+   * The same, for a key whose stored copy is fresh for {@code lifetime} (see
+   * {@link Target.Artifact#lifetime()}); {@code compressible}: the key is metadata that may be sent
+   * gzip-encoded (never an artifact: see {@link ArtifactRoute}).
    */
-  CompletionStage<Served> serve(HttpRequest request, ArtifactKey key, boolean mutable, boolean compressible) {
+  CompletionStage<Served> serve(HttpRequest request, ArtifactKey key, Lifetime lifetime, boolean compressible) {
     RewrittenMetadata gzip = compressible ? forms : null;
     // A hit whose verified bytes are in memory is answered from them: no file system call.
     Optional<StoredArtifact> indexed = node.store().indexed(key)
-        .filter(a -> !mutable || node.policy(key.repo()).isFresh(a, node.clock().millis()));
+        .filter(a -> fresh(key, a, lifetime));
     if (indexed.isPresent()) {
       Optional<ByteString> hot = node.hot().get(indexed.get().sha256());
       if (hot.isPresent()) {
@@ -101,16 +104,20 @@ final class KeyServe {
       }
     }
     Optional<StoredArtifact> hit = node.store().lookup(key)
-        .filter(a -> !mutable || node.policy(key.repo()).isFresh(a, node.clock().millis()));
+        .filter(a -> fresh(key, a, lifetime));
     if (hit.isPresent()) {
       return responses.stored(request, Via.HIT, hit.get(), gzip)
-          .thenCompose(r -> r.isPresent() ? done(served(key.repo(), Via.HIT, r.get())) : miss(request, key, mutable, gzip));
+          .thenCompose(r -> r.isPresent() ? done(served(key.repo(), Via.HIT, r.get())) : miss(request, key, lifetime, gzip));
     }
-    return miss(request, key, mutable, gzip);
+    return miss(request, key, lifetime, gzip);
+  }
+
+  private boolean fresh(ArtifactKey key, StoredArtifact stored, Lifetime lifetime) {
+    return lifetime.kind() == Lifetime.Kind.IMMUTABLE || node.policy(key.repo()).isFresh(stored, node.clock().millis(), lifetime);
   }
 
   /** @param gzip the gzip forms when the key is compressible metadata, else null */
-  private CompletionStage<Served> miss(HttpRequest request, ArtifactKey key, boolean mutable, RewrittenMetadata gzip) {
+  private CompletionStage<Served> miss(HttpRequest request, ArtifactKey key, Lifetime lifetime, RewrittenMetadata gzip) {
     if (missRates != null) {
       Optional<String> client = clientOf.of(request);
       java.util.OptionalLong wait = client.isPresent() ? missRates.take(client.get()) : java.util.OptionalLong.empty();
@@ -123,7 +130,7 @@ final class KeyServe {
     }
     ConnectionScope scope = request.getAttribute(ConnectionScope.KEY).orElse(null);
     long token = scope != null ? scope.reserve() : waiters.cancels().reserve();
-    return waiters.await(key, token, mutable)
+    return waiters.await(key, token, lifetime)
         .thenCompose(answer -> answer(request, key, answer, gzip))
         .whenComplete((r, e) -> {
           if (scope != null) {

@@ -2,6 +2,7 @@ package dev.corral.registry;
 
 import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.upstream.Header;
+import dev.corral.core.upstream.Lifetime;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
@@ -17,22 +18,43 @@ public sealed interface Target {
    * @param key the key: upstream URL, variant (the {@code Accept} Corral sends upstream) and the
    *     expected digest when the request itself names one (K1: a digest learned from a document
    *     Corral holds is the fetch's business, {@link Repository#source}, never the key's)
-   * @param mutable true for metadata that changes upstream (packuments, index pages,
-   *     {@code maven-metadata.xml}, {@code @v/list}): served within the repository's metadata TTL,
-   *     then revalidated; false for immutable artifacts, never revalidated
+   * @param lifetime how long a stored copy is fresh before it is revalidated: {@link Lifetime#METADATA}
+   *     for metadata that changes upstream (packuments, index pages, {@code maven-metadata.xml},
+   *     {@code @v/list}), served within the repository's metadata TTL; {@link Lifetime#IMMUTABLE}
+   *     for artifacts, never revalidated; a generic repository's paths follow its freshness rules
+   *     or the upstream's headers
    * @param rewrite applied to the body each time it is served (never to what is stored); empty
    *     for bodies served as stored
    * @param headers added to the response (for example {@code Vary: Accept})
    */
-  record Artifact(ArtifactKey key, boolean mutable, Optional<BodyRewrite> rewrite, List<Header> headers)
+  record Artifact(ArtifactKey key, Lifetime lifetime, Optional<BodyRewrite> rewrite, List<Header> headers)
       implements Target {
     public Artifact {
       headers = List.copyOf(headers);
     }
 
+    /** @param mutable metadata with the repository's TTL, else an immutable artifact */
+    public Artifact(ArtifactKey key, boolean mutable, Optional<BodyRewrite> rewrite, List<Header> headers) {
+      this(key, Lifetime.of(mutable), rewrite, headers);
+    }
+
     /** An immutable artifact served as stored. */
     public static Artifact immutable(ArtifactKey key) {
       return new Artifact(key, false, Optional.empty(), List.of());
+    }
+
+    /** A file served as stored, fresh for {@code lifetime}. */
+    public static Artifact file(ArtifactKey key, Lifetime lifetime) {
+      return new Artifact(key, lifetime, Optional.empty(), List.of());
+    }
+
+    /**
+     * Whether it is package metadata, fresh within the repository's metadata TTL (and so, outside
+     * the OCI API, sent gzip-encoded to a client that takes it). A generic repository's files are
+     * not, whatever their lifetime.
+     */
+    public boolean mutable() {
+      return lifetime.kind() == Lifetime.Kind.METADATA;
     }
   }
 

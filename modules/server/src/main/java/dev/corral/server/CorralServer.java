@@ -503,7 +503,7 @@ public final class CorralServer implements AutoCloseable {
   /** The adapter of a repository's type. */
   static Repository repository(RepoSettings r) {
     return switch (r.type()) {
-      case "generic" -> new GenericRepository(r.name(), r.url(), r.query());
+      case "generic" -> new GenericRepository(r.name(), r.url(), r.query(), r.freshness());
       case "maven" -> new MavenRepository(r.name(), r.url());
       case "go" -> new GoRepository(r.name(), r.url(), r.sumdbUrl());
       case "npm" -> new NpmRepository(r.name(), r.url());

@@ -49,6 +49,10 @@ public enum RepoSetting {
   QUERY("query", false, null,
       "generic only: what of a request's query string goes upstream and into the key: keep (the"
           + " default), drop, or a list of the parameter names to keep"),
+  FRESHNESS("freshness", false, null,
+      "generic only (HOCON): rules by path, first match wins: [ { path = \"dists/**\", ttl = 5m },"
+          + " { path = \"pool/**\", immutable = true } ]; a path no rule matches follows the upstream's"
+          + " Cache-Control / Expires (immutable when it sends neither); see docs/operations.md"),
   CA_BUNDLE("ca-bundle", false, null,
       "PEM file of the CAs the upstream's certificate must chain to, instead of the JDK's"),
   CLIENT_CERT("client-cert", false, null,

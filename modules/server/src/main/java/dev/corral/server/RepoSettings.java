@@ -3,6 +3,7 @@ package dev.corral.server;
 import dev.corral.http.tls.UpstreamTls;
 import dev.corral.http.upstream.AllowedHost;
 import dev.corral.http.upstream.Credential;
+import dev.corral.registry.generic.FreshnessRules;
 import dev.corral.registry.generic.QueryPolicy;
 import java.time.Duration;
 import java.util.List;
@@ -34,6 +35,8 @@ import java.util.Optional;
  * @param maxAgeUnused keys not requested for this long are removed ({@link UnusedCleanup}); zero: never
  * @param members a group: the repositories it serves, in priority order (its {@code url} is
  *     empty); empty for every other type
+ * @param freshness generic repositories: how long a path's stored copy is fresh, by path pattern
+ *     (a path no rule matches follows the upstream's Cache-Control / Expires)
  */
 public record RepoSettings(
     String name,
@@ -62,7 +65,22 @@ public record RepoSettings(
     Optional<String> singleNameNamespace,
     boolean rootMirror,
     Duration maxAgeUnused,
-    List<String> members) {
+    List<String> members,
+    FreshnessRules freshness) {
+
+  /** With no freshness rules (every type but generic has none). */
+  public RepoSettings(String name, String type, String url, Duration connectTimeout,
+      Duration firstByteTimeout, Duration idleTimeout, int retries, Duration retryBackoff,
+      int maxRedirects, int maxConnections, Duration negativeTtl, Duration waiterBudget,
+      OnBudgetExhausted onBudgetExhausted, int maxWaiters, int maxOrphanFetches,
+      long inlineLimitBytes, Optional<Credential> credential, Duration metadataTtl, Duration maxStale,
+      Optional<String> sumdbUrl, QueryPolicy query, List<AllowedHost> allowedHosts, UpstreamTls tls,
+      Optional<String> singleNameNamespace, boolean rootMirror) {
+    this(name, type, url, connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff,
+        maxRedirects, maxConnections, negativeTtl, waiterBudget, onBudgetExhausted, maxWaiters,
+        maxOrphanFetches, inlineLimitBytes, credential, metadataTtl, maxStale, sumdbUrl, query, allowedHosts, tls,
+        singleNameNamespace, rootMirror, Duration.ZERO, List.of(), FreshnessRules.NONE);
+  }
 
   /** With no single-name namespace (every type but oci has none). */
   public RepoSettings(String name, String type, String url, Duration connectTimeout,
@@ -74,7 +92,7 @@ public record RepoSettings(
     this(name, type, url, connectTimeout, firstByteTimeout, idleTimeout, retries, retryBackoff,
         maxRedirects, maxConnections, negativeTtl, waiterBudget, onBudgetExhausted, maxWaiters,
         maxOrphanFetches, inlineLimitBytes, credential, metadataTtl, maxStale, sumdbUrl, query, allowedHosts, tls,
-        Optional.empty(), false, Duration.ZERO, List.of());
+        Optional.empty(), false, Duration.ZERO, List.of(), FreshnessRules.NONE);
   }
 
   /** With no allowed hosts (only the upstream's own origin is reached), the JDK's CAs and no client certificate. */
@@ -179,6 +197,7 @@ public record RepoSettings(
     Objects.requireNonNull(query, "query");
     Objects.requireNonNull(tls, "tls");
     Objects.requireNonNull(singleNameNamespace, "singleNameNamespace");
+    freshness = freshness == null ? FreshnessRules.NONE : freshness;
     allowedHosts = List.copyOf(allowedHosts);
     members = List.copyOf(members);
   }

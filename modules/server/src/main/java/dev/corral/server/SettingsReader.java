@@ -5,6 +5,8 @@ import dev.corral.cluster.ClusterTls;
 import dev.corral.http.ServeLimits;
 import dev.corral.http.ConnectionLimits;
 import dev.corral.http.TrustedProxies;
+import dev.corral.core.upstream.Lifetime;
+import dev.corral.registry.generic.FreshnessRules;
 import dev.corral.registry.generic.QueryPolicy;
 import static dev.corral.server.SettingValues.quoted;
 
@@ -570,7 +572,8 @@ final class SettingsReader {
         query(name, type),
         allowedHosts(name), upstreamTls(name), singleNameNamespace(name, type), rootMirror(name, type),
         duration(field(name, RepoSetting.MAX_AGE_UNUSED), false),
-        group ? members(name) : noMembers(name));
+        group ? members(name) : noMembers(name),
+        freshness(name, type));
   }
 
   /** A group has only its type and members: every other setting is its members' own. */
@@ -667,6 +670,86 @@ final class SettingsReader {
         }
       }
     }
+  }
+
+  private static final Set<String> FRESHNESS_RULE_KEYS = Set.of("path", "ttl", "immutable");
+
+  /**
+   * A list of rules, each {@code { path = GLOB, ttl = DURATION }} or
+   * {@code { path = GLOB, immutable = true }}; none when unset.
+   */
+  private FreshnessRules freshness(String name, String type) {
+    String path = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.FRESHNESS.key());
+    if (!has(path)) {
+      return FreshnessRules.NONE;
+    }
+    if (!type.equals("generic")) {
+      throw error(path, "only generic repositories take freshness rules (the other types know which of their"
+          + " files change)");
+    }
+    ConfigValue value = hocon(path, () -> config.getValue(path));
+    String shape = "expected a list of { path = PATTERN, ttl = DURATION } or { path = PATTERN, immutable = true }";
+    if (value.valueType() != ConfigValueType.LIST) {
+      throw error(path, shape);
+    }
+    List<FreshnessRules.Rule> rules = new ArrayList<>();
+    List<? extends ConfigValue> items = config.getList(path);
+    for (int i = 0; i < items.size(); i++) {
+      ConfigValue item = items.get(i);
+      if (items.get(i).valueType() != ConfigValueType.OBJECT) {
+        throw ruleError(path, i, item, shape);
+      }
+      ConfigObject object = (ConfigObject) items.get(i);
+      for (String key : object.keySet()) {
+        if (!FRESHNESS_RULE_KEYS.contains(key)) {
+          throw ruleError(path, i, item, "unknown key " + quoted(key) + " (known: immutable, path, ttl)");
+        }
+      }
+      Config rule = object.toConfig();
+      if (!rule.hasPath("path") || rule.getValue("path").valueType() != ConfigValueType.STRING) {
+        throw ruleError(path, i, item, "needs path = PATTERN (a glob over the path after the repository name, e.g. \"dists/**\")");
+      }
+      String pattern = rule.getString("path");
+      boolean hasTtl = rule.hasPath("ttl");
+      boolean hasImmutable = rule.hasPath("immutable");
+      if (hasTtl == hasImmutable) {
+        throw ruleError(path, i, item, "needs exactly one of ttl = DURATION and immutable = true");
+      }
+      Lifetime lifetime;
+      if (hasImmutable) {
+        if (rule.getValue("immutable").valueType() != ConfigValueType.BOOLEAN || !rule.getBoolean("immutable")) {
+          throw ruleError(path, i, item, "immutable: " + "must be true (leave the rule out to follow the upstream's headers)");
+        }
+        lifetime = Lifetime.IMMUTABLE;
+      } else {
+        String ttlText = String.valueOf(rule.getValue("ttl").unwrapped());
+        if (SettingValues.isBareNumber(ttlText)) {
+          throw ruleError(path, i, item, "ttl: " + quoted(ttlText) + " is not a duration (add a unit, "
+              + SettingValues.DURATION_EXAMPLES + ")");
+        }
+        Duration ttl;
+        try {
+          ttl = rule.getDuration("ttl");
+        } catch (ConfigException e) {
+          throw ruleError(path, i, item, "ttl: " + quoted(ttlText) + " is not a duration (" + SettingValues.DURATION_EXAMPLES + ")");
+        }
+        if (ttl.isNegative()) {
+          throw ruleError(path, i, item, "ttl: " + "must not be negative");
+        }
+        lifetime = Lifetime.fixed(ttl);
+      }
+      try {
+        rules.add(new FreshnessRules.Rule(pattern, lifetime));
+      } catch (IllegalArgumentException e) {
+        throw ruleError(path, i, item, "path: " + e.getMessage());
+      }
+    }
+    return new FreshnessRules(rules);
+  }
+
+  /** A problem with the {@code i}th rule of a list setting, located at the rule itself. */
+  private SettingsException ruleError(String path, int i, ConfigValue rule, String problem) {
+    return new SettingsException(label(path), "rule " + (i + 1) + ": " + problem + where(rule.origin()));
   }
 
   /** A list (or a comma-separated string) of HOST or HOST:PORT entries; empty when unset. */

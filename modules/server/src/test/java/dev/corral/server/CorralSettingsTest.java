@@ -809,6 +809,71 @@ class CorralSettingsTest {
         fails("--config", defaults.toString()).getMessage().replace(dir + "/", ""));
   }
 
+  // ---- freshness (issue 16: generic repositories)
+
+  @Test
+  void freshnessRulesOfGenericRepositories() throws IOException {
+    Path conf = file("f.conf", """
+        corral.repos {
+          deb {
+            type = generic, url = "http://127.0.0.1:1/debian"
+            freshness = [ { path = "dists/**", ttl = 5m }, { path = "pool/**", immutable = true }, { path = "x", ttl = 0s } ]
+          }
+          plain { type = generic, url = "http://127.0.0.1:1/" }
+        }
+        """);
+    CorralSettings s = load("--config", conf.toString());
+    var rules = s.repo("deb").orElseThrow().freshness();
+    assertEquals(dev.corral.core.upstream.Lifetime.fixed(java.time.Duration.ofMinutes(5)), rules.lifetimeOf("dists/a/Release"));
+    assertEquals(dev.corral.core.upstream.Lifetime.IMMUTABLE, rules.lifetimeOf("pool/a.deb"));
+    assertEquals(dev.corral.core.upstream.Lifetime.fixed(java.time.Duration.ZERO), rules.lifetimeOf("x"));
+    assertEquals(dev.corral.core.upstream.Lifetime.UPSTREAM, rules.lifetimeOf("README"));
+    assertEquals(List.of(), s.repo("plain").orElseThrow().freshness().rules());
+  }
+
+  @Test
+  void badFreshnessRulesAreClearErrors() throws IOException {
+    record Case(String value, String message) {}
+    List<Case> cases = List.of(
+        new Case("\"5m\"", "corral.repos.g.freshness: expected a list of { path = PATTERN, ttl = DURATION } or"
+            + " { path = PATTERN, immutable = true } (b.conf line 1)"),
+        new Case("[ \"dists/**\" ]", "corral.repos.g.freshness: rule 1: expected a list of { path = PATTERN, ttl ="
+            + " DURATION } or { path = PATTERN, immutable = true } (b.conf line 1)"),
+        new Case("[ { path = \"a\", ttl = 1m }, { path = \"b\", tll = 1m } ]",
+            "corral.repos.g.freshness: rule 2: unknown key \"tll\" (known: immutable, path, ttl) (b.conf line 1)"),
+        new Case("[ { ttl = 1m } ]", "corral.repos.g.freshness: rule 1: needs path = PATTERN (a glob over the path"
+            + " after the repository name, e.g. \"dists/**\") (b.conf line 1)"),
+        new Case("[ { path = \"a\" } ]",
+            "corral.repos.g.freshness: rule 1: needs exactly one of ttl = DURATION and immutable = true (b.conf line 1)"),
+        new Case("[ { path = \"a\", ttl = 1m, immutable = true } ]",
+            "corral.repos.g.freshness: rule 1: needs exactly one of ttl = DURATION and immutable = true (b.conf line 1)"),
+        new Case("[ { path = \"a\", immutable = false } ]", "corral.repos.g.freshness: rule 1: immutable: must be"
+            + " true (leave the rule out to follow the upstream's headers) (b.conf line 1)"),
+        new Case("[ { path = \"a\", ttl = 5 } ]",
+            "corral.repos.g.freshness: rule 1: ttl: \"5\" is not a duration (add a unit, "
+                + SettingValues.DURATION_EXAMPLES + ") (b.conf line 1)"),
+        new Case("[ { path = \"a\", ttl = -5m } ]",
+            "corral.repos.g.freshness: rule 1: ttl: must not be negative (b.conf line 1)"),
+        new Case("[ { path = \"/dists/**\", ttl = 5m } ]", "corral.repos.g.freshness: rule 1: path: path pattern"
+            + " \"/dists/**\" starts with /: patterns match the path after the repository name, without a leading /"
+            + " (b.conf line 1)"),
+        new Case("[ { path = \"pool/[ab]\", immutable = true } ]", "corral.repos.g.freshness: rule 1: path: path"
+            + " pattern \"pool/[ab]\" uses [, which patterns do not support (only *, ** and ?) (b.conf line 1)"));
+    for (Case c : cases) {
+      Path bad = file("b.conf", "corral.repos.g { type = generic, url = \"http://127.0.0.1:1/\", freshness = "
+          + c.value() + " }");
+      assertEquals(c.message(), fails("--config", bad.toString()).getMessage().replace(dir + "/", ""), c.value());
+    }
+    Path npm = file("fn.conf", "corral.repos.n { type = npm, url = \"http://127.0.0.1:1/\","
+        + " freshness = [ { path = \"a\", ttl = 1m } ] }");
+    assertEquals("corral.repos.n.freshness: only generic repositories take freshness rules (the other types know"
+        + " which of their files change) (fn.conf line 1)",
+        fails("--config", npm.toString()).getMessage().replace(dir + "/", ""));
+    Path defaults = file("fd.conf", "corral.repo-defaults.freshness = []");
+    assertEquals("corral.repo-defaults.freshness: can only be set per repository, under corral.repos.NAME (fd.conf line 1)",
+        fails("--config", defaults.toString()).getMessage().replace(dir + "/", ""));
+  }
+
   // ---- allowed-hosts (issue 12: upstream requests confined)
 
   @Test

@@ -33,6 +33,38 @@ public final class ManualTicker implements Ticker {
     }
   }
 
+  /**
+   * A wall clock that moves with this ticker, from the real time it is made at: give it to a node
+   * ({@link TestNodeExtension#clock}) and a stored copy's age grows exactly by what the test
+   * advances.
+   */
+  public java.time.Clock clock() {
+    long startMillis = System.currentTimeMillis();
+    long startNanos = read();
+    ManualTicker ticker = this;
+    return new java.time.Clock() {
+      @Override
+      public java.time.ZoneId getZone() {
+        return java.time.ZoneOffset.UTC;
+      }
+
+      @Override
+      public java.time.Clock withZone(java.time.ZoneId zone) {
+        return this;
+      }
+
+      @Override
+      public long millis() {
+        return startMillis + (ticker.read() - startNanos) / 1_000_000;
+      }
+
+      @Override
+      public java.time.Instant instant() {
+        return java.time.Instant.ofEpochMilli(millis());
+      }
+    };
+  }
+
   /** Runs {@code listener} on the advancing thread after each {@link #advance}. */
   void onAdvance(Runnable listener) {
     onAdvance.add(listener);

@@ -4,6 +4,7 @@ import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.key.Digest;
 import dev.corral.core.store.BlobWriter;
 import dev.corral.core.store.StoredArtifact;
+import dev.corral.core.upstream.CacheDirectives;
 import dev.corral.core.upstream.Header;
 import dev.corral.core.upstream.Upstream;
 import dev.corral.core.upstream.UpstreamException;
@@ -40,10 +41,38 @@ import org.slf4j.LoggerFactory;
 public final class Download {
   private static final Logger log = LoggerFactory.getLogger(Download.class);
 
-  /** Response headers worth replaying from the store. */
+  /**
+   * Response headers worth keeping with the stored copy: those replayed to clients, and
+   * {@code Date}, which is not replayed but gives an {@code Expires} its lifetime
+   * ({@link CacheDirectives}).
+   */
   private static final Set<String> KEPT_HEADERS =
       Set.of("content-type", "etag", "last-modified", "cache-control", "content-disposition",
-          "expires", "content-language", "docker-content-digest");
+          "expires", "content-language", "docker-content-digest", "date");
+
+  /**
+   * Put by Corral in the headers of a body it answers without storing it (the upstream said
+   * {@code no-store} or {@code private} of a key that honours it): another node told of it does
+   * not keep a replica, and a copy of it is not stored either. Never kept from an upstream
+   * ({@link #KEPT_HEADERS}), never replayed to clients.
+   */
+  public static final Header NOT_STORED = new Header("X-Corral-Not-Stored", "no-store");
+
+  /**
+   * How long the finished file of a large body that was not stored stays readable by the waiters
+   * told to stream it before it is deleted.
+   */
+  static final java.time.Duration NOT_STORED_GRACE = java.time.Duration.ofMinutes(1);
+
+  /** Whether {@code headers} carry {@link #NOT_STORED}. */
+  public static boolean saysNotStored(List<Header> headers) {
+    for (Header h : headers) {
+      if (h.name().equalsIgnoreCase(NOT_STORED.name())) {
+        return true;
+      }
+    }
+    return false;
+  }
 
   private final Downloads node; // the node's store, hot blobs, upstream and running downloads
   private final ArtifactKey key;
@@ -53,10 +82,12 @@ public final class Download {
   private final long downloadId;
   /** The stored copy this fetch revalidates (a conditional GET), or null for a plain fetch. */
   private final StoredArtifact revalidating;
+  /** A body the upstream says no-store or private of is answered, not stored (a generic key). */
+  private final boolean honourNoStore;
 
   /** Validators a 304 may update in the stored copy's headers (RFC 9111 4.3.4). */
   private static final Set<String> REFRESHED_BY_304 =
-      Set.of("etag", "last-modified", "cache-control", "expires");
+      Set.of("etag", "last-modified", "cache-control", "expires", "date");
 
   private final Origin origin;
   /**
@@ -89,8 +120,9 @@ public final class Download {
   }
 
   private Download(Downloads node, ArtifactKey key, long inlineLimit, StoredArtifact revalidating,
-      ActorSystem<?> system, Origin origin) {
+      boolean honourNoStore, ActorSystem<?> system, Origin origin) {
     this.node = node;
+    this.honourNoStore = honourNoStore;
     this.key = key;
     this.inlineLimit = inlineLimit;
     this.revalidating = revalidating;
@@ -107,13 +139,17 @@ public final class Download {
    * {@link Outcome.Revalidated}, a 200 replaces it, a 404/410 removes it).
    *
    * @param inlineLimit bodies up to this size are kept whole in memory and answered once verified
+   * @param honourNoStore a body the upstream says {@code no-store} or {@code private} of is
+   *     answered to the waiters and not stored ({@link Outcome#notStored}); a copy whose headers
+   *     carry {@link #NOT_STORED} is never stored either way
    * @param onStreaming called (from any thread) when a large body's headers are known and waiters
    *     may start streaming it
    * @param onDone called once, with how the download ended; never with an exception
    */
   static Download start(Downloads node, ArtifactKey key, long inlineLimit, StoredArtifact revalidating,
-      ActorSystem<?> system, Origin origin, Consumer<Outcome.Streaming> onStreaming, Consumer<Outcome> onDone) {
-    Download fetch = new Download(node, key, inlineLimit, revalidating, system, origin);
+      boolean honourNoStore, ActorSystem<?> system, Origin origin, Consumer<Outcome.Streaming> onStreaming,
+      Consumer<Outcome> onDone) {
+    Download fetch = new Download(node, key, inlineLimit, revalidating, honourNoStore, system, origin);
     CompletionStage<Outcome> done;
     try {
       done = fetch.run(onStreaming);
@@ -246,6 +282,16 @@ public final class Download {
           new Outcome.Failed(Failure.UPSTREAM_ERROR, "upstream answered " + status));
     }
     List<Header> headers = fixedHeaders != null ? fixedHeaders : kept(response.headers());
+    // Known before the body: a no-store body is written to a temporary file only (it is hashed,
+    // and a large one streams to its waiters from there), which is deleted when it ends.
+    final boolean store = !saysNotStored(headers)
+        && !(honourNoStore && CacheDirectives.of(headers, node.clock().millis()).noStore());
+    if (!store && !saysNotStored(headers)) {
+      List<Header> marked = new ArrayList<>(headers);
+      marked.add(NOT_STORED);
+      headers = List.copyOf(marked);
+    }
+    final List<Header> answered = headers;
     long length = response.contentLength().orElse(-1);
     BlobWriter opened = null;
     GrowingBlob growing = null;
@@ -264,7 +310,7 @@ public final class Download {
     }
     final BlobWriter writer = opened;
     if (growing != null) {
-      onStreaming.accept(new Outcome.Streaming(headers, length, downloadId));
+      onStreaming.accept(new Outcome.Streaming(answered, length, downloadId));
     }
     final GrowingBlob stream = growing;
     // Small bodies (and bodies of unknown length up to the inline limit) are kept in memory too,
@@ -289,7 +335,9 @@ public final class Download {
             .withAttributes(ActorAttributes.dispatcher("pekko.actor.default-blocking-io-dispatcher"))
             .run(system);
     return written
-        .thenApplyAsync(done -> commit(writer, length, headers, stream, memory, seen[0] <= inlineLimit, expectedSha256),
+        .thenApplyAsync(done -> store
+                ? commit(writer, length, answered, stream, memory, seen[0] <= inlineLimit, expectedSha256)
+                : passOn(writer, length, answered, stream, memory, seen[0] <= inlineLimit, expectedSha256),
             node.io())
         .whenComplete((outcome, error) -> {
           if (error != null) {
@@ -298,7 +346,17 @@ public final class Download {
               stream.fail(unwrap(error));
             }
           }
-          node.remove(downloadId);
+          if (outcome instanceof Outcome.PassedThrough) {
+            // Waiters told to stream it may not have begun reading yet (another node's copy
+            // starts with a request to this one): the finished file stays readable for a while,
+            // then goes.
+            system.scheduler().scheduleOnce(NOT_STORED_GRACE, () -> {
+              node.remove(downloadId);
+              writer.close();
+            }, system.executionContext());
+          } else {
+            node.remove(downloadId);
+          }
         });
   }
 
@@ -348,6 +406,74 @@ public final class Download {
     } catch (IOException e) {
       throw new CompletionException(e);
     }
+  }
+
+  /**
+   * A body that must not be stored: verified as {@link #commit} verifies it, answered, and its
+   * temporary file deleted: a small one's at once, a large one's (that streamed to its waiters)
+   * {@link #NOT_STORED_GRACE} later, so that a waiter told to stream it that starts reading only
+   * after the download ended still reads it whole. A revalidated copy it replaces is removed: the
+   * upstream no longer lets it be kept. A body of unknown length larger than the inline limit
+   * cannot be answered without storing it: the waiters get a 502.
+   */
+  private Outcome passOn(BlobWriter writer, long length, List<Header> headers, GrowingBlob stream,
+      ByteStringBuilder memory, boolean fitsInline, String expectedSha256) {
+    boolean keepFile = false;
+    try {
+      writer.finish();
+      if (length >= 0 && writer.written() != length) {
+        throw new IOException("upstream body ended at " + writer.written() + " of " + length + " bytes");
+      }
+      String mismatch = mismatch(writer, expectedSha256);
+      if (mismatch != null) {
+        if (stream != null) {
+          stream.fail(new IOException("digest mismatch"));
+        }
+        return new Outcome.Failed(Failure.BAD_BYTES, mismatch);
+      }
+      if (revalidating != null) {
+        node.store().remove(key);
+      }
+      if (stream != null) {
+        java.nio.file.Path file = writer.tempFile();
+        stream.complete(() -> org.apache.pekko.stream.javadsl.FileIO.fromPath(file)
+            .mapMaterializedValue(m -> org.apache.pekko.NotUsed.getInstance()));
+        keepFile = true; // deleted after the grace (see onResponse)
+        return new Outcome.PassedThrough(headers, length);
+      }
+      if (fitsInline) {
+        return new Outcome.Body(headers, memory.result().compact(), null);
+      }
+      log.warn("{} is no-store and of unknown length larger than the inline limit: it cannot be answered"
+          + " without storing it", key);
+      return new Outcome.Failed(Failure.UPSTREAM_ERROR,
+          "the upstream's no-store body has no Content-Length and is larger than the inline limit");
+    } catch (IOException e) {
+      throw new CompletionException(e);
+    } finally {
+      if (!keepFile) {
+        writer.close(); // never committed: the temporary file is deleted
+      }
+    }
+  }
+
+  /** Why the written bytes are not the expected ones (logged), or null when they are. */
+  private String mismatch(BlobWriter writer, String expectedSha256) {
+    if (expectedSha256 != null && !expectedSha256.equals(writer.sha256())) {
+      log.warn("bytes of {} from a peer hash to sha256:{}, not the recorded {}; nothing stored",
+          key, writer.sha256(), expectedSha256);
+      return "a peer's copy does not match the recorded sha256";
+    }
+    Digest expected = this.expected;
+    if (expected != null) {
+      String actual = expected.algorithm().equals("sha256") ? writer.sha256() : writer.extraDigest();
+      if (!expected.hex().equals(actual)) {
+        log.warn("digest mismatch for {}{}: expected {} but the upstream's bytes hash to {}:{}; nothing stored",
+            key, fetchedFrom == null ? "" : " (from " + fetchedFrom + ")", expected, expected.algorithm(), actual);
+        return "upstream bytes do not match the expected " + expected.algorithm();
+      }
+    }
+    return null;
   }
 
   /** A 304: the stored copy is current again from now. */

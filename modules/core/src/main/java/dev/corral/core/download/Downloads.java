@@ -40,10 +40,20 @@ public final class Downloads {
     this.io = io;
   }
 
-  /** Starts a download (see {@link Download#start}). */
+  /** Starts a download (see {@link Download#start}) that stores what it fetches. */
   public Download start(ArtifactKey key, long inlineLimit, StoredArtifact revalidating, ActorSystem<?> system,
       Download.Origin origin, Consumer<Outcome.Streaming> onStreaming, Consumer<Outcome> onDone) {
-    return Download.start(this, key, inlineLimit, revalidating, system, origin, onStreaming, onDone);
+    return start(key, inlineLimit, revalidating, false, system, origin, onStreaming, onDone);
+  }
+
+  /**
+   * Starts a download (see {@link Download#start}); {@code honourNoStore}: a body the upstream
+   * says {@code no-store} or {@code private} of is answered, not stored.
+   */
+  public Download start(ArtifactKey key, long inlineLimit, StoredArtifact revalidating, boolean honourNoStore,
+      ActorSystem<?> system, Download.Origin origin, Consumer<Outcome.Streaming> onStreaming,
+      Consumer<Outcome> onDone) {
+    return Download.start(this, key, inlineLimit, revalidating, honourNoStore, system, origin, onStreaming, onDone);
   }
 
   /**

@@ -8,8 +8,23 @@ import org.apache.pekko.util.ByteString;
 /** How one download ended (or began, for a streaming body). The fetch entity tells each waiter. */
 public sealed interface Outcome {
 
-  /** A small body, complete, verified and committed: one shared immutable ByteString. */
+  /**
+   * A small body, complete, verified and committed: one shared immutable ByteString.
+   * {@code artifact} is null when the body was not stored (the upstream said {@code no-store} or
+   * {@code private}; its headers then carry {@link Download#NOT_STORED}).
+   */
   record Body(List<Header> headers, ByteString bytes, StoredArtifact artifact) implements Outcome {}
+
+  /**
+   * A large body that streamed to its waiters while it downloaded, complete and verified, and
+   * was not stored (the upstream said {@code no-store} or {@code private}).
+   */
+  record PassedThrough(List<Header> headers, long length) implements Outcome {}
+
+  /** Whether the outcome is a body that was answered but not stored. */
+  static boolean notStored(Outcome outcome) {
+    return outcome instanceof PassedThrough || outcome instanceof Body b && b.artifact() == null;
+  }
 
   /** The bytes are committed in this node's store (a large body, or one of unknown length). */
   record Stored(StoredArtifact artifact) implements Outcome {}

@@ -9,6 +9,7 @@ import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.record.KeyRecords;
 import dev.corral.core.record.Record;
 import dev.corral.core.store.StoredArtifact;
+import dev.corral.core.upstream.Lifetime;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -48,10 +49,11 @@ import org.slf4j.LoggerFactory;
  * </ul>
  * However it stops, every remaining waiter is told to ask again (L2).
  *
- * <p>For mutable metadata ({@link Join#mutable()}) a stored copy past the repository's metadata
- * TTL is revalidated by one conditional fetch; meanwhile a copy within max-stale is answered at
- * once ({@link Reply.Stale}), and it is still served, saying so, when the upstream fails
- * ({@link Freshness}). See docs/architecture.md, "Freshness of mutable metadata".
+ * <p>A stored copy past its lifetime ({@link Join#lifetime()}: the repository's metadata TTL for
+ * metadata, a generic repository's rule or the upstream's Cache-Control) is revalidated by one
+ * conditional fetch; meanwhile a copy within max-stale is answered at once ({@link Reply.Stale})
+ * unless the upstream said must-revalidate, and it is still served, saying so, when the upstream
+ * fails ({@link Freshness}). See docs/architecture.md, "Freshness of mutable metadata".
  *
  * <p>The persisted record (durable state: what is cached for the key and which nodes hold it) is
  * the truth about the key; the node's store is the truth about the node's bytes (L3). The entity
@@ -71,11 +73,27 @@ public final class FetchEntity {
 
   /**
    * A waiter asks for the key's outcome. {@code token} identifies it for {@link Leave}.
-   * {@code mutable}: the key is metadata that changes upstream (a stored copy is served only
-   * while fresh, then revalidated); false for immutable artifacts, which are never revalidated.
+   * {@code lifetime}: how long a stored copy is fresh before it is revalidated ({@link Lifetime};
+   * immutable artifacts never are). {@code mutable} is what older nodes read and send instead:
+   * true for metadata with the repository's TTL; a Join without a lifetime takes it from there.
    */
-  public record Join(ArtifactKey key, long token, ActorRef<Reply> replyTo, boolean mutable)
+  public record Join(ArtifactKey key, long token, ActorRef<Reply> replyTo, boolean mutable, Lifetime lifetime)
       implements Command {
+    public Join {
+      if (lifetime == null) {
+        lifetime = Lifetime.of(mutable);
+      }
+    }
+
+    public Join(ArtifactKey key, long token, ActorRef<Reply> replyTo, Lifetime lifetime) {
+      this(key, token, replyTo, lifetime.kind() == Lifetime.Kind.METADATA || lifetime.kind() == Lifetime.Kind.FIXED,
+          lifetime);
+    }
+
+    public Join(ArtifactKey key, long token, ActorRef<Reply> replyTo, boolean mutable) {
+      this(key, token, replyTo, mutable, Lifetime.of(mutable));
+    }
+
     /** An immutable artifact's Join. */
     public Join(ArtifactKey key, long token, ActorRef<Reply> replyTo) {
       this(key, token, replyTo, false);
@@ -244,24 +262,25 @@ public final class FetchEntity {
     // F2: another path may have committed the bytes in the gap; a record whose bytes are
     // missing or corrupt is not found by lookup, so it is fetched again.
     Optional<StoredArtifact> stored = node.store().lookup(join.key());
+    Lifetime lifetime = join.lifetime();
     if (stored.isEmpty()) {
-      return refusedWhileDraining(join) ? Behaviors.same() : startFetch(join.key(), join, null);
+      return refusedWhileDraining(join) ? Behaviors.same() : startFetch(join.key(), join, null, lifetime);
     }
     FetchPolicy policy = node.policy(join.key().repo());
     long now = node.clock().millis();
-    if (!join.mutable() || policy.isFresh(stored.get(), now)) {
+    if (policy.isFresh(stored.get(), now, lifetime)) {
       send(join.replyTo(), new Outcome.Stored(stored.get()), Via.HIT);
       return Behaviors.same();
     }
-    // A stale copy of mutable metadata: one conditional fetch; a copy within max-stale is
+    // A stale copy: one conditional fetch; a copy within max-stale (and not must-revalidate) is
     // answered at once (STALE), an older one makes its request wait for the outcome.
-    if (!policy.mayServeStale(stored.get(), now)) {
-      return refusedWhileDraining(join) ? Behaviors.same() : startFetch(join.key(), join, stored.get());
+    if (!policy.mayServeStale(stored.get(), now, lifetime)) {
+      return refusedWhileDraining(join) ? Behaviors.same() : startFetch(join.key(), join, stored.get(), lifetime);
     }
     sendStale(join.replyTo(), stored.get());
     // A draining node starts no revalidation: the key's next entity, on a node that stays, will.
     return freshness.mayRevalidate() && !node.draining()
-        ? startFetch(join.key(), null, stored.get()) : Behaviors.same();
+        ? startFetch(join.key(), null, stored.get(), lifetime) : Behaviors.same();
   }
 
   /**
@@ -392,19 +411,24 @@ public final class FetchEntity {
    * @param leader the Join that waits for this fetch and is its MISS, or null (a revalidation
    *     whose request was answered STALE)
    * @param revalidating the stored copy a conditional fetch revalidates, or null
+   * @param lifetime the key's lifetime, as the Join that started the fetch said
    */
-  private Behavior<Command> startFetch(ArtifactKey key, Join leader, StoredArtifact revalidating) {
+  private Behavior<Command> startFetch(ArtifactKey key, Join leader, StoredArtifact revalidating, Lifetime lifetime) {
     FetchPolicy policy = node.policy(key.repo());
     Flight<ActorRef<Reply>> flight = new Flight<>(++fetchIds, key,
         leader == null ? Flight.NO_LEADER : leader.token(), revalidating, policy.maxWaiters(), FetchEntity::isLocal);
+    flight.lifetime = lifetime;
     if (leader != null) {
       flight.join(leader.token(), leader.replyTo());
     }
     ctx.cancelReceiveTimeout(); // L1: never passivate for idleness mid-fetch
     node.fetchStarted(key.repo());
     // Peers give immutable bytes only: a revalidation asks the upstream, and a peer's copy of
-    // mutable metadata may be older than the TTL allows (it would be stored here as fresh).
-    boolean immutable = revalidating == null && (leader == null || !leader.mutable());
+    // mutable metadata may be older than the TTL allows (it would be stored here as fresh). A
+    // key whose lifetime the upstream's headers give is copied (the copy keeps the holder's
+    // headers and age): a generic repository's files are mostly immutable, and large.
+    boolean immutable = revalidating == null
+        && (lifetime.kind() == Lifetime.Kind.IMMUTABLE || lifetime.kind() == Lifetime.Kind.UPSTREAM);
     if (immutable && node.peers().othersMayHold()) {
       // Replica directory: read only on this node's miss, never on a hit. Joins meanwhile wait
       // in the flight like any coalesced waiter. Bounded: a database that hangs must not hold
@@ -449,10 +473,10 @@ public final class FetchEntity {
   }
 
   private Behavior<Command> joinInFlight(Flight<ActorRef<Reply>> flight, Join join) {
-    if (flight.revalidating != null && join.mutable()) {
+    if (flight.revalidating != null && join.lifetime().mayChange()) {
       // Stale-while-revalidate: the one revalidation runs; a young enough copy is served now.
       Optional<StoredArtifact> stale = node.store().lookup(join.key())
-          .filter(s -> node.policy(join.key().repo()).mayServeStale(s, node.clock().millis()));
+          .filter(s -> node.policy(join.key().repo()).mayServeStale(s, node.clock().millis(), join.lifetime()));
       if (stale.isPresent()) {
         sendStale(join.replyTo(), stale.get());
         return Behaviors.same();
@@ -534,7 +558,7 @@ public final class FetchEntity {
     long id = flight.id;
     ActorRef<Command> self = ctx.getSelf();
     flight.started(node.downloads().start(flight.key, node.policy(flight.key.repo()).inlineLimit(),
-        flight.revalidating, ctx.getSystem(), origin,
+        flight.revalidating, flight.lifetime.honoursNoStore(), ctx.getSystem(), origin,
         streaming -> self.tell(new HeadersKnown(id, streaming)),
         outcome -> self.tell(new Finished(id, outcome, started))), fromPeer);
   }
@@ -580,7 +604,9 @@ public final class FetchEntity {
     node.events().fetchCompleted(repo, Duration.ofNanos(node.ticker().read() - msg.startedNanos()));
     ended(flight);
     Outcome outcome = msg.outcome();
-    freshness.ended(outcome, flight.revalidating != null, node.policy(repo));
+    FetchPolicy policy = node.policy(repo);
+    freshness.ended(outcome, flight.revalidating != null, policy,
+        flight.revalidating == null ? 0 : policy.freshForMillis(flight.revalidating, flight.lifetime));
     // Waiters are answered first: the bytes are already committed to this node's store (F3), so
     // a failing database write (which stops the entity) can never strand them (W4).
     for (Flight.Answer<ActorRef<Reply>> a : flight.answers()) {
@@ -591,8 +617,9 @@ public final class FetchEntity {
     if (committed != null) {
       String self = node.peers().self().orElse(null);
       record.update(r -> r.committed(committed, self), ctx.getSelf(), RecordWritten::new);
-    } else if (flight.revalidating != null && outcome instanceof Outcome.NotFound) {
-      record.update(Record::cleared, ctx.getSelf(), RecordWritten::new); // gone upstream
+    } else if (flight.revalidating != null && (outcome instanceof Outcome.NotFound || Outcome.notStored(outcome))) {
+      // gone upstream, or the upstream now says not to store it (its stored copy was removed)
+      record.update(Record::cleared, ctx.getSelf(), RecordWritten::new);
     }
     return idle();
   }

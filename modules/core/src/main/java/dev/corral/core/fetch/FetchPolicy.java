@@ -1,6 +1,7 @@
 package dev.corral.core.fetch;
 
 import dev.corral.core.store.StoredArtifact;
+import dev.corral.core.upstream.Lifetime;
 import java.time.Duration;
 
 /**
@@ -58,11 +59,35 @@ public record FetchPolicy(
 
   /** Whether a stored copy of mutable metadata may be served without asking the upstream. */
   public boolean isFresh(StoredArtifact stored, long nowMillis) {
-    return nowMillis - stored.fetchedAtMillis() < metadataTtl.toMillis();
+    return isFresh(stored, nowMillis, Lifetime.METADATA);
   }
 
   /** Whether a stale copy of mutable metadata is still young enough to be served as STALE. */
   public boolean mayServeStale(StoredArtifact stored, long nowMillis) {
-    return nowMillis - stored.fetchedAtMillis() < metadataTtl.plus(maxStale).toMillis();
+    return mayServeStale(stored, nowMillis, Lifetime.METADATA);
+  }
+
+  /** Whether a stored copy of a key with {@code lifetime} may be served without asking the upstream. */
+  public boolean isFresh(StoredArtifact stored, long nowMillis, Lifetime lifetime) {
+    long ttl = freshForMillis(stored, lifetime);
+    return ttl < 0 || nowMillis - stored.fetchedAtMillis() < ttl;
+  }
+
+  /**
+   * Whether a stale copy of a key with {@code lifetime} is still young enough, and allowed, to be
+   * served as STALE (never one the upstream said {@code must-revalidate} of).
+   */
+  public boolean mayServeStale(StoredArtifact stored, long nowMillis, Lifetime lifetime) {
+    long ttl = freshForMillis(stored, lifetime);
+    if (ttl < 0) {
+      return true;
+    }
+    return lifetime.mayServeStale(stored.headers())
+        && nowMillis - stored.fetchedAtMillis() < ttl + maxStale.toMillis();
+  }
+
+  /** How long the stored copy is fresh after its fetch, in milliseconds; -1: forever. */
+  public long freshForMillis(StoredArtifact stored, Lifetime lifetime) {
+    return lifetime.freshForMillis(stored.headers(), metadataTtl, stored.fetchedAtMillis());
   }
 }

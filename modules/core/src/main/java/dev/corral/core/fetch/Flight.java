@@ -48,6 +48,8 @@ final class Flight<W> {
   final ArtifactKey key;
   /** The stored copy this fetch revalidates, or null for a plain fetch. */
   final StoredArtifact revalidating;
+  /** The key's lifetime, as the Join that started this flight said. */
+  dev.corral.core.upstream.Lifetime lifetime = dev.corral.core.upstream.Lifetime.IMMUTABLE;
   private final long leader;
   private final int maxWaiters;
   private final Predicate<W> local;

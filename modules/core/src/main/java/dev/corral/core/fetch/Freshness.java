@@ -34,8 +34,11 @@ final class Freshness {
     return Optional.empty();
   }
 
-  /** A fetch ended; {@code revalidation}: it was a conditional fetch of a stored copy. */
-  void ended(Outcome outcome, boolean revalidation, FetchPolicy policy) {
+  /**
+   * A fetch ended; {@code revalidation}: it was a conditional fetch of a stored copy, fresh for
+   * {@code ttlMillis} after each fetch (-1: forever), which bounds the pause after a failure.
+   */
+  void ended(Outcome outcome, boolean revalidation, FetchPolicy policy, long ttlMillis) {
     if (outcome instanceof Outcome.NotFound nf) {
       notFound = nf;
       notFoundUntil = ticker.read() + policy.negativeTtl().toNanos();
@@ -43,7 +46,7 @@ final class Freshness {
     if (revalidation) {
       revalidationFailed = outcome instanceof Outcome.Failed;
       if (revalidationFailed) {
-        Duration ttl = policy.metadataTtl();
+        Duration ttl = ttlMillis < 0 ? REVALIDATION_RETRY : Duration.ofMillis(ttlMillis);
         Duration pause = ttl.compareTo(REVALIDATION_RETRY) < 0 ? ttl : REVALIDATION_RETRY;
         revalidateNotBefore = ticker.read() + pause.toNanos();
       }

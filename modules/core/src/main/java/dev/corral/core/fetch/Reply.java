@@ -86,6 +86,11 @@ public sealed interface Reply extends CborSerializable {
     if (outcome instanceof Outcome.Failed f) {
       return new Failed(f.cause(), f.reason());
     }
+    if (outcome instanceof Outcome.PassedThrough) {
+      // Its waiters were all answered Streaming when its headers came; one still unanswered asks
+      // again, and the next fetch answers it (nothing was stored to serve).
+      return new Retry("the body was not stored (the upstream said no-store): ask again");
+    }
     return new Retry(((Outcome.Unavailable) outcome).reason());
   }
 }

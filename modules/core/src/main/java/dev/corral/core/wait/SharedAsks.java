@@ -13,6 +13,7 @@ import dev.corral.core.download.Outcome;
 import dev.corral.core.store.BlobWriter;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
+import dev.corral.core.upstream.Lifetime;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -96,7 +97,7 @@ final class SharedAsks {
    * null when the key already has the repository's maximum of local waiters (the caller answers
    * 503).
    */
-  Local attach(ArtifactKey key, long token, boolean mutable, Consumer<Reply> answer) {
+  Local attach(ArtifactKey key, long token, Lifetime lifetime, Consumer<Reply> answer) {
     Shared s;
     Local local;
     boolean first;
@@ -106,7 +107,7 @@ final class SharedAsks {
       // An ask whose waiters all left is not joined (it asks no more), unless its copy streams.
       first = s == null || (s.answered && s.copying == null);
       if (first) {
-        s = new Shared(key, mutable);
+        s = new Shared(key, lifetime);
         pending.put(key.id(), s);
       }
       if (s.copying != null) {
@@ -192,7 +193,7 @@ final class SharedAsks {
   /** One key's ask on this node, then maybe its copy from a peer. */
   final class Shared {
     final ArtifactKey key;
-    final boolean mutable;
+    final Lifetime lifetime;
     final EntityRef<FetchEntity.Command> entity;
     final long token = ThreadLocalRandom.current().nextLong();
     final List<Local> locals = new ArrayList<>();
@@ -216,9 +217,9 @@ final class SharedAsks {
     /** The {@link FetchEntity.AskBegun} in flight for this ask, if any. */
     CompletableFuture<Boolean> begunCheck;
 
-    Shared(ArtifactKey key, boolean mutable) {
+    Shared(ArtifactKey key, Lifetime lifetime) {
       this.key = key;
-      this.mutable = mutable;
+      this.lifetime = lifetime;
       this.entity = sharding.entityRefFor(FetchEntity.TYPE_KEY, key.id());
     }
 
@@ -233,9 +234,9 @@ final class SharedAsks {
       // comes first settles this ask, and the other does nothing (a reply after the timer is
       // dropped, as Pekko drops one after its ask timeout). Pekko's timeout only bounds how long
       // the ask's temporary actor lives: past every local waiter's budget, when no reply matters.
-      Duration lifetime = node.policy(key.repo()).waiterBudget().plus(Waiters.ASK_AGAIN);
+      Duration askLifetime = node.policy(key.repo()).waiterBudget().plus(Waiters.ASK_AGAIN);
       CompletionStage<Reply> asked =
-          entity.ask(replyTo -> new FetchEntity.Join(key, token, replyTo, mutable), lifetime);
+          entity.ask(replyTo -> new FetchEntity.Join(key, token, replyTo, lifetime), askLifetime);
       boolean abandoned;
       synchronized (SharedAsks.this) {
         abandoned = answered && locals.isEmpty();
@@ -321,8 +322,8 @@ final class SharedAsks {
     }
 
     private void keepReplica(Peers.Arrival.Body in) {
-      if (node.store().lookup(key).isPresent()) {
-        return;
+      if (Download.saysNotStored(in.reply().headers()) || node.store().lookup(key).isPresent()) {
+        return; // a body the upstream said no-store of is answered, never kept
       }
       BlobWriter writer = null;
       try {

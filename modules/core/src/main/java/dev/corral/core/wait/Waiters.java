@@ -5,6 +5,7 @@ import dev.corral.core.fetch.FetchEntity;
 import dev.corral.core.fetch.FetchEvents;
 import dev.corral.core.fetch.Reply;
 import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.upstream.Lifetime;
 import dev.corral.core.download.Failure;
 import dev.corral.core.wait.CancelRegistry;
 import java.time.Duration;
@@ -90,6 +91,15 @@ public final class Waiters {
    * @param mutable the key is mutable metadata (see {@link FetchEntity.Join#mutable()})
    */
   public CompletionStage<Answer> await(ArtifactKey key, long token, boolean mutable) {
+    return await(key, token, Lifetime.of(mutable));
+  }
+
+  /**
+   * Waits for the key's outcome.
+   *
+   * @param lifetime how long the key's stored copy is fresh (see {@link FetchEntity.Join#lifetime()})
+   */
+  public CompletionStage<Answer> await(ArtifactKey key, long token, Lifetime lifetime) {
     CompletableFuture<Answer> result = new CompletableFuture<>();
     AtomicReference<SharedAsks.Local> attached = new AtomicReference<>();
     boolean live = cancels.register(token, () -> {
@@ -98,7 +108,7 @@ public final class Waiters {
       }
     });
     if (live) {
-      SharedAsks.Local local = shared.attach(key, token, mutable, reply -> result.complete(new Answered(reply)));
+      SharedAsks.Local local = shared.attach(key, token, lifetime, reply -> result.complete(new Answered(reply)));
       if (local == null) {
         result.complete(new Answered(new Reply.Failed(Failure.TOO_MANY_WAITERS, "too many requests waiting for this artifact")));
       } else {

@@ -12,6 +12,7 @@ import dev.corral.core.key.ArtifactKey;
 import dev.corral.core.key.Digest;
 import dev.corral.core.store.StoredArtifact;
 import dev.corral.core.upstream.Header;
+import dev.corral.core.upstream.Lifetime;
 import java.util.List;
 import java.util.Random;
 import org.apache.pekko.Done;
@@ -101,6 +102,34 @@ class SerializationTest {
     assertEquals(7, asked.token());
     roundTrip(new FetchEntity.Begun(true));
     roundTrip(new FetchEntity.Begun(false));
+  }
+
+  @Test
+  void aJoinCarriesItsLifetimeAndAnOlderNodesJoinTakesItFromItsMutableFlag() throws Exception {
+    ActorRef<Reply> replyTo = kit.<Reply>createTestProbe().ref();
+    ArtifactKey key = ArtifactKey.of("g", "http://upstream.example/dists/Release");
+    for (Lifetime lifetime : List.of(Lifetime.IMMUTABLE, Lifetime.METADATA, Lifetime.UPSTREAM,
+        Lifetime.fixed(java.time.Duration.ofMinutes(5)))) {
+      FetchEntity.Join back = (FetchEntity.Join) roundTrip(new FetchEntity.Join(key, 7L, replyTo, lifetime));
+      assertEquals(lifetime, back.lifetime());
+    }
+    // What an older node sends: no lifetime, only the flag.
+    FetchEntity.Join sample = new FetchEntity.Join(key, 7L, null, true);
+    var serializer = serialization.findSerializerFor(sample);
+    var mapper = org.apache.pekko.serialization.jackson.JacksonObjectMapperProvider.get(Adapter.toClassic(kit.system()))
+        .getOrCreate("jackson-cbor", java.util.Optional.empty());
+    java.util.Map<String, Object> older = new java.util.LinkedHashMap<>();
+    older.put("key", key);
+    older.put("token", 7L);
+    older.put("mutable", true);
+    byte[] bytes = mapper.writeValueAsBytes(older);
+    FetchEntity.Join fromOlder = (FetchEntity.Join) serialization.deserialize(bytes, serializer.identifier(),
+        Serializers.manifestFor(serializer, sample)).get();
+    assertEquals(Lifetime.METADATA, fromOlder.lifetime());
+    older.put("mutable", false);
+    fromOlder = (FetchEntity.Join) serialization.deserialize(mapper.writeValueAsBytes(older), serializer.identifier(),
+        Serializers.manifestFor(serializer, sample)).get();
+    assertEquals(Lifetime.IMMUTABLE, fromOlder.lifetime());
   }
 
   @Test
