@@ -93,12 +93,25 @@ final class CorralProcess implements AutoCloseable {
     List<String> command = new ArrayList<>();
     command.add(javaExecutable().toString());
     command.addAll(archiveFlags());
+    command.addAll(TEST_JIT);
     command.addAll(javaOpts);
     command.add("-jar");
     command.add(serverJar().toString());
     command.addAll(args);
     return startCommand(name, moduleDir(), env, command);
   }
+
+  /**
+   * Node processes of the tests compile with C1 only: a test node serves a few hundred requests,
+   * never long enough for C2 to pay back its compile time, and on 2 cores three nodes' C2
+   * threads slow every other process of the run (docs/benchmarks.md, issue 14: C1 alone is ready
+   * sooner). A test that moves gigabytes gives {@link #FULL_JIT} (C1 code hashes and copies at
+   * half the speed: LargeArtifactIT took 60 s instead of 26).
+   */
+  private static final List<String> TEST_JIT = List.of("-XX:TieredStopAtLevel=1");
+
+  /** Every tier of the JIT, as a node runs in production (the last flag wins). */
+  static final String FULL_JIT = "-XX:TieredStopAtLevel=4";
 
   // ---- class data sharing ------------------------------------------------------------------------
 

@@ -65,7 +65,7 @@ class LargeArtifactIT {
 
     CompletableFuture<String> expected = CompletableFuture.supplyAsync(body::sha256, pool);
     upstream = new FakeUpstream(this::answer);
-    CorralProcess node = processes.serve("large", List.of("-Xmx256m"), dataDir, List.of("--max-size", "4GiB"),
+    CorralProcess node = processes.serve("large", List.of("-Xmx256m", CorralProcess.FULL_JIT), dataDir, List.of("--max-size", "4GiB"),
         "layers=oci:" + upstream.url("/"));
     String base = node.awaitListening(Duration.ofSeconds(60));
     layer = "/v2/team/big/blobs/sha256:" + expected.get(120, TimeUnit.SECONDS);

@@ -68,7 +68,7 @@ class LargeClusterIT {
 
     CompletableFuture<String> expected = CompletableFuture.supplyAsync(body::sha256, pool);
     upstream = new FakeUpstream(this::answer);
-    CorralCluster cluster = CorralCluster.start(processes, 3, dir, postgres.newDatabase(), List.of("-Xmx256m"), false,
+    CorralCluster cluster = CorralCluster.start(processes, 3, dir, postgres.newDatabase(), List.of("-Xmx256m", CorralProcess.FULL_JIT), false,
         List.of("--max-size", "4GiB"), "up=generic:" + upstream.url("/"));
     for (int i = 0; i < 3; i++) {
       cluster.awaitMembersUp(i, 3, Duration.ofSeconds(90));

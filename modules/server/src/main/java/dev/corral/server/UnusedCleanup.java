@@ -62,9 +62,9 @@ final class UnusedCleanup {
     }
   }
 
-  /** How often the sweep runs: a 24th of the shortest age, between a minute and an hour. */
+  /** How often the sweep runs: a 24th of the shortest age, between a second and an hour. */
   Duration period() {
-    long millis = Math.max(60_000L, Math.min(3_600_000L, shortestMillis / 24));
+    long millis = Math.max(1_000L, Math.min(3_600_000L, shortestMillis / 24));
     return Duration.ofMillis(millis);
   }
 

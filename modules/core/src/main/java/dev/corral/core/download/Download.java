@@ -367,27 +367,13 @@ public final class Download {
       if (length >= 0 && writer.written() != length) {
         throw new IOException("upstream body ended at " + writer.written() + " of " + length + " bytes");
       }
-      if (expectedSha256 != null && !expectedSha256.equals(writer.sha256())) {
-        log.warn("bytes of {} from a peer hash to sha256:{}, not the recorded {}; nothing stored",
-            key, writer.sha256(), expectedSha256);
+      String mismatch = mismatch(writer, expectedSha256);
+      if (mismatch != null) {
         writer.close();
         if (stream != null) {
           stream.fail(new IOException("digest mismatch"));
         }
-        return new Outcome.Failed(Failure.BAD_BYTES, "a peer's copy does not match the recorded sha256");
-      }
-      Digest expected = this.expected;
-      if (expected != null) {
-        String actual = expected.algorithm().equals("sha256") ? writer.sha256() : writer.extraDigest();
-        if (!expected.hex().equals(actual)) {
-          log.warn("digest mismatch for {}{}: expected {} but the upstream's bytes hash to {}:{}; nothing stored",
-              key, fetchedFrom == null ? "" : " (from " + fetchedFrom + ")", expected, expected.algorithm(), actual);
-          writer.close();
-          if (stream != null) {
-            stream.fail(new IOException("digest mismatch"));
-          }
-          return new Outcome.Failed(Failure.BAD_BYTES, "upstream bytes do not match the expected " + expected.algorithm());
-        }
+        return new Outcome.Failed(Failure.BAD_BYTES, mismatch);
       }
       // A copy of another node's bytes keeps their age from the moment it is committed: mutable
       // metadata must never look fresh, not even between a commit and a correction of its time.
