@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpExchange;
 import dev.corral.testkit.upstream.FakeUpstream;
 import java.net.URI;
@@ -93,6 +95,14 @@ class ClusterPurgeIT {
     return Http.CLIENT.send(r, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
   }
 
+  private JsonNode admin(int node, String target) throws Exception {
+    HttpRequest r = HttpRequest.newBuilder(URI.create(cluster.base(node) + target))
+        .timeout(Duration.ofSeconds(30)).header("Authorization", "Bearer " + TOKEN).GET().build();
+    HttpResponse<String> answer = Http.CLIENT.send(r, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+    assertEquals(200, answer.statusCode(), answer.body());
+    return new ObjectMapper().readTree(answer.body());
+  }
+
   private HttpResponse<String> purgePrefix(int node, String prefix) throws Exception {
     HttpRequest r = HttpRequest.newBuilder(URI.create(cluster.base(node) + "/-/admin/cache?repo=up&prefix=" + prefix))
         .timeout(Duration.ofSeconds(60)).header("Authorization", "Bearer " + TOKEN).DELETE().build();
@@ -142,6 +152,15 @@ class ClusterPurgeIT {
     String underPrefix = "/s/missed-by-prefix.bin";
     heldEverywhere(path);
     heldEverywhere(underPrefix);
+    // The admin API on a real process: the listing names the three holders of the key (from its
+    // record), the cluster view three Up members, the repositories this one.
+    JsonNode listed = admin(0, "/-/admin/keys?repo=up&prefix=/s/");
+    assertEquals(1, listed.path("keys").size(), listed.toString());
+    assertEquals(3, listed.path("keys").path(0).path("holders").size(), listed.toString());
+    JsonNode members = admin(1, "/-/admin/cluster").path("members");
+    assertEquals(3, members.size(), members.toString());
+    members.forEach(m -> assertEquals("Up", m.path("status").asText(), members.toString()));
+    assertEquals("up", admin(2, "/-/admin/repos").path("repos").path(0).path("name").asText());
     cluster.nodes.get(2).terminate();
     cluster.nodes.get(2).awaitExit(Duration.ofSeconds(60));
     cluster.awaitMembersUp(0, 2, Duration.ofSeconds(60));
