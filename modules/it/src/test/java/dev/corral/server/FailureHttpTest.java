@@ -90,7 +90,7 @@ class FailureHttpTest {
 
   /** Waits until {@code n} waiters have their budget running on the node's scheduler. */
   private void budgetsRunning(int n) {
-    TestNode.await(n + " budgets running", Duration.ofSeconds(20), () -> timers.dueWithin(BUDGET) >= n);
+    TestNode.await(n + " budgets running", Duration.ofSeconds(20), () -> timers.pendingWithDelay(BUDGET) >= n);
   }
 
   private void fetchesEnded(String repo) {

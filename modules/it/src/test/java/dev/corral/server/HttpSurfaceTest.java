@@ -343,7 +343,7 @@ class HttpSurfaceTest {
       ok(exchange, bodyOf("/metrics/slow"), etagOf("/metrics/slow"));
     });
     CompletableFuture<HttpResponse<byte[]>> outOfBudget = node.getAsync("/tight/metrics/slow");
-    TestNode.await("the tight waiter's budget running", Duration.ofSeconds(20), () -> timers.dueWithin(TIGHT_BUDGET) >= 1);
+    TestNode.await("the tight waiter's budget running", Duration.ofSeconds(20), () -> timers.pendingWithDelay(TIGHT_BUDGET) >= 1);
     timers.ticker().advance(TIGHT_BUDGET);
     assertEquals(504, outOfBudget.get(20, TimeUnit.SECONDS).statusCode());
     // The fetch goes on past the waiter's budget: let its request reach the upstream before this

@@ -28,7 +28,7 @@ import java.util.concurrent.TimeoutException;
  * ManualScheduler timers = new ManualScheduler(ticker);
  * TestNodeExtension node = TestNodeExtension.routed().ticker(ticker).scheduler(timers);
  * ...
- * TestNode.await("20 budgets running", Duration.ofSeconds(20), () -> timers.dueWithin(BUDGET) >= 20);
+ * TestNode.await("20 budgets running", Duration.ofSeconds(20), () -> timers.pendingWithDelay(BUDGET) >= 20);
  * ticker.advance(BUDGET); // every one of those waiters has its 504 now
  * }</pre>
  */
@@ -58,7 +58,7 @@ public final class ManualScheduler implements Scheduler {
     long nanos = Math.max(0, unit.toNanos(delay));
     Task task;
     synchronized (lock) {
-      task = new Task(ticker.read() + nanos, scheduled++, executor, command);
+      task = new Task(ticker.read() + nanos, nanos, scheduled++, executor, command);
       if (nanos > 0) {
         queue.add(task);
         return task;
@@ -81,6 +81,17 @@ public final class ManualScheduler implements Scheduler {
     long until = ticker.read() + d.toNanos();
     synchronized (lock) {
       return (int) queue.stream().filter(t -> t.due - until <= 0).count();
+    }
+  }
+
+  /**
+   * Pending tasks scheduled with exactly {@code delay}: a waiter's budget, told apart from the
+   * node's other short timers (a re-ask's pause, a memory wait) that {@link #dueWithin} also counts.
+   */
+  public int pendingWithDelay(Duration delay) {
+    long nanos = delay.toNanos();
+    synchronized (lock) {
+      return (int) queue.stream().filter(t -> t.delay == nanos).count();
     }
   }
 
@@ -122,14 +133,16 @@ public final class ManualScheduler implements Scheduler {
 
   private final class Task implements Future<Void>, Comparable<Task> {
     final long due;
+    final long delay;
     final long seq;
     final Executor executor;
     final Runnable command;
     final CompletableFuture<Void> done = new CompletableFuture<>();
     State state = State.PENDING; // guarded by lock
 
-    Task(long due, long seq, Executor executor, Runnable command) {
+    Task(long due, long delay, long seq, Executor executor, Runnable command) {
       this.due = due;
+      this.delay = delay;
       this.seq = seq;
       this.executor = executor;
       this.command = command;
