@@ -17,6 +17,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.Done;
+import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
@@ -169,6 +170,12 @@ public final class FetchEntity {
 
   /** How long a purge waits for the record (which lists the holders) before it answers 503. */
   static final Duration PURGE_RECORD_READ_TIMEOUT = Duration.ofSeconds(5);
+
+  /**
+   * The longest a hand-off waits for a running fetch ({@link #stopMidFetch}): below sharding's
+   * {@code handoff-timeout} (60 s), after which the shard stops the entity by force.
+   */
+  static final Duration HANDOFF_GRACE = Duration.ofSeconds(50);
 
   /** The longest a stop waits for a purge to finish (see {@link #stop}). */
   static final Duration STOP_GRACE = PURGE_RECORD_READ_TIMEOUT.plusSeconds(5);
@@ -466,7 +473,7 @@ public final class FetchEntity {
         .onMessage(HeadersKnown.class, h -> h.fetchId() == flight.id ? headersKnown(flight, h) : Behaviors.same())
         .onMessage(Unread.class, u -> u.fetchId() == flight.id ? unread(flight) : Behaviors.same())
         .onMessage(Finished.class, f -> f.fetchId() == flight.id ? finished(flight, f) : Behaviors.same())
-        .onMessage(Stop.class, stop -> Behaviors.stopped())
+        .onMessage(Stop.class, stop -> stopMidFetch(flight))
         .onAnyMessage(FetchEntity::ignored)
         .onSignal(PostStop.class, signal -> stopped(flight))
         .build();
@@ -593,7 +600,7 @@ public final class FetchEntity {
     }
     flight.download().abort("nobody reads the body and the repository's orphan fetch slots are full");
     ended(flight);
-    return idle();
+    return afterFlight();
   }
 
   private Behavior<Command> finished(Flight<ActorRef<Reply>> flight, Finished msg) {
@@ -621,7 +628,7 @@ public final class FetchEntity {
       // gone upstream, or the upstream now says not to store it (its stored copy was removed)
       record.update(Record::cleared, ctx.getSelf(), RecordWritten::new);
     }
-    return idle();
+    return afterFlight();
   }
 
   private static StoredArtifact committed(Outcome outcome) {
@@ -644,7 +651,7 @@ public final class FetchEntity {
     if (!flight.started()) {
       // Nobody waits and the record is still being read: nothing has started yet.
       ended(flight);
-      return idle();
+      return afterFlight();
     }
     if (flight.streaming() != null || flight.orphanSlot) {
       return Behaviors.same();
@@ -658,7 +665,42 @@ public final class FetchEntity {
     // request arriving meanwhile starts a fresh fetch instead of joining a dead one.
     flight.download().abort("every waiter left and the repository's orphan fetch slots are full");
     ended(flight);
-    return idle();
+    return afterFlight();
+  }
+
+  /**
+   * The shard's stop mid-fetch: a hand-off (a rebalance when a node joins; a draining node's
+   * fetches have ended before its shards move). Stopped now, the fetch would be aborted and the
+   * key's next entity would fetch it from the upstream again (issue 17: a rebalance never causes
+   * a refetch). So the fetch runs on for its waiters, its bytes are committed and recorded with
+   * this node as their holder, and the entity stops after that: the next entity copies from here.
+   * The shard holds what arrives for the key meanwhile. Bounded by {@link #HANDOFF_GRACE}, inside
+   * sharding's own {@code handoff-timeout}; past it the fetch is aborted and every waiter told
+   * to ask again (L2), as before. Nothing fetched yet (the record is still being read), or this
+   * node shutting down: stops now.
+   */
+  private Behavior<Command> stopMidFetch(Flight<ActorRef<Reply>> flight) {
+    if (!flight.started() || node.draining()
+        || CoordinatedShutdown.get(ctx.getSystem()).getShutdownReason().isPresent()) {
+      // This node is going away: its drain has let its fetches end already (L4); one still
+      // running must not hold up the shutdown.
+      return Behaviors.stopped();
+    }
+    if (!stopAsked) {
+      stopAsked = true;
+      ActorRef<Command> self = ctx.getSelf();
+      // On the node's scheduler, in the node's time (a manual one in tests).
+      node.scheduler().schedule(node.io(), () -> self.tell(StopNow.INSTANCE), HANDOFF_GRACE.toNanos(), TimeUnit.NANOSECONDS);
+    }
+    return Behaviors.same();
+  }
+
+  /** Once a flight has ended: idle, or, when the shard asked for a stop meanwhile, stopping. */
+  private Behavior<Command> afterFlight() {
+    if (!stopAsked) {
+      return idle();
+    }
+    return settled() ? Behaviors.stopped() : passivating();
   }
 
   /** L2: however the entity stops mid-fetch, nobody is left waiting. */

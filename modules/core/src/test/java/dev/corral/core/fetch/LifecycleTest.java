@@ -221,6 +221,7 @@ class LifecycleTest extends EntityTestBase {
   @Test
   void l2_whenTheEntityStopsMidFetchEveryWaiterIsToldToAskAgain() throws Exception {
     // L2: When an entity stops for any reason, every remaining waiter is answered (retry or error) in its stop handler.
+    // Here a hand-off whose fetch outlasts the grace: the fetch is aborted and fetched again.
     // W3: A waiter whose entity stopped without an outcome asks the entity again, never the upstream directly.
     String repo = repo();
     String u = url("stopped");
@@ -232,25 +233,53 @@ class LifecycleTest extends EntityTestBase {
     ByteString body = ByteString.fromString("from the next incarnation");
     upstream.serve(u, body);
     passivate(key);
-    // Told Retry by the stop handler, the node's shared ask pauses before asking again; the shard
-    // holds what arrives for the entity while it stops, so the next ask reaches its successor.
-    awaitRetryPause();
-    assertEquals(3.0, fallthrough(repo, "entity-stopped"));
-    assertFalse(answers.stream().anyMatch(CompletableFuture::isDone), "asked again before the pause ended");
-    // Answered with the node's time moved by one retry pause only, well before the 5 s re-ask
-    // (Waiters.ASK_AGAIN) could run: with the stop handler silenced, no pause is scheduled and
-    // awaitRetryPause above fails.
-    assertTrue(LONGEST_RETRY_PAUSE.multipliedBy(2).compareTo(Waiters.ASK_AGAIN) < 0);
-    ticker.advance(LONGEST_RETRY_PAUSE);
+    // A hand-off lets a running fetch finish (see the next test), for HANDOFF_GRACE of the node's
+    // time at most: past it the entity stops and the fetch is aborted.
+    awaitAssert(() -> assertEquals(1, scheduler.pendingWithDelay(FetchEntity.HANDOFF_GRACE), "the hand-off's grace is not running"));
+    assertFalse(answers.stream().anyMatch(CompletableFuture::isDone), "answered before the grace ran out");
+    // Within the grace the node's waiters asked again (Waiters.ASK_AGAIN, 5 s of the node's
+    // time), and the shard holds that Join for the key's next entity; the stop handler's Retry
+    // (L2) reaches asks already superseded (the self-stop below shows it starting the pause).
+    ticker.advance(FetchEntity.HANDOFF_GRACE);
+    awaitAssert(() -> {
+      if (scheduler.dueWithin(LONGEST_RETRY_PAUSE) >= 1) {
+        ticker.advance(LONGEST_RETRY_PAUSE); // a Retry that overtook the re-ask: its pause
+      }
+      assertTrue(answers.stream().allMatch(CompletableFuture::isDone), "waiters still waiting");
+    });
     answers.forEach(a -> assertEquals(body, reply(a, Reply.Body.class).bytes()));
     // The stopped entity's fetch plus one of its successor, however many waiters asked again.
     assertEquals(2, upstream.count(u));
-    assertEquals(3.0, fallthrough(repo, "entity-stopped"));
 
     // The stopped fetch was aborted with its entity: its late response commits nothing.
     first.complete(ScriptedUpstream.ok(ByteString.fromString("stale")));
     awaitAssert(() -> assertEquals(0.0, inflight(repo)));
     assertEquals(body, node.store().readAll(reply(ask(key), Reply.Stored.class).artifact()));
+  }
+
+  @Test
+  void l2_aHandOffMidFetchLetsTheFetchFinishForItsWaitersAndIsNotFetchedAgain() throws Exception {
+    // Issue 17: the shard's stop mid-fetch (a rebalance) does not abort the fetch: its waiters
+    // get its bytes, they are committed and recorded, and the entity stops after that; the key's
+    // next entity finds them (here a HIT; in a cluster, a copy from this node), never a second
+    // upstream request.
+    String repo = repo();
+    String u = url("handed-off");
+    ArtifactKey key = ArtifactKey.of(repo, u);
+    CompletableFuture<UpstreamResponse> first = upstream.hold(u);
+    List<CompletableFuture<Waiters.Answer>> answers = ask(key, 3);
+    barrier(key);
+    passivate(key);
+    awaitAssert(() -> assertEquals(1, scheduler.pendingWithDelay(FetchEntity.HANDOFF_GRACE), "the hand-off's grace is not running"));
+    assertFalse(answers.stream().anyMatch(CompletableFuture::isDone), "answered before the fetch ended");
+
+    ByteString body = ByteString.fromString("fetched across a hand-off");
+    first.complete(ScriptedUpstream.ok(body));
+    answers.forEach(a -> assertEquals(body, reply(a, Reply.Body.class).bytes()));
+    assertEquals(0.0, fallthrough(repo, "entity-stopped"), "a waiter was told to ask again");
+    awaitAssert(() -> assertEquals(0.0, inflight(repo)));
+    assertEquals(body, node.store().readAll(reply(ask(key), Reply.Stored.class).artifact()));
+    assertEquals(1, upstream.count(u), "fetched again after the hand-off");
   }
 
   @Test
@@ -278,6 +307,10 @@ class LifecycleTest extends EntityTestBase {
     ByteString body = ByteString.fromString("after a self-stop");
     upstream.serve(u, body);
     sharding.entityRefFor(FetchEntity.TYPE_KEY, key.id()).tell(FetchEntity.Stop.INSTANCE);
+    // Told by a message, not by its shard: mid-fetch it waits for its fetch up to the hand-off's
+    // grace, then stops by itself.
+    awaitAssert(() -> assertEquals(1, scheduler.pendingWithDelay(FetchEntity.HANDOFF_GRACE), "the grace is not running"));
+    ticker.advance(FetchEntity.HANDOFF_GRACE);
     // L2: the stop handler's Retry, not the 5 s re-ask, starts the pause (the node's time has not
     // moved yet; a silenced handler fails here).
     awaitRetryPause();

@@ -41,7 +41,7 @@ final class ManualScheduler implements Scheduler {
     long nanos = Math.max(0, unit.toNanos(delay));
     Task task;
     synchronized (lock) {
-      task = new Task(ticker.read() + nanos, scheduled++, executor, command);
+      task = new Task(ticker.read() + nanos, nanos, scheduled++, executor, command);
       if (nanos > 0) {
         queue.add(task);
         return task;
@@ -64,6 +64,14 @@ final class ManualScheduler implements Scheduler {
     long until = ticker.read() + d.toNanos();
     synchronized (lock) {
       return (int) queue.stream().filter(t -> t.due - until <= 0).count();
+    }
+  }
+
+  /** Pending tasks scheduled with exactly {@code delay} (one kind of timer among the node's others). */
+  int pendingWithDelay(Duration delay) {
+    long nanos = delay.toNanos();
+    synchronized (lock) {
+      return (int) queue.stream().filter(t -> t.delay == nanos).count();
     }
   }
 
@@ -105,14 +113,16 @@ final class ManualScheduler implements Scheduler {
 
   private final class Task implements Future<Void>, Comparable<Task> {
     final long due;
+    final long delay;
     final long seq;
     final Executor executor;
     final Runnable command;
     final CompletableFuture<Void> done = new CompletableFuture<>();
     State state = State.PENDING; // guarded by lock
 
-    Task(long due, long seq, Executor executor, Runnable command) {
+    Task(long due, long delay, long seq, Executor executor, Runnable command) {
       this.due = due;
+      this.delay = delay;
       this.seq = seq;
       this.executor = executor;
       this.command = command;
