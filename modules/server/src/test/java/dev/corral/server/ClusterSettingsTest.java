@@ -52,8 +52,8 @@ class ClusterSettingsTest {
     assertFalse(c.managementEnabled(), "management is off by default");
     assertEquals("127.0.0.1", c.managementHost());
     assertEquals(Optional.empty(), s.journal());
-    assertEquals(100, c.shards());
-    assertEquals(100, CorralServer.pekkoConfig(s, dir).getInt("pekko.cluster.sharding.number-of-shards"));
+    assertEquals(1000, c.shards());
+    assertEquals(1000, CorralServer.pekkoConfig(s, dir).getInt("pekko.cluster.sharding.number-of-shards"));
   }
 
   @Test
