@@ -92,7 +92,7 @@ class BudgetsIT {
     orphanUpstream = new RawUpstream(this::answerOrphan);
     // The last --config wins: this one repeats the cluster's quick join.
     Path conf = temp.resolve("budgets.conf");
-    Files.writeString(conf, "pekko.cluster.seed-node-timeout = 3s\n"
+    Files.writeString(conf, "pekko.cluster.seed-node-timeout = 1s\n"
         + "corral.repo-defaults { waiter-budget = " + BUDGET.toMillis() + "ms, negative-ttl = 1ms }\n"
         + "corral.repos.orphans { max-orphan-fetches = " + ORPHAN_SLOTS + ", inline-limit = \"256KiB\" }\n");
     cluster = CorralCluster.start(processes, 3, temp, postgres.newDatabase(), List.of("--config", conf.toString()),

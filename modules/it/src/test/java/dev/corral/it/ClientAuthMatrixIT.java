@@ -95,7 +95,7 @@ class ClientAuthMatrixIT {
     }
     Path tokens = Files.writeString(work.resolve("tokens"), lines.toString());
 
-    node = CorralProcess.serve("auth-clients", List.of(), work.resolve("data"),
+    node = CorralProcess.serve("auth-clients", List.of("-Dlogback.configurationFile=" + quickAccessLog(work)), work.resolve("data"),
         List.of("--tokens-file", tokens.toString(), "--anonymous-repos", "npm-open,pypi-open,m2-open,go-open"),
         "npm=npm:" + npm.url() + "/", "npm-open=npm:" + npm.url() + "/",
         "pypi=pypi:" + pypi.url() + "/simple/", "pypi-open=pypi:" + pypi.url() + "/simple/",
@@ -104,6 +104,20 @@ class ClientAuthMatrixIT {
     corral = node.awaitListening(Duration.ofSeconds(60));
     front = TlsFront.start(work.resolve("front"), corral);
     MavenClientIT.consumer(work.resolve("maven"), "consumer", MavenClientIT.dependency("demo-lib", "[1.0,2.0)"));
+  }
+
+  /**
+   * The node's own logback.xml with the access log's buffer written every 20 ms instead of every
+   * second: each {@link Log} waits for a probe's line to be written, about 20 times per test, and
+   * waited half a second on average for the buffer. Derived from the file the node ships, so the
+   * lines stay what production writes.
+   */
+  private static Path quickAccessLog(Path dir) throws Exception {
+    String shipped = Files.readString(CorralProcess.repoRoot().resolve("modules/server/src/main/resources/logback.xml"));
+    String access = "<appender name=\"ACCESS\" class=\"dev.corral.server.BufferedConsoleAppender\">";
+    assertTrue(shipped.contains(access), "logback.xml has no ACCESS appender to speed up:\n" + shipped);
+    return Files.writeString(dir.resolve("logback-quick-access.xml"),
+        shipped.replace(access, access + "<flushMillis>20</flushMillis>"));
   }
 
   @AfterAll
@@ -344,8 +358,9 @@ class ClientAuthMatrixIT {
   /**
    * The node's access-log lines written from its creation on (made before the client runs). The
    * access log reaches standard output through a buffer written at least once a second
-   * (BufferedConsoleAppender), so each read first asks the node for a probe path and waits for
-   * its line: lines are written in order, so every earlier line is out by then.
+   * (BufferedConsoleAppender; every 20 ms here, see {@link #quickAccessLog}), so each read first
+   * asks the node for a probe path and waits for its line: lines are written in order, so every
+   * earlier line is out by then.
    */
   private final class Log {
     private final int from;

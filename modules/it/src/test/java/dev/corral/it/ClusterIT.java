@@ -55,8 +55,13 @@ class ClusterIT {
     }
     Path conf = temp.resolve("bootstrap.conf");
     // Writable management routes only here, so that the test can down a member through them.
+    // Bootstrap timings for a test, as KubernetesDiscoveryIT has them (Pekko's defaults: 1 s
+    // probes, 5 s of stable contact points before the lowest one forms a new cluster).
     Files.writeString(conf, "pekko.discovery.config.services.corral.endpoints = [" + endpoints + "]\n"
-        + "pekko.management.http.route-providers-read-only = false\n");
+        + "pekko.management.http.route-providers-read-only = false\n"
+        + "pekko.management.cluster.bootstrap.contact-point-discovery.interval = 500ms\n"
+        + "pekko.management.cluster.bootstrap.contact-point-discovery.stable-margin = 2s\n"
+        + "pekko.management.cluster.bootstrap.contact-point.probe-interval = 500ms\n");
     CorralCluster cluster = new CorralCluster();
     for (int i = 0; i < 3; i++) {
       cluster.nodes.add(processes.serve("node-" + (i + 1), List.of(), temp.resolve("data-" + i),

@@ -31,6 +31,16 @@ final class CorralCluster {
   private record Start(String name, List<String> javaOpts, Path dataDir, List<String> args, String[] repos) {}
 
   /**
+   * A node's start reads the key records tagged purged (MissedPurges) through Pekko's JDBC durable
+   * state query, which waits out each gap in the records' global offsets (every update of a record
+   * leaves one) for max-tries x query-delay, 5 x 1 s: a node started again on a database holding
+   * records spent those 5 s before it listened. Here 5 x 200 ms (a system property: it holds
+   * whatever --config a test gives).
+   */
+  private static final String QUICK_RECORD_QUERY =
+      "-Djdbc-durable-state-store.durable-state-sequence-retrieval.query-delay=200ms";
+
+  /**
    * Starts {@code size} nodes called node-1, node-2, ... and waits until each prints its
    * listening line (not until the cluster is formed: see {@link #awaitMembersUp}).
    */
@@ -57,10 +67,12 @@ final class CorralCluster {
     Files.writeString(password, db.password() + "\n");
     // Started together, the nodes' first InitJoin reaches seeds not in a cluster yet, and Pekko
     // asks again only after seed-node-timeout: 20 s in corral-cluster.conf, so that a restarted
-    // first seed rejoins rather than forming a cluster of its own. Nodes that never restart
-    // (no fixed ports) join within a few seconds instead; a cluster whose nodes restart keeps 20 s.
+    // first seed rejoins rather than forming a cluster of its own. The first start of each node
+    // asks every second instead (no cluster exists yet, so there is none to miss: the first
+    // seed's first round of InitJoin is nearly always refused, the others not being Up yet);
+    // a restart (see #restart) keeps the 20 s of production.
     Path quickJoin = dir.resolve("quick-join.conf");
-    Files.writeString(quickJoin, "pekko.cluster.seed-node-timeout = 3s\n");
+    Files.writeString(quickJoin, "pekko.cluster.seed-node-timeout = 1s\n");
     for (int i = 0; i < size; i++) {
       List<String> args = new ArrayList<>(List.of(
           "--cluster-port", String.valueOf(cluster.clusterPorts.get(i)),
@@ -73,13 +85,15 @@ final class CorralCluster {
         // The replica directory names a node by its peer port's URL: keep that across restarts too.
         args.addAll(List.of("--peer-port", String.valueOf(Postgres.freePort())));
       }
-      if (!fixedHttpPorts) {
-        args.addAll(List.of("--config", quickJoin.toString()));
-      }
+      List<String> firstStart = new ArrayList<>(args);
+      firstStart.addAll(List.of("--config", quickJoin.toString())); // before extraArgs: a --config there wins
+      firstStart.addAll(extraArgs);
       args.addAll(extraArgs);
-      Start start = new Start("node-" + (i + 1), List.copyOf(javaOpts), dir.resolve("data-" + (i + 1)), List.copyOf(args), repos);
+      List<String> nodeOpts = new ArrayList<>(List.of(QUICK_RECORD_QUERY));
+      nodeOpts.addAll(javaOpts);
+      Start start = new Start("node-" + (i + 1), List.copyOf(nodeOpts), dir.resolve("data-" + (i + 1)), List.copyOf(args), repos);
       cluster.starts.add(start);
-      cluster.nodes.add(processes.serve(start.name(), start.javaOpts(), start.dataDir(), start.args(), start.repos()));
+      cluster.nodes.add(processes.serve(start.name(), start.javaOpts(), start.dataDir(), firstStart, start.repos()));
     }
     for (CorralProcess node : cluster.nodes) {
       node.awaitListening(Duration.ofSeconds(90));
@@ -89,7 +103,8 @@ final class CorralCluster {
 
   /**
    * Starts node {@code i} again (after it stopped) with the same options, ports and data dir, and
-   * waits for its listening line.
+   * waits for its listening line. Without the first start's quick join: the others are in a
+   * cluster, and a restarted first seed must wait for their answer, not form a cluster of its own.
    */
   CorralProcess restart(int i, Duration timeout) throws IOException {
     if (nodes.get(i).isAlive()) {

@@ -51,7 +51,7 @@ class OciClusterIT {
     // file keeps CorralCluster's quick join, since the last --config given wins.
     Path conf = temp.resolve("oci.conf");
     Files.writeString(conf, """
-        pekko.cluster.seed-node-timeout = 3s
+        pekko.cluster.seed-node-timeout = 1s
         corral.repos.images { type = oci, url = "%s", inline-limit = 256KiB }
         """.formatted(registry.base()));
     cluster = CorralCluster.start(processes, 3, temp, postgres.newDatabase(), List.of("--config", conf.toString()));

@@ -101,7 +101,7 @@ class PeerFailureIT {
     // The last --config given wins: this one keeps CorralCluster's quick join.
     Path conf = temp.resolve("bypass.conf");
     Files.writeString(conf, """
-        pekko.cluster.seed-node-timeout = 3s
+        pekko.cluster.seed-node-timeout = 1s
         corral.memory-cache-size = 0
         corral.repos.bp { type = maven, url = "%s", first-byte-timeout = 20s, retries = 0, negative-ttl = 1ms,
                           waiter-budget = %dms, on-budget-exhausted = bypass }

@@ -9,78 +9,86 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * A real PostgreSQL server for one test class, from {@code src/test/scripts/postgres.sh}:
- * started on a free port on 127.0.0.1 before the class's first test (installed from Debian's
- * packages when missing), stopped and its directory removed after the last one. Each call of
- * {@link #newDatabase} gives a fresh database with its own user and password, so tests in a class
- * do not see each other's tables.
+ * A real PostgreSQL server for the test classes, from {@code src/test/scripts/postgres.sh}:
+ * started on a free port on 127.0.0.1 before the first test class that registers this extension
+ * (installed from Debian's packages when missing), shared by every later class in the same test
+ * JVM, and stopped, its directory removed, when the whole run ends (JUnit closes the root
+ * context's store). Each call of {@link #newDatabase} gives a fresh database with its own user
+ * and password, so no test sees another's tables. One server rather than one per class: starting
+ * one (initdb, start, stop) took about 2 s, paid by each of 15 classes.
  *
  * <pre>{@code @RegisterExtension static final Postgres postgres = new Postgres();}</pre>
  */
-final class Postgres implements BeforeAllCallback, AfterAllCallback {
+final class Postgres implements BeforeAllCallback {
   /** A database and the credentials of its owner. */
   record Database(String url, String user, String password) {}
 
   private static final AtomicInteger SEQ = new AtomicInteger();
-  private Path dir;
-  private int port;
+  private static final ExtensionContext.Namespace NAMESPACE = ExtensionContext.Namespace.create(Postgres.class);
+  private Server server;
 
   static Path script() {
     return CorralProcess.moduleDir().resolve("src/test/scripts/postgres.sh");
   }
 
-  @Override
-  public void beforeAll(ExtensionContext context) throws Exception {
-    // The port is picked here and handed to the server; another process could take it in
-    // between, so one retry with a new port.
-    IOException last = null;
-    for (int attempt = 0; attempt < 2 && dir == null; attempt++) {
-      int candidate = freePort();
-      try {
-        List<String> out = run(List.of("start", String.valueOf(candidate)), 300);
-        for (String line : out) {
-          if (line.startsWith("dir=")) {
-            dir = Path.of(line.substring(4));
+  /** The running server: its directory (socket, data, logs) and port; stopped when the run's root context closes. */
+  private record Server(Path dir, int port) implements AutoCloseable {
+    static Server start() {
+      // The port is picked here and handed to the server; another process could take it in
+      // between, so one retry with a new port.
+      Exception last = null;
+      long startedAt = System.nanoTime();
+      for (int attempt = 0; attempt < 2; attempt++) {
+        try {
+          int candidate = freePort();
+          for (String line : run(List.of("start", String.valueOf(candidate)), 300)) {
+            if (line.startsWith("dir=")) {
+              System.out.printf("Postgres: started on port %d in %.1f s, shared by the test classes that follow%n",
+                  candidate, (System.nanoTime() - startedAt) / 1e9);
+              return new Server(Path.of(line.substring(4)), candidate);
+            }
           }
+        } catch (IOException e) {
+          last = e;
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          last = e;
+          break;
         }
-        port = candidate;
-      } catch (IOException e) {
-        last = e;
       }
-    }
-    if (dir == null) {
       throw new IllegalStateException("PostgreSQL did not start", last);
+    }
+
+    @Override
+    public void close() throws Exception {
+      run(List.of("stop", dir.toString()), 60);
     }
   }
 
   @Override
-  public void afterAll(ExtensionContext context) throws Exception {
-    if (dir != null) {
-      run(List.of("stop", dir.toString()), 60);
-      dir = null;
-    }
+  public void beforeAll(ExtensionContext context) {
+    server = context.getRoot().getStore(NAMESPACE).getOrComputeIfAbsent(Server.class, k -> Server.start(), Server.class);
   }
 
   int port() {
-    return port;
+    return server.port();
   }
 
   /** A new database owned by a new user, e.g. {@code jdbc:postgresql://127.0.0.1:PORT/corral_3}. */
   Database newDatabase() throws IOException, InterruptedException {
     String name = "corral_" + SEQ.incrementAndGet();
     String password = "pw-" + Long.toHexString(System.nanoTime());
-    run(List.of("createdb", dir.toString(), String.valueOf(port), name, password), 60);
-    return new Database("jdbc:postgresql://127.0.0.1:" + port + "/" + name, name, password);
+    run(List.of("createdb", server.dir().toString(), String.valueOf(server.port()), name, password), 60);
+    return new Database("jdbc:postgresql://127.0.0.1:" + server.port() + "/" + name, name, password);
   }
 
   /** Runs {@code sql} in {@code db} as the superuser (to break a schema on purpose). */
   void sql(Database db, String sql) throws IOException, InterruptedException {
-    run(List.of("sql", dir.toString(), String.valueOf(port), db.user(), sql), 60);
+    run(List.of("sql", server.dir().toString(), String.valueOf(server.port()), db.user(), sql), 60);
   }
 
   /**

@@ -65,7 +65,7 @@ class RegistryClusterIT {
     // CorralCluster's quick join, since the last --config given wins.
     Path conf = temp.resolve("tree.conf");
     Files.writeString(conf, """
-        pekko.cluster.seed-node-timeout = 3s
+        pekko.cluster.seed-node-timeout = 1s
         corral.repos.tree { type = npm, url = "%s/", inline-limit = 256KiB }
         """.formatted(treeFixture.url()));
     cluster = CorralCluster.start(processes, 3, temp, postgres.newDatabase(), List.of("--config", conf.toString()),

@@ -56,7 +56,11 @@ public final class TestCluster implements AutoCloseable {
         + "pekko.coordinated-shutdown.phases.cluster-exiting.timeout = 2 s\n"
         // Nodes here only leave gracefully; on a loaded test machine heartbeats are late by
         // seconds, and an unreachable node would stall a graceful hand-off until it is downed.
-        + "pekko.cluster.failure-detector.acceptable-heartbeat-pause = 20 s\n";
+        + "pekko.cluster.failure-detector.acceptable-heartbeat-pause = 20 s\n"
+        // A node's start reads the records tagged purged (MissedPurges), a durable state query
+        // that waits out each gap in the records' global offsets for max-tries x query-delay
+        // (5 x 1 s): a node started again on the shared records spent those 5 s. 5 x 200 ms here.
+        + "jdbc-durable-state-store.durable-state-sequence-retrieval.query-delay = 200ms\n";
   }
 
   /** Starts {@code n} nodes and returns once every node sees all of them Up. */
