@@ -31,16 +31,6 @@ final class CorralCluster {
   private record Start(String name, List<String> javaOpts, Path dataDir, List<String> args, String[] repos) {}
 
   /**
-   * A node's start reads the key records tagged purged (MissedPurges) through Pekko's JDBC durable
-   * state query, which waits out each gap in the records' global offsets (every update of a record
-   * leaves one) for max-tries x query-delay, 5 x 1 s: a node started again on a database holding
-   * records spent those 5 s before it listened. Here 5 x 200 ms (a system property: it holds
-   * whatever --config a test gives).
-   */
-  private static final String QUICK_RECORD_QUERY =
-      "-Djdbc-durable-state-store.durable-state-sequence-retrieval.query-delay=200ms";
-
-  /**
    * Starts {@code size} nodes called node-1, node-2, ... and waits until each prints its
    * listening line (not until the cluster is formed: see {@link #awaitMembersUp}).
    */
@@ -89,9 +79,7 @@ final class CorralCluster {
       firstStart.addAll(List.of("--config", quickJoin.toString())); // before extraArgs: a --config there wins
       firstStart.addAll(extraArgs);
       args.addAll(extraArgs);
-      List<String> nodeOpts = new ArrayList<>(List.of(QUICK_RECORD_QUERY));
-      nodeOpts.addAll(javaOpts);
-      Start start = new Start("node-" + (i + 1), List.copyOf(nodeOpts), dir.resolve("data-" + (i + 1)), List.copyOf(args), repos);
+      Start start = new Start("node-" + (i + 1), List.copyOf(javaOpts), dir.resolve("data-" + (i + 1)), List.copyOf(args), repos);
       cluster.starts.add(start);
       cluster.nodes.add(processes.serve(start.name(), start.javaOpts(), start.dataDir(), firstStart, start.repos()));
     }
