@@ -92,13 +92,33 @@ final class CorralCluster {
    * waits for its listening line.
    */
   CorralProcess restart(int i, Duration timeout) throws IOException {
+    return restart(i, timeout, List.of());
+  }
+
+  /**
+   * As above, with {@code moreArgs} after the node's first arguments (the last flag wins): e.g. a
+   * seed list that does not name the node first, so that a restarted first seed can only join the
+   * running cluster, never form one of its own.
+   */
+  CorralProcess restart(int i, Duration timeout, List<String> moreArgs) throws IOException {
+    CorralProcess p = startAgain(i, moreArgs);
+    p.awaitListening(timeout);
+    return p;
+  }
+
+  /**
+   * Starts node {@code i} again (after it stopped) as {@link #restart} does, without waiting for its
+   * listening line: several nodes started again at once, each awaited afterwards.
+   */
+  CorralProcess startAgain(int i, List<String> moreArgs) throws IOException {
     if (nodes.get(i).isAlive()) {
       throw new IllegalStateException(starts.get(i).name() + " still runs");
     }
     Start s = starts.get(i);
-    CorralProcess p = processes.serve(s.name(), s.javaOpts(), s.dataDir(), s.args(), s.repos());
+    List<String> args = new ArrayList<>(s.args());
+    args.addAll(moreArgs);
+    CorralProcess p = processes.serve(s.name(), s.javaOpts(), s.dataDir(), args, s.repos());
     nodes.set(i, p);
-    p.awaitListening(timeout);
     return p;
   }
 
