@@ -90,6 +90,7 @@ start_group() { # logfile cmd...: starts cmd in its own session; sets STARTED_PI
   shift
   setsid "$@" >"$logfile" 2>&1 </dev/null &
   STARTED_PID=$!
+  disown "$STARTED_PID" 2>/dev/null || true # stopped by its group id; no "Killed" line from bash
 }
 
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
