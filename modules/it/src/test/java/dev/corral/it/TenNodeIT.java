@@ -62,7 +62,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  *       node): exactly 100 upstream requests, no error;
  *   <li>every node in turn ({@link #RESTART_AT_ONCE} at a time) taken out of rotation, SIGTERMed,
  *       started again on its ports and data dir and put back once ready, under a steady load (RollingRestartIT's approach, scaled to ten
- *       nodes): no request fails and no key is fetched from the upstream twice, neither the load's
+ *       nodes; once every node holds the load's keys, every third request asks a key never asked
+ *       before, from an upstream that takes 300 ms, so fetches run while nodes drain and shards
+ *       move): no request fails and no key is fetched from the upstream twice, neither the load's
  *       keys nor those of the steps before.
  * </ol>
  *
@@ -100,6 +102,7 @@ class TenNodeIT {
   private static final int REQUESTS_ON_A_RETURNED_NODE = 20;
   private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
   private static final Duration LOAD_LIMIT = Duration.ofMinutes(8);
+  private static final Duration FRESH_UPSTREAM_DELAY = Duration.ofMillis(300);
 
   @RegisterExtension static final Postgres postgres = new Postgres();
   /** Not an extension: it would kill the cluster after the first test; stopped in {@link #stop}. */
@@ -111,6 +114,7 @@ class TenNodeIT {
   private Path dir;
   private long classStartedAt;
   private final AtomicBoolean stopLoad = new AtomicBoolean();
+  private final AtomicBoolean freshKeys = new AtomicBoolean();
   private final List<Thread> load = new ArrayList<>();
 
   @BeforeAll
@@ -165,6 +169,9 @@ class TenNodeIT {
       }
     } else if (path.startsWith("/b-") && path.endsWith(".bin")) {
       FakeUpstream.send(exchange, 200, spreadBodies[Integer.parseInt(path.substring(3, path.length() - 4))]);
+    } else if (path.startsWith("/n-") && path.endsWith(".bin")) {
+      Thread.sleep(FRESH_UPSTREAM_DELAY.toMillis()); // a slow upstream: the fetch is still running when a node stops
+      FakeUpstream.send(exchange, 200, freshBody(Long.parseLong(path.substring(3, path.length() - 4))));
     } else if (path.startsWith("/r-") && path.endsWith(".bin")) {
       FakeUpstream.send(exchange, 200, rollingBody(Integer.parseInt(path.substring(3, path.length() - 4))));
     } else {
@@ -385,6 +392,11 @@ class TenNodeIT {
   // ---- 3: a rolling restart of all ten under load -----------------------------------------------
 
   /** Most keys are small (inline replies); every eighth is 3 MiB (above Artery's 1 MiB inline: the blob endpoint). */
+  /** Keys asked once each during the restarts: every other one 2 MiB (the blob endpoint), the others 24 KiB. */
+  private static byte[] freshBody(long nth) {
+    return CrashRestartIT.bytes(5000 + nth, nth % 2 == 0 ? 2 * 1024 * 1024 : 24 * 1024 + (int) (nth % 1000));
+  }
+
   private static byte[] rollingBody(int key) {
     return CrashRestartIT.bytes(2700 + key, key % 8 == 0 ? 3 * 1024 * 1024 : 24 * 1024 + key);
   }
@@ -452,8 +464,12 @@ class TenNodeIT {
             failures.add("no node in rotation");
             return;
           }
-          int key = (int) (counter.getAndIncrement() % ROLLING_KEYS);
-          String path = "/up/r-" + key + ".bin";
+          long nth = counter.getAndIncrement();
+          int key = (int) (nth % ROLLING_KEYS);
+          // Once every node holds the warm keys, every third request asks a key never asked before:
+          // fetches are in flight while nodes drain and their shards move.
+          boolean fresh = freshKeys.get() && nth % 3 == 2;
+          String path = fresh ? "/up/n-" + nth + ".bin" : "/up/r-" + key + ".bin";
           String url = rotation.base.get(node) + path;
           try {
             RawHttp c = connections[node];
@@ -468,12 +484,12 @@ class TenNodeIT {
             }
             RawHttp.Response r = c.get(path);
             String via = r.xCache();
-            if (r.status() != 200 || !Arrays.equals(rollingBody(key), r.body())) {
+            if (r.status() != 200 || !Arrays.equals(fresh ? freshBody(nth) : rollingBody(key), r.body())) {
               failures.add(url + " on node-" + (node + 1) + ": " + r.status() + " " + via + " " + r.body().length + " bytes");
             } else {
               xCache.computeIfAbsent(via, v -> new LongAdder()).increment();
               answeredBy.incrementAndGet(node);
-              if (via.equals("HIT")) {
+              if (via.equals("HIT") && !fresh) {
                 synchronized (hit) {
                   hit[key][node] = true;
                 }
@@ -515,6 +531,7 @@ class TenNodeIT {
     });
     System.out.printf(Locale.ROOT, "TenNodeIT rolling: every key on every node after %.1f s, %d requests%n",
         (System.nanoTime() - startedAt) / 1e9, counter.get());
+    freshKeys.set(true);
 
     List<CorralProcess> incarnations = new ArrayList<>(cluster.nodes);
     // The first seed started again names the second first: it can only join the running cluster.
@@ -576,11 +593,25 @@ class TenNodeIT {
     }
     System.out.printf(Locale.ROOT, "TenNodeIT rolling: %d requests in %.1f s, X-Cache %s, answered per node %s, %d failed; RSS %s%n",
         counter.get(), (System.nanoTime() - startedAt) / 1e9, tally, Arrays.toString(perNode), failures.size(), rssMiB());
+    Map<String, Integer> freshFetchedTwice = new TreeMap<>();
+    java.util.Set<String> freshPaths = new java.util.TreeSet<>();
+    for (String t : upstream.targets) {
+      if (t.startsWith("/n-")) {
+        freshPaths.add(t);
+        if (upstream.requests(t) > 1) {
+          freshFetchedTwice.put(t, upstream.requests(t));
+        }
+      }
+    }
+    System.out.printf(Locale.ROOT, "TenNodeIT rolling: %d keys asked for the first time during the restarts (upstream %d ms)%n",
+        freshPaths.size(), FRESH_UPSTREAM_DELAY.toMillis());
     assertEquals(List.of(), failures, "no request fails while the ten nodes restart in turn");
     for (int key = 0; key < ROLLING_KEYS; key++) {
       assertEquals(1, upstream.requests("/r-" + key + ".bin"), "key r-" + key + " fetched from the upstream once");
     }
-    assertEquals(upstreamBefore + ROLLING_KEYS, upstream.requests(),
+    assertEquals(Map.of(), freshFetchedTwice, "a key first asked while nodes drain and hand their shards off is fetched once");
+    assertTrue(freshPaths.size() >= NODES, "keys were fetched during the restarts: " + freshPaths.size());
+    assertEquals(upstreamBefore + ROLLING_KEYS + freshPaths.size(), upstream.requests(),
         "no key of the steps before is fetched again either: " + upstream.targets);
     // Replies between nodes all arrived: none was dropped as undecodable.
     for (CorralProcess p : incarnations) {
