@@ -27,6 +27,8 @@ final class CorralCluster {
   /** What each node was started with, so that {@link #restart} can start it again the same way. */
   private final List<Start> starts = new ArrayList<>();
   private CorralProcesses processes;
+  /** Ports picked for this cluster: all are picked before any node binds its own. */
+  private final java.util.Set<Integer> picked = new java.util.HashSet<>();
 
   private record Start(String name, List<String> javaOpts, Path dataDir, List<String> args, String[] repos) {}
 
@@ -49,8 +51,8 @@ final class CorralCluster {
     CorralCluster cluster = new CorralCluster();
     cluster.processes = processes;
     for (int i = 0; i < size; i++) {
-      cluster.clusterPorts.add(Postgres.freePort());
-      cluster.managementPorts.add(Postgres.freePort());
+      cluster.clusterPorts.add(cluster.unpickedPort());
+      cluster.managementPorts.add(cluster.unpickedPort());
     }
     List<String> seeds = cluster.clusterPorts.stream().map(p -> "127.0.0.1:" + p).toList();
     Path password = dir.resolve("journal-password");
@@ -69,9 +71,9 @@ final class CorralCluster {
           "--management-port", String.valueOf(cluster.managementPorts.get(i)),
           "--journal", db.url(), "--journal-user", db.user(), "--journal-password-file", password.toString()));
       if (fixedHttpPorts) {
-        args.addAll(List.of("--http-port", String.valueOf(Postgres.freePort()))); // the last flag wins
+        args.addAll(List.of("--http-port", String.valueOf(cluster.unpickedPort()))); // the last flag wins
         // The replica directory names a node by its peer port's URL: keep that across restarts too.
-        args.addAll(List.of("--peer-port", String.valueOf(Postgres.freePort())));
+        args.addAll(List.of("--peer-port", String.valueOf(cluster.unpickedPort())));
       }
       if (!fixedHttpPorts) {
         args.addAll(List.of("--config", quickJoin.toString()));
@@ -85,6 +87,21 @@ final class CorralCluster {
       node.awaitListening(Duration.ofSeconds(90));
     }
     return cluster;
+  }
+
+  /**
+   * A free port not picked before for this cluster: the ports are picked up front and bound only
+   * when the nodes start, so the kernel may offer a port again that a node is yet to bind (with 10
+   * nodes a peer port once came out as another node's cluster port, and the node could not bind).
+   */
+  private int unpickedPort() throws IOException {
+    for (int attempt = 0; attempt < 100; attempt++) {
+      int port = Postgres.freePort();
+      if (picked.add(port)) {
+        return port;
+      }
+    }
+    throw new IOException("no free port that this cluster has not picked yet in 100 tries");
   }
 
   /**

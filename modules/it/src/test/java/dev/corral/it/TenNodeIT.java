@@ -62,8 +62,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  *       node): exactly 100 upstream requests, no error;
  *   <li>every node in turn ({@link #RESTART_AT_ONCE} at a time) taken out of rotation, SIGTERMed,
  *       started again on its ports and data dir and put back once ready, under a steady load (RollingRestartIT's approach, scaled to ten
- *       nodes; once every node holds the load's keys, every third request asks a key never asked
- *       before, from an upstream that takes 300 ms, so fetches run while nodes drain and shards
+ *       nodes; once every node holds the load's keys, every fifth request asks a key never asked
+ *       before, from an upstream that takes 200 ms, so fetches run while nodes drain and shards
  *       move): no request fails and no key is fetched from the upstream twice, neither the load's
  *       keys nor those of the steps before.
  * </ol>
@@ -102,7 +102,7 @@ class TenNodeIT {
   private static final int REQUESTS_ON_A_RETURNED_NODE = 20;
   private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
   private static final Duration LOAD_LIMIT = Duration.ofMinutes(8);
-  private static final Duration FRESH_UPSTREAM_DELAY = Duration.ofMillis(300);
+  private static final Duration FRESH_UPSTREAM_DELAY = Duration.ofMillis(200);
 
   @RegisterExtension static final Postgres postgres = new Postgres();
   /** Not an extension: it would kill the cluster after the first test; stopped in {@link #stop}. */
@@ -466,9 +466,9 @@ class TenNodeIT {
           }
           long nth = counter.getAndIncrement();
           int key = (int) (nth % ROLLING_KEYS);
-          // Once every node holds the warm keys, every third request asks a key never asked before:
+          // Once every node holds the warm keys, every fifth request asks a key never asked before:
           // fetches are in flight while nodes drain and their shards move.
-          boolean fresh = freshKeys.get() && nth % 3 == 2;
+          boolean fresh = freshKeys.get() && nth % 5 == 4;
           String path = fresh ? "/up/n-" + nth + ".bin" : "/up/r-" + key + ".bin";
           String url = rotation.base.get(node) + path;
           try {
