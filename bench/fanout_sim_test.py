@@ -153,6 +153,15 @@ class Calibration(unittest.TestCase):
         self.assertAlmostEqual(0.70, r["ttfb_first_s"], delta=0.1)
         self.assertAlmostEqual(1.45, r["ttfb_last_s"], delta=0.1)
 
+    def test_the_ten_node_calibration_reproduces_the_owner_only_run(self):
+        # docs/benchmarks.md "Fan-out" (measured, bench/fanout.sh --nodes 10, owner-only): every node
+        # held the layer at 28.1 / 29.4 s, first head first / last 1.70 / 4.40 and 2.10 / 5.44 s, 9x egress
+        r = run("--calibrated", "ten", "--strategy", "owner", "--nodes", 10)
+        self.assertAlmostEqual(28.8, r["all_hold_s"], delta=2.0)
+        self.assertAlmostEqual(1.9, r["ttfb_first_s"], delta=0.25)
+        self.assertAlmostEqual(3.0, r["ttfb_spread_s"], delta=0.4)
+        self.assertEqual(9.0, r["peer_egress_max_x"])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -27,6 +27,8 @@ final class CorralCluster {
   /** What each node was started with, so that {@link #restart} can start it again the same way. */
   private final List<Start> starts = new ArrayList<>();
   private CorralProcesses processes;
+  /** Ports picked for this cluster: all are picked before any node binds its own. */
+  private final java.util.Set<Integer> picked = new java.util.HashSet<>();
 
   private record Start(String name, List<String> javaOpts, Path dataDir, List<String> args, String[] repos) {}
 
@@ -49,8 +51,8 @@ final class CorralCluster {
     CorralCluster cluster = new CorralCluster();
     cluster.processes = processes;
     for (int i = 0; i < size; i++) {
-      cluster.clusterPorts.add(Postgres.freePort());
-      cluster.managementPorts.add(Postgres.freePort());
+      cluster.clusterPorts.add(cluster.unpickedPort());
+      cluster.managementPorts.add(cluster.unpickedPort());
     }
     List<String> seeds = cluster.clusterPorts.stream().map(p -> "127.0.0.1:" + p).toList();
     Path password = dir.resolve("journal-password");
@@ -71,9 +73,9 @@ final class CorralCluster {
           "--management-port", String.valueOf(cluster.managementPorts.get(i)),
           "--journal", db.url(), "--journal-user", db.user(), "--journal-password-file", password.toString()));
       if (fixedHttpPorts) {
-        args.addAll(List.of("--http-port", String.valueOf(Postgres.freePort()))); // the last flag wins
+        args.addAll(List.of("--http-port", String.valueOf(cluster.unpickedPort()))); // the last flag wins
         // The replica directory names a node by its peer port's URL: keep that across restarts too.
-        args.addAll(List.of("--peer-port", String.valueOf(Postgres.freePort())));
+        args.addAll(List.of("--peer-port", String.valueOf(cluster.unpickedPort())));
       }
       List<String> firstStart = new ArrayList<>(args);
       firstStart.addAll(List.of("--config", quickJoin.toString())); // before extraArgs: a --config there wins
@@ -90,18 +92,53 @@ final class CorralCluster {
   }
 
   /**
+   * A free port not picked before for this cluster: the ports are picked up front and bound only
+   * when the nodes start, so the kernel may offer a port again that a node is yet to bind (with 10
+   * nodes a peer port once came out as another node's cluster port, and the node could not bind).
+   */
+  private int unpickedPort() throws IOException {
+    for (int attempt = 0; attempt < 100; attempt++) {
+      int port = Postgres.freePort();
+      if (picked.add(port)) {
+        return port;
+      }
+    }
+    throw new IOException("no free port that this cluster has not picked yet in 100 tries");
+  }
+
+  /**
    * Starts node {@code i} again (after it stopped) with the same options, ports and data dir, and
    * waits for its listening line. Without the first start's quick join: the others are in a
    * cluster, and a restarted first seed must wait for their answer, not form a cluster of its own.
    */
   CorralProcess restart(int i, Duration timeout) throws IOException {
+    return restart(i, timeout, List.of());
+  }
+
+  /**
+   * As above, with {@code moreArgs} after the node's first arguments (the last flag wins): e.g. a
+   * seed list that does not name the node first, so that a restarted first seed can only join the
+   * running cluster, never form one of its own.
+   */
+  CorralProcess restart(int i, Duration timeout, List<String> moreArgs) throws IOException {
+    CorralProcess p = startAgain(i, moreArgs);
+    p.awaitListening(timeout);
+    return p;
+  }
+
+  /**
+   * Starts node {@code i} again (after it stopped) as {@link #restart} does, without waiting for its
+   * listening line: several nodes started again at once, each awaited afterwards.
+   */
+  CorralProcess startAgain(int i, List<String> moreArgs) throws IOException {
     if (nodes.get(i).isAlive()) {
       throw new IllegalStateException(starts.get(i).name() + " still runs");
     }
     Start s = starts.get(i);
-    CorralProcess p = processes.serve(s.name(), s.javaOpts(), s.dataDir(), s.args(), s.repos());
+    List<String> args = new ArrayList<>(s.args());
+    args.addAll(moreArgs);
+    CorralProcess p = processes.serve(s.name(), s.javaOpts(), s.dataDir(), args, s.repos());
     nodes.set(i, p);
-    p.awaitListening(timeout);
     return p;
   }
 
