@@ -421,7 +421,7 @@ final class SharedAsks {
       } else {
         // Issue 17: the upload the entity pointed this node to is over (sent before any new ask).
         node.peers().self().ifPresent(self -> entity.tell(new FetchEntity.CopyEnded(self,
-            outcome instanceof Outcome.Failed f ? f.cause().name() : outcome.getClass().getSimpleName()))));
+            outcome instanceof Outcome.Failed f ? f.cause().name() : outcome.getClass().getSimpleName())));
       }
       boolean failedByHolder = holderFailed(from, outcome);
       boolean retry;
