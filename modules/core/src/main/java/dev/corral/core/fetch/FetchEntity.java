@@ -292,9 +292,6 @@ public final class FetchEntity {
   }
 
   private Behavior<Command> joinIdle(Join join) {
-    if (join.from() != null) {
-      requesters.put(join.token(), join.from());
-    }
     Optional<Outcome.NotFound> notFound = freshness.notFound();
     if (notFound.isPresent()) {
       join.replyTo().tell(Reply.of(notFound.get(), Via.NEGATIVE));
@@ -310,7 +307,7 @@ public final class FetchEntity {
     FetchPolicy policy = node.policy(join.key().repo());
     long now = node.clock().millis();
     if (policy.isFresh(stored.get(), now, lifetime)) {
-      send(join.replyTo(), new Outcome.Stored(stored.get()), Via.HIT, join.token());
+      send(join.replyTo(), new Outcome.Stored(stored.get()), Via.HIT, join.token(), join.from());
       return Behaviors.same();
     }
     // A stale copy: one conditional fetch; a copy within max-stale (and not must-revalidate) is
@@ -461,6 +458,9 @@ public final class FetchEntity {
     flight.lifetime = lifetime;
     if (leader != null) {
       flight.join(leader.token(), leader.replyTo());
+      if (leader.from() != null) {
+        requesters.put(leader.token(), leader.from());
+      }
     }
     ctx.cancelReceiveTimeout(); // L1: never passivate for idleness mid-fetch
     if (revalidating != null) {
@@ -526,13 +526,14 @@ public final class FetchEntity {
         return Behaviors.same();
       }
     }
-    if (join.from() != null) {
-      requesters.put(join.token(), join.from());
-    }
     switch (flight.join(join.token(), join.replyTo())) {
-      case STREAMING -> send(join.replyTo(), flight.streaming(), flight.via(join.token()), join.token());
+      case STREAMING -> send(join.replyTo(), flight.streaming(), flight.via(join.token()), join.token(), join.from());
       case FULL -> join.replyTo().tell(new Reply.Failed(Failure.TOO_MANY_WAITERS, "too many requests waiting for this artifact"));
-      case WAITING -> { }
+      case WAITING -> {
+        if (join.from() != null) {
+          requesters.put(join.token(), join.from()); // for its answer, when the headers are known
+        }
+      }
     }
     return Behaviors.same();
   }
@@ -587,7 +588,7 @@ public final class FetchEntity {
       }
       return out;
     }, ctx.getSelf(), RecordWritten::new);
-    unpark(null); // they ask again, and join the next download
+    unpark(null); // they ask again, and join the next download (its waiters keep their requesters)
     if (untried.isEmpty()) {
       run(flight, Download.Origin.UPSTREAM, false);
     } else {
@@ -643,6 +644,7 @@ public final class FetchEntity {
     flight.download().abort("nobody reads the body and the repository's orphan fetch slots are full");
     ended(flight);
     unpark(null);
+    requesters.clear();
     return idle();
   }
 
@@ -664,6 +666,7 @@ public final class FetchEntity {
     }
     answered = flight.answered();
     unpark(outcome);
+    requesters.clear();
     StoredArtifact committed = committed(outcome);
     if (committed != null) {
       String self = node.peers().self().orElse(null);
@@ -718,6 +721,7 @@ public final class FetchEntity {
     flight.download().abort("every waiter left and the repository's orphan fetch slots are full");
     ended(flight);
     unpark(null);
+    requesters.clear();
     return idle();
   }
 
@@ -731,6 +735,7 @@ public final class FetchEntity {
       a.replyTo().tell(new Reply.Retry("the fetch entity stopped"));
     }
     unpark(null);
+    requesters.clear();
     return Behaviors.same();
   }
 

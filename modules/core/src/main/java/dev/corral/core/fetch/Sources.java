@@ -21,13 +21,15 @@ import java.util.Map;
 final class Sources {
   /**
    * A node that can serve the bytes now: its committed blob ({@code downloadId < 0}) or its running
-   * download {@code downloadId}. {@code rank}: ties go to a committed holder, then a receiving node
-   * (the one whose copy began first), then the entity's own node.
+   * download {@code downloadId}. {@code rank}: ties go to the entity's own node (the root of the
+   * tree: the shallowest source, and its peer endpoint verifies a whole blob as it sends it, so a
+   * corrupt copy there is found by the first copy, F2), then a committed holder, then a receiving
+   * node (the one whose copy began first).
    */
   record Row(String peerUrl, long downloadId, int rank, long since) {
-    static final int HOLDING = 0;
-    static final int RECEIVING = 1;
-    static final int OWNER = 2;
+    static final int OWNER = 0;
+    static final int HOLDING = 1;
+    static final int RECEIVING = 2;
   }
 
   /** The source chosen for a node and up to three others to resume from. */
@@ -112,12 +114,11 @@ final class Sources {
    * none has a free slot.
    */
   Pick pick(List<Row> candidates, String requester, int cap) {
-    Comparator<Row> order = Comparator.<Row>comparingInt(r -> load(r.peerUrl()))
-        .thenComparingInt(Row::rank).thenComparingLong(Row::since);
-    List<Row> sorted = candidates.stream().filter(r -> !r.peerUrl().equals(requester)).sorted(order).toList();
+    Map<String, Integer> loads = loads();
+    List<Row> sorted = sorted(candidates, requester, loads);
     Row chosen = null;
     for (Row r : sorted) {
-      if (load(r.peerUrl()) < cap) {
+      if (loads.getOrDefault(r.peerUrl(), 0) < cap) {
         chosen = r;
         break;
       }
@@ -130,10 +131,24 @@ final class Sources {
 
   /** A pick of {@code owner} whatever its load (past the wait bound), with others to resume from. */
   Pick owner(List<Row> candidates, Row owner, String requester) {
-    List<Row> sorted = candidates.stream().filter(r -> !r.peerUrl().equals(requester))
-        .sorted(Comparator.<Row>comparingInt(r -> load(r.peerUrl())).thenComparingInt(Row::rank)
-            .thenComparingLong(Row::since)).toList();
-    return new Pick(owner, others(sorted, owner));
+    return new Pick(owner, others(sorted(candidates, requester, loads()), owner));
+  }
+
+  /** The uploads pointed at each source, counted once for a whole pick. */
+  private Map<String, Integer> loads() {
+    Map<String, Integer> loads = new HashMap<>();
+    for (Upload u : uploads.values()) {
+      loads.merge(u.source, 1, Integer::sum);
+    }
+    return loads;
+  }
+
+  /** The candidates but the requester: least-loaded first, then by rank, then oldest. */
+  private static List<Row> sorted(List<Row> candidates, String requester, Map<String, Integer> loads) {
+    return candidates.stream().filter(r -> !r.peerUrl().equals(requester))
+        .sorted(Comparator.<Row>comparingInt(r -> loads.getOrDefault(r.peerUrl(), 0))
+            .thenComparingInt(Row::rank).thenComparingLong(Row::since))
+        .toList();
   }
 
   private static List<Row> others(List<Row> sorted, Row chosen) {
