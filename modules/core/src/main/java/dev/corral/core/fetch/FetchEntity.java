@@ -899,6 +899,13 @@ public final class FetchEntity {
         pick.alsoAt().stream().map(FetchEntity::source).toList()));
   }
 
+  /**
+   * How long a node pointed at a source counts as on its way to announcing its copy (it normally
+   * does within a round trip and a connect): past it, a lost {@code Copying} no longer holds the
+   * nodes waiting past the wait bound.
+   */
+  static final Duration ON_ITS_WAY_PATIENCE = Duration.ofSeconds(5);
+
   /** The shortest lease of a pointed upload; a larger body's is 4 x its length at 100 MB/s. */
   static final Duration LEASE_MIN = Duration.ofSeconds(30);
   private static final long LEASE_NANOS_PER_BYTE = 40;
@@ -956,11 +963,12 @@ public final class FetchEntity {
       Parked p = it.next();
       List<Sources.Row> rows = candidates(serving);
       Sources.Pick pick = sources.pick(rows, p.requester(), node.fanOut().cap());
-      if (pick == null && now - p.sinceNanos() >= bound && !sources.copiesOnTheirWay()) {
+      long onTheirWay = sources.copiesOnTheirWayUntil(ON_ITS_WAY_PATIENCE.toNanos());
+      if (pick == null && now - p.sinceNanos() >= bound && onTheirWay <= now) {
         pick = sources.owner(rows, rows.get(0), p.requester());
       }
       if (pick == null) {
-        nextDue = Math.min(nextDue, p.sinceNanos() + bound);
+        nextDue = Math.min(nextDue, Math.max(p.sinceNanos() + bound, onTheirWay));
         continue;
       }
       it.remove();

@@ -39,11 +39,13 @@ final class Sources {
   private static final class Upload {
     final String source;
     final long lease;
+    final long pointedAt;
     boolean announced;
 
-    Upload(String source, long lease) {
+    Upload(String source, long lease, long pointedAt) {
       this.source = source;
       this.lease = lease;
+      this.pointedAt = pointedAt;
     }
   }
 
@@ -98,14 +100,20 @@ final class Sources {
     return n;
   }
 
-  /** Whether some node was pointed at a source and has not yet announced its copy (nor ended it). */
-  boolean copiesOnTheirWay() {
+  /**
+   * Until when (ticker nanos) some node pointed at a source is still taken to be on its way to
+   * announcing its copy: one that has neither announced nor ended it counts for {@code patience}
+   * after it was pointed (a lost {@code Copying} must not hold the waiting nodes until the lease
+   * runs out). {@code Long.MIN_VALUE} when none is.
+   */
+  long copiesOnTheirWayUntil(long patience) {
+    long until = Long.MIN_VALUE;
     for (Upload u : uploads.values()) {
       if (!u.announced) {
-        return true;
+        until = Math.max(until, u.pointedAt + patience);
       }
     }
-    return false;
+    return until;
   }
 
   /**
@@ -170,10 +178,10 @@ final class Sources {
     return out;
   }
 
-  /** The entity points {@code requester} at {@code source}: one upload more; returns its lease. */
-  long point(String requester, String source) {
+  /** The entity points {@code requester} at {@code source} at {@code now}: one upload more; returns its lease. */
+  long point(String requester, String source, long now) {
     long lease = ++leases;
-    uploads.put(requester, new Upload(source, lease));
+    uploads.put(requester, new Upload(source, lease, now));
     return lease;
   }
 

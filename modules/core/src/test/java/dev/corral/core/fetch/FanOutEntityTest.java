@@ -227,6 +227,24 @@ class FanOutEntityTest {
   }
 
   @Test
+  void aCopyThatNeverAnnouncesItselfHoldsTheWaitingNodesOnlyForAWhile(@TempDir Path dir) throws Exception {
+    // B is pointed at E and its Copying is lost: C waits past the bound while B may still come,
+    // then reads from E, whatever E's load.
+    ArtifactKey key = ArtifactKey.of("r", URL);
+    ActorRef<FetchEntity.Command> entity = entity(dir, key, new FanOut(true, 1, Duration.ofSeconds(1)));
+    Copier b = copier(B);
+    Copier c = copier(C);
+    entity.tell(join(key, b));
+    long download = pointed(b).downloadId();
+    entity.tell(join(key, c));
+    c.probe().expectNoMessage(Duration.ofMillis(300));
+    ticker.advance(Duration.ofSeconds(2));
+    c.probe().expectNoMessage(Duration.ofMillis(300));
+    ticker.advance(FetchEntity.ON_ITS_WAY_PATIENCE.minusSeconds(2).plusMillis(100));
+    assertEquals(new Pointed(E, download, List.of()), pointed(c));
+  }
+
+  @Test
   void withFanOutOffEveryNodeReadsTheEntitysNode(@TempDir Path dir) throws Exception {
     ArtifactKey key = ArtifactKey.of("r", URL);
     ActorRef<FetchEntity.Command> entity = entity(dir, key, FanOut.OFF);
