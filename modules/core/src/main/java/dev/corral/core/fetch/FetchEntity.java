@@ -888,7 +888,7 @@ public final class FetchEntity {
   }
 
   private void point(ActorRef<Reply> to, Outcome outcome, Via via, String requester, Sources.Pick pick) {
-    long lease = sources.point(requester, pick.source().peerUrl());
+    long lease = sources.point(requester, pick.source().peerUrl(), node.ticker().read());
     long length = outcome instanceof Outcome.Streaming s ? s.length() : committedSize(outcome);
     // A lost Holding or CopyEnded, or a node that died mid-copy, cannot keep a slot forever.
     long leaseNanos = Math.max(LEASE_MIN.toNanos(), length * LEASE_NANOS_PER_BYTE);
