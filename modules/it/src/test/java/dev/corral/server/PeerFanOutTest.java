@@ -192,6 +192,40 @@ class PeerFanOutTest {
   }
 
   @Test
+  void aPeerEndpointSendingItsCapPlusOneRefusesTheNextCopyWith503(@TempDir Path dir) throws Exception {
+    // The entity's counts are advisory: the source enforces its own cap (cap + 1 of slack).
+    start(dir, 1, "--peer-upload-cap", "1");
+    byte[] body = TestNode.bytes(32 * 1024 * 1024, 25);
+    paths.put("/capped/a.bin", (exchange, n) -> TestNode.ok(exchange, body));
+    CorralServer s = cluster.node(0);
+    assertEquals(200, TestNode.get(client, s, "/up/capped/a.bin").statusCode());
+    String blob = "http://127.0.0.1:" + s.peerAddress().getPort() + "/-/peer/blobs/"
+        + HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(body));
+    // Two copies that read nothing: 32 MiB do not fit the sockets' buffers, so both stay open.
+    List<java.io.InputStream> open = new ArrayList<>();
+    for (int i = 0; i < 2; i++) {
+      HttpResponse<java.io.InputStream> r = client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(blob))
+          .build(), HttpResponse.BodyHandlers.ofInputStream());
+      assertEquals(200, r.statusCode());
+      open.add(r.body());
+    }
+    TestNode.await("two uploads in progress", Duration.ofSeconds(20), () -> uploadsNow(s) == 2);
+    HttpResponse<byte[]> refused = client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(blob)).build(),
+        HttpResponse.BodyHandlers.ofByteArray());
+    assertEquals(503, refused.statusCode());
+    assertEquals("0", refused.headers().firstValue("Retry-After").orElse(""));
+    assertEquals(1, s.metrics().peerUploadRefusals.get());
+    for (java.io.InputStream in : open) {
+      in.close();
+    }
+    TestNode.await("the uploads ended", Duration.ofSeconds(20), () -> uploadsNow(s) == 0);
+    HttpResponse<byte[]> again = client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(blob)).build(),
+        HttpResponse.BodyHandlers.ofByteArray());
+    assertEquals(200, again.statusCode());
+    assertArrayEquals(body, again.body());
+  }
+
+  @Test
   void bytesThatFailTheirDigestAtTheSourceAreCommittedByNoNodeOfTheChain(@TempDir Path dir) throws Exception {
     // An OCI blob is asked by its digest: every node checks what it receives against it.
     byte[] right = TestNode.bytes(SIZE, 24);

@@ -65,6 +65,11 @@ class FanOutEntityTest {
   private final ManualScheduler scheduler = new ManualScheduler(ticker);
   private final AtomicLong tokens = new AtomicLong();
 
+  @org.junit.jupiter.api.BeforeEach
+  void noneGone() {
+    gone.clear(); // the nodes and the ticker are the class's; each test says which nodes have left
+  }
+
   @AfterAll
   void stop() {
     copyingNodes.shutdownTestKit();
@@ -241,6 +246,26 @@ class FanOutEntityTest {
     ticker.advance(Duration.ofSeconds(2));
     c.probe().expectNoMessage(Duration.ofMillis(300));
     ticker.advance(FetchEntity.ON_ITS_WAY_PATIENCE.minusSeconds(2).plusMillis(100));
+    assertEquals(new Pointed(E, download, List.of()), pointed(c));
+  }
+
+  @Test
+  void anUploadNotSeenToEndFreesItsSlotWhenItsLeaseRunsOut(@TempDir Path dir) throws Exception {
+    // B's copy was pointed at E, announced, and then B went silent (its Holding or CopyEnded lost):
+    // the lease frees E's slot for C, long before C's wait bound.
+    ArtifactKey key = ArtifactKey.of("r", URL);
+    ActorRef<FetchEntity.Command> entity = entity(dir, key, new FanOut(true, 1, Duration.ofMinutes(10)));
+    Copier b = copier(B);
+    Copier c = copier(C);
+    entity.tell(join(key, b));
+    long download = pointed(b).downloadId();
+    entity.tell(new FetchEntity.Copying(B, 11));
+    gone.add(B);
+    entity.tell(join(key, c));
+    c.probe().expectNoMessage(Duration.ofMillis(300));
+    ticker.advance(FetchEntity.LEASE_MIN.minusSeconds(1));
+    c.probe().expectNoMessage(Duration.ofMillis(300));
+    ticker.advance(Duration.ofSeconds(2));
     assertEquals(new Pointed(E, download, List.of()), pointed(c));
   }
 
