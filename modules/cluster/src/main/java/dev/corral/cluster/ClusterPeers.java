@@ -126,8 +126,25 @@ public final class ClusterPeers implements Peers {
   }
 
   @Override
+  public boolean pointsAtBytes(Outcome outcome) {
+    return CrossNodeReplies.pointsAtBytes(outcome, inlineLimit);
+  }
+
+  @Override
+  public Reply fromSource(Outcome outcome, Via via, Source source, List<Source> alsoAt) {
+    if (self.get() == null) {
+      return new Reply.Retry("this node cannot serve other nodes yet");
+    }
+    Reply pointer = CrossNodeReplies.pointer(outcome, via, source, alsoAt);
+    return pointer != null ? pointer : forAnotherNode(outcome, via, List.of());
+  }
+
+  @Override
   public Arrival arrived(Reply.ForAnotherNode reply) {
-    return CrossNodeReplies.decode(reply, (holders, path) -> new PeerCopy(client, live(holders), path, system));
+    return CrossNodeReplies.decode(reply, (java.util.function.Function<List<PeerCopy.At>, PeerCopy>) at -> {
+      Set<String> live = new HashSet<>(live(at.stream().map(PeerCopy.At::peerUrl).toList()));
+      return new PeerCopy(client, at.stream().filter(a -> live.contains(a.peerUrl())).toList(), system);
+    });
   }
 
   @Override

@@ -1,5 +1,6 @@
 package dev.corral.cluster;
 
+import dev.corral.core.fetch.FanOut;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.nio.file.Path;
@@ -26,6 +27,7 @@ import java.util.OptionalInt;
  *     a free one
  * @param shards the number of shards keys are spread over; a node joining with another number is
  *     refused
+ * @param fanOut how copies between nodes are spread (issue 17)
  */
 public record ClusterSettings(
     String host,
@@ -38,7 +40,8 @@ public record ClusterSettings(
     Optional<ClusterTls> tls,
     boolean insecure,
     int peerPort,
-    int shards) {
+    int shards,
+    FanOut fanOut) {
 
   /** More shards than this only cost memory and start-up time, whatever the cluster's size. */
   public static final int MAX_SHARDS = 100_000;
@@ -80,6 +83,7 @@ public record ClusterSettings(
     Objects.requireNonNull(managementHost, "managementHost");
     Objects.requireNonNull(managementPort, "managementPort");
     Objects.requireNonNull(tls, "tls");
+    Objects.requireNonNull(fanOut, "fanOut");
     seedNodes = List.copyOf(seedNodes);
     if (shards < 1 || shards > MAX_SHARDS) {
       throw new IllegalArgumentException("shards must be 1.." + MAX_SHARDS + ": " + shards);

@@ -33,16 +33,24 @@ final class PeerCopy implements Peers.HolderCopy {
   private static final Logger log = LoggerFactory.getLogger(PeerCopy.class);
 
   private final PeerBlobs client;
+  /** A node and the path of the bytes on its peer endpoint. */
+  record At(String peerUrl, String path) {}
+
   private final List<String> holders;
-  private final String path;
+  private final List<String> paths;
   private final ActorSystem<?> system;
   /** Guarded by itself. */
   private final List<String> asked = new ArrayList<>();
 
   PeerCopy(PeerBlobs client, List<String> holders, String path, ActorSystem<?> system) {
+    this(client, holders.stream().map(h -> new At(h, path)).toList(), system);
+  }
+
+  /** Each node with its own path: a committed blob, or a download still arriving there (issue 17). */
+  PeerCopy(PeerBlobs client, List<At> sources, ActorSystem<?> system) {
     this.client = client;
-    this.holders = List.copyOf(holders);
-    this.path = path;
+    this.holders = sources.stream().map(At::peerUrl).toList();
+    this.paths = sources.stream().map(At::path).toList();
     this.system = system;
   }
 
@@ -68,9 +76,10 @@ final class PeerCopy implements Peers.HolderCopy {
 
   private CompletionStage<UpstreamResponse> from(int i, UpstreamRequest request) {
     if (i >= holders.size()) {
-      return CompletableFuture.failedFuture(new IOException("no holder gave " + path));
+      return CompletableFuture.failedFuture(new IOException("no holder gave " + paths));
     }
     String holder = holders.get(i);
+    String path = paths.get(i);
     asking(holder);
     CompletionStage<UpstreamResponse> first;
     try {
@@ -107,7 +116,9 @@ final class PeerCopy implements Peers.HolderCopy {
     int count = holders.size();
     return counted(body, received).recoverWithRetries(count, Throwable.class, () -> {
       long offset = received.get();
-      String holder = holders.get((from + attempt.getAndIncrement()) % count);
+      int at = (from + attempt.getAndIncrement()) % count;
+      String holder = holders.get(at);
+      String path = paths.get(at);
       log.info("copy of {} broke at byte {} of {}; resuming from {}", path, offset, total, holder);
       asking(holder);
       CompletionStage<Source<ByteString, NotUsed>> rest = client.get(holder, path, offset).thenApply(r -> {

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 class ClusterExposureTest {
   private static ClusterSettings on(String host, Optional<ClusterTls> tls, boolean insecure) {
     return new ClusterSettings(host, 0, List.of(), ClusterSettings.Discovery.NONE, Optional.empty(), "127.0.0.1",
-        OptionalInt.empty(), tls, insecure, 0, 100);
+        OptionalInt.empty(), tls, insecure, 0, 100, dev.corral.core.fetch.FanOut.DEFAULT);
   }
 
   @Test

@@ -135,6 +135,32 @@ class CrossNodeRepliesTest {
   }
 
   @Test
+  void aPointerToAnotherSourceNamesItAndTheOthersEachWithItsOwnPath() {
+    // Issue 17: the entity points at a node still receiving its copy; a copy that breaks resumes
+    // from the other nodes named, each read at its own path (its download, or a committed blob).
+    String b = "http://127.0.0.1:11";
+    var growing = assertInstanceOf(CrossNodeReplies.FromPeer.class, roundTrip(CrossNodeReplies.pointer(
+        new Outcome.Streaming(HEADERS, 1L << 20, 3), Via.COALESCED, new dev.corral.core.fetch.Peers.Source(b, 77),
+        List.of(new dev.corral.core.fetch.Peers.Source(SELF, 3)))));
+    assertEquals(List.of(new PeerCopy.At(b, PeerEndpoint.downloadPath(77)), new PeerCopy.At(SELF, PeerEndpoint.downloadPath(3))),
+        growing.sources());
+    assertEquals(null, growing.sha256(), "the entity does not know the bytes' SHA-256 yet");
+    ByteString body = random(2000);
+    var committed = assertInstanceOf(CrossNodeReplies.FromPeer.class, roundTrip(CrossNodeReplies.pointer(
+        new Outcome.Stored(artifact(body)), Via.HIT, new dev.corral.core.fetch.Peers.Source(b, 77),
+        List.of(new dev.corral.core.fetch.Peers.Source(SELF, -1)))));
+    assertEquals(Via.PEER, committed.via());
+    assertEquals(artifact(body).sha256(), committed.sha256(), "a copy of committed bytes is verified against them");
+    assertEquals(List.of(new PeerCopy.At(b, PeerEndpoint.downloadPath(77)),
+        new PeerCopy.At(SELF, PeerEndpoint.blobPath(artifact(body).sha256()))), committed.sources());
+    // A node of an earlier build sends no paths: its other nodes hold the committed blob.
+    var old = new CrossNodeReplies.FromPeer(Via.HIT, HEADERS, 2000, SELF, artifact(body).sha256(), -1, 1L, false,
+        List.of(b));
+    assertEquals(List.of(new PeerCopy.At(SELF, PeerEndpoint.blobPath(artifact(body).sha256())),
+        new PeerCopy.At(b, PeerEndpoint.blobPath(artifact(body).sha256()))), old.sources());
+  }
+
+  @Test
   void aStaleCopyCarriesWhetherItsLastRevalidationFailed() {
     // Issue 13 item 10: the waiter's node answers a relayed STALE with Warning: 111 as a local one.
     ByteString body = random(100);

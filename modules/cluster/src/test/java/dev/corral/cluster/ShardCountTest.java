@@ -28,7 +28,7 @@ class ShardCountTest {
 
   private static ClusterSettings settings(int shards) {
     return new ClusterSettings("127.0.0.1", 0, List.of(), ClusterSettings.Discovery.NONE, Optional.empty(),
-        "127.0.0.1", OptionalInt.empty(), Optional.empty(), false, 0, shards);
+        "127.0.0.1", OptionalInt.empty(), Optional.empty(), false, 0, shards, dev.corral.core.fetch.FanOut.DEFAULT);
   }
 
   private static Config nodeConfig(int shards) {

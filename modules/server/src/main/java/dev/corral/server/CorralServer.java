@@ -79,10 +79,13 @@ public final class CorralServer implements AutoCloseable {
   private final Waiters waiters;
   private final String nodeName;
   private final ServerBinding peerBinding;
+  private final PeerTransferMetrics transfers;
 
   private CorralServer(ActorSystem<Void> system, FrontDoor frontDoor, ServerBinding binding, Node node,
-      Metrics metrics, CancelRegistry cancels, Waiters waiters, String nodeName, ServerBinding peerBinding) {
+      Metrics metrics, CancelRegistry cancels, Waiters waiters, String nodeName, ServerBinding peerBinding,
+      PeerTransferMetrics transfers) {
     this.peerBinding = peerBinding;
+    this.transfers = transfers;
     this.metrics = metrics;
     this.waiters = waiters;
     this.nodeName = nodeName;
@@ -198,11 +201,12 @@ public final class CorralServer implements AutoCloseable {
       HttpUpstream upstream = new HttpUpstream(system, metrics, upstreams, settings.upstreamProxy(), ticker);
       // Half of Artery's large frame: no reply carrying a body can ever exceed it.
       long frame = system.settings().config().getBytes("pekko.remote.artery.advanced.maximum-large-frame-size");
-      PeerTransfers transfers = new PeerTransferMetrics(metrics);
+      PeerTransferMetrics transfers = new PeerTransferMetrics(metrics);
       ClusterPeers peers = new ClusterPeers(system, new HttpPeerBlobs(system, settings.cluster().tls(), transfers),
           frame / 2);
       Node node = new Node(store, new HotBlobs(settings.memoryCacheBytes()), KeyRecords.of(system), upstream, metrics,
           name -> policies.getOrDefault(name, FetchPolicy.defaults()), ticker, scheduler, clock, io, peers);
+      node.fanOut(settings.cluster().fanOut());
       UnusedCleanup cleanup = UnusedCleanup.of(store, settings.repos(), metrics.registry());
       if (cleanup != null) {
         cleanup.start(scheduler, io);
@@ -233,7 +237,7 @@ public final class CorralServer implements AutoCloseable {
         throw asSetting(e);
       }
       CorralServer server = new CorralServer(system, frontDoor, binding, node, metrics, cancels, waiters, nodeName,
-          peerBinding);
+          peerBinding, transfers);
       server.drainOnShutdown(settings.drainTimeout());
       NodeName.register(metrics, nodeName);
       // Ready once this node is an Up member: a one-node cluster is Up at once (waited for
@@ -383,6 +387,14 @@ public final class CorralServer implements AutoCloseable {
   }
 
   /** Where the peer port listens (the cluster host). */
+  /**
+   * The most copies this node's peer endpoint ever sent to other nodes at once (the high-water mark
+   * of {@code corral_peer_uploads_in_progress}); for tests of fan-out's upload cap.
+   */
+  public int mostPeerUploadsAtOnce() {
+    return transfers.mostUploadsAtOnce();
+  }
+
   public InetSocketAddress peerAddress() {
     return peerBinding.localAddress();
   }

@@ -97,6 +97,16 @@ public enum Setting {
   PEER_PORT("--peer-port", "corral.cluster.peer-port", "CORRAL_PEER_PORT", "PORT",
       "TCP port of the peer copy channel other nodes copy cached bytes from, bound to the cluster host"
           + " (HTTPS with client certificates under --cluster-tls-dir); 0 picks a free port"),
+  PEER_FANOUT("--peer-fanout", "corral.cluster.peer-fanout", "CORRAL_PEER_FANOUT", "on/off",
+      "Copies between nodes come from any node that holds the bytes or is still receiving them, each node"
+          + " sending at most --peer-upload-cap at once; off: every copy comes from the node that fetched"
+          + " (owner-only, as before fan-out)"),
+  PEER_UPLOAD_CAP("--peer-upload-cap", "corral.cluster.peer-upload-cap", "CORRAL_PEER_UPLOAD_CAP", "N",
+      "With --peer-fanout: copies a node sends to other nodes at once (its peer port refuses more than"
+          + " one above it with 503)"),
+  PEER_WAIT_BOUND("--peer-wait-bound", "corral.cluster.peer-wait-bound", "CORRAL_PEER_WAIT_BOUND", "DURATION",
+      "With --peer-fanout: how long a node's copy waits for a free upload slot before it is sent to the"
+          + " node that fetched, whatever its load (while no copy pointed elsewhere is still starting)"),
   SHARDS("--shards", "corral.cluster.shards", "CORRAL_SHARDS", "N",
       "Number of shards the keys are spread over: the same on every node of a cluster (a node with"
           + " another number is refused when it joins); about ten per node of the largest cluster planned"),

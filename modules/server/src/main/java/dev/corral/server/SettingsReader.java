@@ -5,6 +5,7 @@ import dev.corral.cluster.ClusterTls;
 import dev.corral.http.ServeLimits;
 import dev.corral.http.ConnectionLimits;
 import dev.corral.http.TrustedProxies;
+import dev.corral.core.fetch.FanOut;
 import dev.corral.core.upstream.Lifetime;
 import dev.corral.registry.generic.FreshnessRules;
 import dev.corral.registry.generic.QueryPolicy;
@@ -420,8 +421,11 @@ final class SettingsReader {
     if (shards > ClusterSettings.MAX_SHARDS) {
       throw error(shardsPath, "must be at most " + ClusterSettings.MAX_SHARDS);
     }
+    boolean fanOut = onOff(path(Setting.PEER_FANOUT));
+    int uploadCap = whole(path(Setting.PEER_UPLOAD_CAP), 1);
+    Duration waitBound = duration(path(Setting.PEER_WAIT_BOUND), false);
     ClusterSettings cluster = new ClusterSettings(host, port, seeds, discovery, nodeName, managementHost, managementPort,
-        tls, insecure, peerPort, shards);
+        tls, insecure, peerPort, shards, new FanOut(fanOut, uploadCap, waitBound));
     Optional<String> exposed = cluster.exposureProblem();
     if (exposed.isPresent()) {
       // Refused here, before anything binds: one line naming both ways out.

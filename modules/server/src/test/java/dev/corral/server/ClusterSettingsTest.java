@@ -70,6 +70,19 @@ class ClusterSettingsTest {
   }
 
   @Test
+  void fanOutIsOnWithTwoUploadsAndASecondUnlessSetAndBadValuesNameTheSetting() throws IOException {
+    assertEquals(dev.corral.core.fetch.FanOut.DEFAULT, load(Map.of()).cluster().fanOut());
+    var set = load(Map.of("CORRAL_PEER_UPLOAD_CAP", "3"), "--peer-fanout", "off", "--peer-wait-bound", "250ms")
+        .cluster().fanOut();
+    assertEquals(new dev.corral.core.fetch.FanOut(false, 3, java.time.Duration.ofMillis(250)), set);
+    Path conf = file("f.conf", "corral.cluster.peer-wait-bound = 0s\n");
+    assertEquals(java.time.Duration.ZERO, load(Map.of(), "--config", conf.toString()).cluster().fanOut().waitBound());
+    assertEquals("--peer-upload-cap: must be at least 1", fails("--peer-upload-cap", "0").getMessage());
+    assertEquals("--peer-fanout: \"sometimes\" is not on or off", fails("--peer-fanout", "sometimes").getMessage());
+    assertTrue(fails("--peer-wait-bound", "5").getMessage().startsWith("--peer-wait-bound: \"5\" is not a duration"));
+  }
+
+  @Test
   void flagsEnvironmentAndHoconSetTheClusterSettings() throws IOException {
     CorralSettings flags = load(Map.of(), "--cluster-host", "node-1.internal", "--cluster-insecure", "--cluster-port", "0",
         "--seed-nodes", "127.0.0.11:25520, 127.0.0.12:25521", "--node-name", "corral-1", "--management-port", "0");

@@ -77,8 +77,12 @@ public final class FetchEntity {
    * {@code lifetime}: how long a stored copy is fresh before it is revalidated ({@link Lifetime};
    * immutable artifacts never are). {@code mutable} is what older nodes read and send instead:
    * true for metadata with the repository's TTL; a Join without a lifetime takes it from there.
+   * {@code from}: the asking node's peer URL (issue 17: a node is never pointed at itself, and its
+   * {@link Copying} is matched to its Join); null from a node of an earlier build, which is then
+   * pointed at the entity's node, as before fan-out.
    */
-  public record Join(ArtifactKey key, long token, ActorRef<Reply> replyTo, boolean mutable, Lifetime lifetime)
+  public record Join(ArtifactKey key, long token, ActorRef<Reply> replyTo, boolean mutable, Lifetime lifetime,
+      String from)
       implements Command {
     public Join {
       if (lifetime == null) {
@@ -86,13 +90,17 @@ public final class FetchEntity {
       }
     }
 
-    public Join(ArtifactKey key, long token, ActorRef<Reply> replyTo, Lifetime lifetime) {
+    public Join(ArtifactKey key, long token, ActorRef<Reply> replyTo, Lifetime lifetime, String from) {
       this(key, token, replyTo, lifetime.kind() == Lifetime.Kind.METADATA || lifetime.kind() == Lifetime.Kind.FIXED,
-          lifetime);
+          lifetime, from);
+    }
+
+    public Join(ArtifactKey key, long token, ActorRef<Reply> replyTo, Lifetime lifetime) {
+      this(key, token, replyTo, lifetime, null);
     }
 
     public Join(ArtifactKey key, long token, ActorRef<Reply> replyTo, boolean mutable) {
-      this(key, token, replyTo, mutable, Lifetime.of(mutable));
+      this(key, token, replyTo, mutable, Lifetime.of(mutable), null);
     }
 
     /** An immutable artifact's Join. */
@@ -133,6 +141,17 @@ public final class FetchEntity {
   public record Dropped(String peerUrl) implements Command {}
 
   /**
+   * Issue 17: the node at {@code peerUrl} is copying the key's bytes and its copy's headers have
+   * arrived and checked out: other nodes may read it as its download {@code downloadId} while it
+   * grows. Its {@link Holding} or {@link CopyEnded} ends the upload the entity pointed it at.
+   * A node of an earlier build drops it (an unknown message), and only loses the fan-out.
+   */
+  public record Copying(String peerUrl, long downloadId) implements Command {}
+
+  /** Issue 17: the copy of the node at {@code peerUrl} ended without a commit ({@code reason}). */
+  public record CopyEnded(String peerUrl, String reason) implements Command {}
+
+  /**
    * A waiter's budget ran out: has the outcome of the fetch its {@code token} joined begun (status
    * and headers known)? Then the waiter keeps waiting for it (W3). Answered in every state: a
    * waiter the last fetch already answered is {@code Begun(true)} (its answer is on the way, or
@@ -160,6 +179,12 @@ public final class FetchEntity {
   private enum RetryRecordWrite implements Command { INSTANCE }
 
   private enum StopNow implements Command { INSTANCE }
+
+  /** The wait bound of a node waiting for an upload slot may have passed (issue 17). */
+  private enum SlotCheck implements Command { INSTANCE }
+
+  /** The lease of the upload {@code requester} was pointed to ran out. */
+  private record LeaseOver(String requester, long lease) implements Command {}
 
   /** {@code got} is null when the read failed. */
   private record PurgeRecordRead(PurgeAll purge, boolean fetchRunning, GetObjectResult<Record> got) implements Command {
@@ -233,6 +258,19 @@ public final class FetchEntity {
   private int purgesReading;
   /** The shard asked this entity to stop (passivation, hand-off) while a purge was unfinished. */
   private boolean stopAsked;
+  /** Issue 17: the nodes that can serve the key's bytes and the uploads pointed at each. */
+  private final Sources sources = new Sources();
+  /** The asking node of each waiter of the current flight (its Join's {@code from}), by token. */
+  private final java.util.Map<Long, String> requesters = new java.util.HashMap<>();
+  /** Waiters on other nodes waiting for an upload slot, in arrival order (issue 17). */
+  private final List<Parked> parked = new java.util.ArrayList<>();
+  /** The running download's outcome the parked waiters wait to be pointed at; null: none. */
+  private Outcome.Streaming serving;
+  /** When the next {@link SlotCheck} is due (ticker nanos); Long.MAX_VALUE: none scheduled. */
+  private long slotCheckDue = Long.MAX_VALUE;
+
+  /** A waiter on another node waiting for a source with a free upload slot. */
+  private record Parked(long token, ActorRef<Reply> replyTo, String requester, Via via, long sinceNanos) {}
 
   private FetchEntity(String entityId, Node node, Duration idleTimeout,
       ActorRef<ClusterSharding.ShardCommand> shard, ActorContext<Command> ctx) {
@@ -276,7 +314,7 @@ public final class FetchEntity {
     FetchPolicy policy = node.policy(join.key().repo());
     long now = node.clock().millis();
     if (policy.isFresh(stored.get(), now, lifetime)) {
-      send(join.replyTo(), new Outcome.Stored(stored.get()), Via.HIT);
+      send(join.replyTo(), new Outcome.Stored(stored.get()), Via.HIT, join.token(), join.from());
       return Behaviors.same();
     }
     // A stale copy: one conditional fetch; a copy within max-stale (and not must-revalidate) is
@@ -427,8 +465,14 @@ public final class FetchEntity {
     flight.lifetime = lifetime;
     if (leader != null) {
       flight.join(leader.token(), leader.replyTo());
+      if (leader.from() != null) {
+        requesters.put(leader.token(), leader.from());
+      }
     }
     ctx.cancelReceiveTimeout(); // L1: never passivate for idleness mid-fetch
+    if (revalidating != null) {
+      sources.newFetch(); // the bytes may change: nodes copying the old ones are no source of the new
+    }
     node.fetchStarted(key.repo());
     // Peers give immutable bytes only: a revalidation asks the upstream, and a peer's copy of
     // mutable metadata may be older than the TTL allows (it would be stored here as fresh). A
@@ -490,9 +534,13 @@ public final class FetchEntity {
       }
     }
     switch (flight.join(join.token(), join.replyTo())) {
-      case STREAMING -> send(join.replyTo(), flight.streaming(), flight.via(join.token()));
+      case STREAMING -> send(join.replyTo(), flight.streaming(), flight.via(join.token()), join.token(), join.from());
       case FULL -> join.replyTo().tell(new Reply.Failed(Failure.TOO_MANY_WAITERS, "too many requests waiting for this artifact"));
-      case WAITING -> { }
+      case WAITING -> {
+        if (join.from() != null) {
+          requesters.put(join.token(), join.from()); // for its answer, when the headers are known
+        }
+      }
     }
     return Behaviors.same();
   }
@@ -547,6 +595,7 @@ public final class FetchEntity {
       }
       return out;
     }, ctx.getSelf(), RecordWritten::new);
+    unpark(null); // they ask again, and join the next download (its waiters keep their requesters)
     if (untried.isEmpty()) {
       run(flight, Download.Origin.UPSTREAM, false);
     } else {
@@ -571,8 +620,9 @@ public final class FetchEntity {
   }
 
   private Behavior<Command> headersKnown(Flight<ActorRef<Reply>> flight, HeadersKnown msg) {
+    serving = msg.outcome();
     for (Flight.Answer<ActorRef<Reply>> a : flight.headersKnown(msg.outcome())) {
-      send(a.replyTo(), msg.outcome(), a.via());
+      send(a.replyTo(), msg.outcome(), a.via(), a.token());
     }
     ActorRef<Command> self = ctx.getSelf();
     long id = flight.id;
@@ -591,8 +641,8 @@ public final class FetchEntity {
       return Behaviors.same();
     }
     Optional<GrowingBlob> blob = node.downloads().find(flight.streaming().downloadId());
-    if (blob.isEmpty() || blob.get().references() > 1) {
-      return Behaviors.same(); // ended meanwhile, or a reader came (back)
+    if (blob.isEmpty() || blob.get().references() > 1 || !parked.isEmpty()) {
+      return Behaviors.same(); // ended meanwhile, a reader came (back), or nodes wait to read it
     }
     if (node.tryTakeOrphanSlot(flight.key.repo())) {
       flight.orphanSlot = true;
@@ -600,6 +650,8 @@ public final class FetchEntity {
     }
     flight.download().abort("nobody reads the body and the repository's orphan fetch slots are full");
     ended(flight);
+    unpark(null);
+    requesters.clear();
     return afterFlight();
   }
 
@@ -617,9 +669,11 @@ public final class FetchEntity {
     // Waiters are answered first: the bytes are already committed to this node's store (F3), so
     // a failing database write (which stops the entity) can never strand them (W4).
     for (Flight.Answer<ActorRef<Reply>> a : flight.answers()) {
-      send(a.replyTo(), outcome, outcome instanceof Outcome.Revalidated ? Via.REVALIDATED : a.via());
+      send(a.replyTo(), outcome, outcome instanceof Outcome.Revalidated ? Via.REVALIDATED : a.via(), a.token());
     }
     answered = flight.answered();
+    unpark(outcome);
+    requesters.clear();
     StoredArtifact committed = committed(outcome);
     if (committed != null) {
       String self = node.peers().self().orElse(null);
@@ -645,6 +699,14 @@ public final class FetchEntity {
   }
 
   private Behavior<Command> leave(Flight<ActorRef<Reply>> flight, Leave leave) {
+    requesters.remove(leave.token());
+    for (java.util.Iterator<Parked> it = parked.iterator(); it.hasNext(); ) {
+      Parked p = it.next();
+      if (p.token() == leave.token()) {
+        it.remove();
+        node.events().peerUploadWaitEnded(Duration.ofNanos(node.ticker().read() - p.sinceNanos()));
+      }
+    }
     if (!flight.leave(leave.token())) {
       return Behaviors.same();
     }
@@ -665,6 +727,8 @@ public final class FetchEntity {
     // request arriving meanwhile starts a fresh fetch instead of joining a dead one.
     flight.download().abort("every waiter left and the repository's orphan fetch slots are full");
     ended(flight);
+    unpark(null);
+    requesters.clear();
     return afterFlight();
   }
 
@@ -712,6 +776,8 @@ public final class FetchEntity {
     for (Flight.Answer<ActorRef<Reply>> a : flight.answers()) {
       a.replyTo().tell(new Reply.Retry("the fetch entity stopped"));
     }
+    unpark(null);
+    requesters.clear();
     return Behaviors.same();
   }
 
@@ -739,10 +805,38 @@ public final class FetchEntity {
         })
         .onMessage(Holding.class, h -> {
           record.update(r -> r.holding(h.peerUrl(), h.sha256()), ctx.getSelf(), RecordWritten::new);
+          sources.ended(h.peerUrl()); // its upload ended; it is a holder now (the record says so)
+          serveParked();
           return Behaviors.same();
         })
         .onMessage(Dropped.class, d -> {
           record.update(r -> r.dropped(d.peerUrl()), ctx.getSelf(), RecordWritten::new);
+          sources.dropped(d.peerUrl());
+          return Behaviors.same();
+        })
+        .onMessage(Copying.class, c -> {
+          if (node.fanOut().on()) {
+            sources.copying(c.peerUrl(), c.downloadId());
+            serveParked();
+          }
+          return Behaviors.same();
+        })
+        .onMessage(CopyEnded.class, c -> {
+          sources.ended(c.peerUrl());
+          serveParked();
+          return Behaviors.same();
+        })
+        .onMessage(LeaseOver.class, l -> {
+          if (sources.expired(l.requester(), l.lease())) {
+            log.info("the upload {} was pointed to for {} was not seen to end in time; its slot is free again",
+                l.requester(), entityId);
+            serveParked();
+          }
+          return Behaviors.same();
+        })
+        .onMessage(SlotCheck.class, c -> {
+          slotCheckDue = Long.MAX_VALUE;
+          serveParked();
           return Behaviors.same();
         })
         .onMessage(PurgeRecordRead.class, this::purgeRead)
@@ -777,8 +871,22 @@ public final class FetchEntity {
    * what {@link Peers#forAnotherNode} makes of the outcome (the bytes inside, or where to read them).
    */
   private void send(ActorRef<Reply> to, Outcome outcome, Via via) {
+    send(to, outcome, via, 0, null);
+  }
+
+  /** As above, for the waiter {@code token}: one on another node may be pointed at another source. */
+  private void send(ActorRef<Reply> to, Outcome outcome, Via via, long token) {
+    send(to, outcome, via, token, requesters.remove(token));
+  }
+
+  private void send(ActorRef<Reply> to, Outcome outcome, Via via, long token, String requester) {
     if (isLocal(to)) {
       to.tell(Reply.of(outcome, via));
+      return;
+    }
+    if (requester != null && node.fanOut().on() && node.peers().self().isPresent()
+        && node.peers().pointsAtBytes(outcome)) {
+      pointOrPark(to, outcome, via, token, requester);
       return;
     }
     StoredArtifact committed = outcome instanceof Outcome.Body b ? b.artifact()
@@ -799,6 +907,150 @@ public final class FetchEntity {
     }
     Optional<String> self = node.peers().self();
     return node.peers().live(known.holders()).stream().filter(h -> self.isEmpty() || !h.equals(self.get())).toList();
+  }
+
+  // ---- fan-out: pointing a node at a source (issue 17, docs/scale.md "Fan-out") -----------------
+
+  /**
+   * Points a waiter on another node at the least-loaded source with a free slot. With none free,
+   * one waiting for the running download waits here (it is a waiter of the flight: W2, W3) until a
+   * slot frees or a new source is announced; any other is pointed at this node.
+   */
+  private void pointOrPark(ActorRef<Reply> to, Outcome outcome, Via via, long token, String requester) {
+    List<Sources.Row> rows = candidates(outcome);
+    Sources.Pick pick = sources.pick(rows, requester, node.fanOut().cap());
+    if (pick == null && outcome instanceof Outcome.Streaming && outcome == serving) {
+      parked.removeIf(p -> p.token() == token);
+      parked.add(new Parked(token, to, requester, via, node.ticker().read()));
+      node.events().peerUploadWaitStarted();
+      checkSlotsIn(node.fanOut().waitBound().toNanos());
+      return;
+    }
+    point(to, outcome, via, requester, pick != null ? pick : sources.owner(rows, rows.get(0), requester));
+  }
+
+  private void point(ActorRef<Reply> to, Outcome outcome, Via via, String requester, Sources.Pick pick) {
+    long lease = sources.point(requester, pick.source().peerUrl(), node.ticker().read());
+    long length = outcome instanceof Outcome.Streaming s ? s.length() : committedSize(outcome);
+    // A lost Holding or CopyEnded, or a node that died mid-copy, cannot keep a slot forever.
+    long leaseNanos = Math.max(LEASE_MIN.toNanos(), length * LEASE_NANOS_PER_BYTE);
+    ActorRef<Command> self = ctx.getSelf();
+    node.scheduler().schedule(Runnable::run, () -> self.tell(new LeaseOver(requester, lease)),
+        leaseNanos, TimeUnit.NANOSECONDS);
+    to.tell(node.peers().fromSource(outcome, via, source(pick.source()),
+        pick.alsoAt().stream().map(FetchEntity::source).toList()));
+  }
+
+  /**
+   * How long a node pointed at a source counts as on its way to announcing its copy (it normally
+   * does within a round trip and a connect): past it, a lost {@code Copying} no longer holds the
+   * nodes waiting past the wait bound.
+   */
+  static final Duration ON_ITS_WAY_PATIENCE = Duration.ofSeconds(5);
+
+  /** The shortest lease of a pointed upload; a larger body's is 4 x its length at 100 MB/s. */
+  static final Duration LEASE_MIN = Duration.ofSeconds(30);
+  private static final long LEASE_NANOS_PER_BYTE = 40;
+
+  private static long committedSize(Outcome outcome) {
+    StoredArtifact a = committed(outcome);
+    return a == null ? 0 : a.size();
+  }
+
+  private static Peers.Source source(Sources.Row row) {
+    return new Peers.Source(row.peerUrl(), row.downloadId());
+  }
+
+  /**
+   * The nodes that can serve {@code outcome}'s bytes: this node first (its running download, or its
+   * committed blob), then the holders the entity knows of the same committed bytes, then the live
+   * nodes still receiving their copy.
+   */
+  private List<Sources.Row> candidates(Outcome outcome) {
+    List<Sources.Row> rows = new java.util.ArrayList<>();
+    String self = node.peers().self().orElseThrow();
+    rows.add(new Sources.Row(self, outcome instanceof Outcome.Streaming s ? s.downloadId() : -1,
+        Sources.Row.OWNER, 0));
+    StoredArtifact committed = committed(outcome);
+    if (committed != null) {
+      for (String holder : otherHolders(committed)) {
+        rows.add(new Sources.Row(holder, -1, Sources.Row.HOLDING, 0));
+      }
+    }
+    List<Sources.Row> receiving = sources.receiving();
+    if (!receiving.isEmpty()) {
+      Set<String> live = new java.util.HashSet<>(node.peers().live(receiving.stream().map(Sources.Row::peerUrl).toList()));
+      for (Sources.Row r : receiving) {
+        if (live.contains(r.peerUrl()) && rows.stream().noneMatch(x -> x.peerUrl().equals(r.peerUrl()))) {
+          rows.add(r);
+        }
+      }
+    }
+    return rows;
+  }
+
+  /**
+   * Points the waiting nodes that can be pointed now, in arrival order: at a source with a free
+   * slot, or, past the wait bound and with no pointed copy still on its way to announcing itself,
+   * at this node whatever its load (while some are, slots are coming within a round trip).
+   */
+  private void serveParked() {
+    if (parked.isEmpty() || serving == null) {
+      return;
+    }
+    long now = node.ticker().read();
+    long bound = node.fanOut().waitBound().toNanos();
+    long nextDue = Long.MAX_VALUE;
+    for (java.util.Iterator<Parked> it = parked.iterator(); it.hasNext(); ) {
+      Parked p = it.next();
+      List<Sources.Row> rows = candidates(serving);
+      Sources.Pick pick = sources.pick(rows, p.requester(), node.fanOut().cap());
+      long onTheirWay = sources.copiesOnTheirWayUntil(ON_ITS_WAY_PATIENCE.toNanos());
+      if (pick == null && now - p.sinceNanos() >= bound && onTheirWay <= now) {
+        pick = sources.owner(rows, rows.get(0), p.requester());
+      }
+      if (pick == null) {
+        nextDue = Math.min(nextDue, Math.max(p.sinceNanos() + bound, onTheirWay));
+        continue;
+      }
+      it.remove();
+      node.events().peerUploadWaitEnded(Duration.ofNanos(now - p.sinceNanos()));
+      point(p.replyTo(), serving, p.via(), p.requester(), pick);
+    }
+    if (nextDue != Long.MAX_VALUE && nextDue > now) {
+      checkSlotsIn(nextDue - now);
+    }
+  }
+
+  /** A {@link SlotCheck} in {@code nanos} of the node's time, unless one is due before. */
+  private void checkSlotsIn(long nanos) {
+    long due = node.ticker().read() + nanos;
+    if (due >= slotCheckDue) {
+      return;
+    }
+    slotCheckDue = due;
+    ActorRef<Command> self = ctx.getSelf();
+    node.scheduler().schedule(Runnable::run, () -> self.tell(SlotCheck.INSTANCE), nanos, TimeUnit.NANOSECONDS);
+  }
+
+  /**
+   * The flight ended: every waiting node is answered with {@code outcome} (pointed at a holder now),
+   * or told to ask again when there is none (L2: nobody is left waiting).
+   */
+  private void unpark(Outcome outcome) {
+    serving = null;
+    List<Parked> waiting = List.copyOf(parked);
+    parked.clear();
+    long now = node.ticker().read();
+    for (Parked p : waiting) {
+      node.events().peerUploadWaitEnded(Duration.ofNanos(now - p.sinceNanos()));
+      if (outcome == null) {
+        p.replyTo().tell(new Reply.Retry("the download this node waited to copy ended"));
+      } else {
+        send(p.replyTo(), outcome, outcome instanceof Outcome.Revalidated ? Via.REVALIDATED : p.via(), p.token(),
+            p.requester());
+      }
+    }
   }
 
   /**

@@ -52,4 +52,13 @@ public interface FetchEvents {
 
   /** {@code waiters} requests of the repository stopped waiting, for {@code reason}. */
   default void fellThrough(String repo, FallThrough reason, int waiters) {}
+
+  /**
+   * A node's copy waits at this entity for a source with a free upload slot (issue 17, fan-out);
+   * {@link #peerUploadWaitEnded} follows when it is pointed at one (or the entity stopped).
+   */
+  default void peerUploadWaitStarted() {}
+
+  /** A wait {@link #peerUploadWaitStarted} announced ended after {@code waited}. */
+  default void peerUploadWaitEnded(Duration waited) {}
 }

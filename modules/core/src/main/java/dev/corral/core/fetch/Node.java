@@ -36,6 +36,7 @@ public final class Node {
   private final Map<String, Semaphore> orphanSlots = new ConcurrentHashMap<>();
   private final Peers peers;
   private volatile boolean draining;
+  private volatile FanOut fanOut = FanOut.DEFAULT;
 
   /**
    * @param io an executor for blocking file work (the actor system's blocking-io dispatcher)
@@ -164,6 +165,16 @@ public final class Node {
   /** The cluster's other nodes, as the entity and the waiters see them. */
   public Peers peers() {
     return peers;
+  }
+
+  /** How copies between nodes are spread (issue 17); {@link FanOut#DEFAULT} until set. */
+  public FanOut fanOut() {
+    return fanOut;
+  }
+
+  /** Set once by the wiring, before the node serves. */
+  public void fanOut(FanOut value) {
+    this.fanOut = java.util.Objects.requireNonNull(value, "fanOut");
   }
 
   public Downloads downloads() {

@@ -55,6 +55,31 @@ public interface Peers {
     return forAnotherNode(new Outcome.Stored(stored), Via.STALE, alsoHeldBy);
   }
 
+  /**
+   * A node that can serve a key's bytes to other nodes: its committed blob ({@code downloadId <
+   * 0}) or its download {@code downloadId}, still running (issue 17: the entity's own fetch, or
+   * another node's copy still arriving).
+   */
+  record Source(String peerUrl, long downloadId) {}
+
+  /**
+   * Whether {@link #forAnotherNode} would point a waiter on another node at bytes to copy (a
+   * running download, or committed bytes too large to travel inside the reply); false when the
+   * bytes travel inside, or there are none. Only such replies can name another source.
+   */
+  default boolean pointsAtBytes(Outcome outcome) {
+    return false;
+  }
+
+  /**
+   * As {@link #forAnotherNode}, but the waiter reads the bytes from {@code source} (chosen by the
+   * entity, issue 17), resuming from {@code alsoAt} when that breaks. Only called when {@link
+   * #pointsAtBytes} is true.
+   */
+  default Reply fromSource(Outcome outcome, Via via, Source source, List<Source> alsoAt) {
+    return forAnotherNode(outcome, via, List.of());
+  }
+
   /** On the waiter's node: what a reply made by {@link #forAnotherNode} means here. */
   Arrival arrived(Reply.ForAnotherNode reply);
 

@@ -236,7 +236,8 @@ final class SharedAsks {
       // the ask's temporary actor lives: past every local waiter's budget, when no reply matters.
       Duration askLifetime = node.policy(key.repo()).waiterBudget().plus(Waiters.ASK_AGAIN);
       CompletionStage<Reply> asked =
-          entity.ask(replyTo -> new FetchEntity.Join(key, token, replyTo, lifetime), askLifetime);
+          entity.ask(replyTo -> new FetchEntity.Join(key, token, replyTo, lifetime, node.peers().self().orElse(null)),
+              askLifetime);
       boolean abandoned;
       synchronized (SharedAsks.this) {
         abandoned = answered && locals.isEmpty();
@@ -372,6 +373,8 @@ final class SharedAsks {
             }
             answer(relayed(Reply.of(streaming, via), warn), false);
             node.downloads().find(streaming.downloadId()).ifPresent(blob -> blob.whenUnread(this::unread));
+            // Issue 17: the copy's headers checked out; other nodes may read it while it grows.
+            node.peers().self().ifPresent(self -> entity.tell(new FetchEntity.Copying(self, streaming.downloadId())));
           },
           outcome -> copied(from, outcome, via, warn));
       synchronized (SharedAsks.this) {
@@ -415,6 +418,10 @@ final class SharedAsks {
           : outcome instanceof Outcome.Stored s ? s.artifact() : null;
       if (committed != null) {
         holding(committed);
+      } else {
+        // Issue 17: the upload the entity pointed this node to is over (sent before any new ask).
+        node.peers().self().ifPresent(self -> entity.tell(new FetchEntity.CopyEnded(self,
+            outcome instanceof Outcome.Failed f ? f.cause().name() : outcome.getClass().getSimpleName())));
       }
       boolean failedByHolder = holderFailed(from, outcome);
       boolean retry;

@@ -95,6 +95,11 @@ class SerializationTest {
     roundTrip(new FetchEntity.Purged(2, 1, true, true));
     roundTrip(new FetchEntity.Holding("http://127.0.0.1:8080", "b".repeat(64)));
     roundTrip(new FetchEntity.Dropped("http://127.0.0.1:8080"));
+    roundTrip(new FetchEntity.Copying("http://127.0.0.1:8080", 123_456_789_012L));
+    roundTrip(new FetchEntity.CopyEnded("http://127.0.0.1:8080", "PEER_ERROR"));
+    FetchEntity.Join from = (FetchEntity.Join) roundTrip(new FetchEntity.Join(key, 9L, replyTo, Lifetime.IMMUTABLE,
+        "http://127.0.0.1:8081"));
+    assertEquals("http://127.0.0.1:8081", from.from());
     roundTrip(FetchEntity.Stop.INSTANCE);
     ActorRef<FetchEntity.Begun> begunTo = kit.<FetchEntity.Begun>createTestProbe().ref();
     FetchEntity.AskBegun asked = (FetchEntity.AskBegun) roundTrip(new FetchEntity.AskBegun(7, begunTo));
@@ -130,6 +135,24 @@ class SerializationTest {
     fromOlder = (FetchEntity.Join) serialization.deserialize(mapper.writeValueAsBytes(older), serializer.identifier(),
         Serializers.manifestFor(serializer, sample)).get();
     assertEquals(Lifetime.IMMUTABLE, fromOlder.lifetime());
+    assertEquals(null, fromOlder.from(), "an older node's Join names no asking node: it is answered from the entity's node");
+  }
+
+  @Test
+  void aNodeWithoutFanOutReadsANewJoinAndANewNodeAnOldHolding() throws Exception {
+    // Rolling restarts (issue 17): a Join with the new field read as a node that does not know it
+    // would (unknown properties are ignored), and a Holding without any field a new node added.
+    var mapper = org.apache.pekko.serialization.jackson.JacksonObjectMapperProvider.get(Adapter.toClassic(kit.system()))
+        .getOrCreate("jackson-cbor", java.util.Optional.empty());
+    java.util.Map<String, Object> withUnknown = new java.util.LinkedHashMap<>();
+    withUnknown.put("peerUrl", "http://127.0.0.1:8080");
+    withUnknown.put("sha256", "b".repeat(64));
+    withUnknown.put("aFieldOfALaterBuild", 42);
+    FetchEntity.Holding sample = new FetchEntity.Holding("x", "y");
+    var serializer = serialization.findSerializerFor(sample);
+    FetchEntity.Holding back = (FetchEntity.Holding) serialization.deserialize(mapper.writeValueAsBytes(withUnknown),
+        serializer.identifier(), Serializers.manifestFor(serializer, sample)).get();
+    assertEquals(new FetchEntity.Holding("http://127.0.0.1:8080", "b".repeat(64)), back);
   }
 
   @Test

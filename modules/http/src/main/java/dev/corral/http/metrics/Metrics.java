@@ -206,6 +206,27 @@ public final class Metrics implements FetchEvents {
           .help("Copies this node is sending to other nodes now")
           .register(registry);
 
+  /** {@code corral_peer_upload_refusals_total}: copies this node's peer endpoint refused with 503 (issue 17). */
+  public final Counter peerUploadRefusals =
+      Counter.builder()
+          .name("corral_peer_upload_refusals_total")
+          .help("Copies this node's peer endpoint refused (503) because it was sending its upload cap plus one")
+          .register(registry);
+
+  /** {@code corral_peer_upload_waits_total}: other nodes' copies that waited at this node's entities for an upload slot. */
+  public final Counter peerUploadWaits =
+      Counter.builder()
+          .name("corral_peer_upload_waits_total")
+          .help("Copies by other nodes that waited at this node's fetch entities for a source with a free upload slot")
+          .register(registry);
+
+  /** {@code corral_peer_upload_wait_seconds}: how long those waits lasted. */
+  public final Histogram peerUploadWaitSeconds =
+      Histogram.builder()
+          .name("corral_peer_upload_wait_seconds")
+          .help("How long other nodes' copies waited at this node's fetch entities for an upload slot")
+          .register(registry);
+
   /** {@code corral_http_head_timeouts_total{phase}}: connections closed for a request head not complete in time. */
   public final Counter httpHeadTimeouts =
       Counter.builder()
@@ -313,6 +334,16 @@ public final class Metrics implements FetchEvents {
   @Override
   public void fetchUnverified(String repo) {
     unverifiedFetches.labelValues(repo).inc();
+  }
+
+  @Override
+  public void peerUploadWaitStarted() {
+    peerUploadWaits.inc();
+  }
+
+  @Override
+  public void peerUploadWaitEnded(Duration waited) {
+    peerUploadWaitSeconds.observe(waited.toNanos() / 1e9);
   }
 
   @Override

@@ -1,0 +1,39 @@
+package dev.corral.core.fetch;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * How the key's entity spreads copies over the nodes that can serve them (issue 17, docs/scale.md
+ * "Fan-out"): with {@code on}, a node that needs the bytes is pointed at the least-loaded source
+ * (the entity's node, a node still receiving its copy, or a committed holder) with fewer than
+ * {@code cap} copies pointed at it; with none free it waits for a slot, and past {@code waitBound}
+ * (with no pointed copy still on its way) it is pointed at the entity's node. Off: every copy comes
+ * from the entity's node, as before fan-out.
+ *
+ * @param on {@code --peer-fanout}
+ * @param cap {@code --peer-upload-cap}: concurrent uploads per node (its peer endpoint refuses
+ *     more than {@code cap + 1})
+ * @param waitBound {@code --peer-wait-bound}
+ */
+public record FanOut(boolean on, int cap, Duration waitBound) {
+  /** The defaults: on, 2 uploads per node, 1 s. */
+  public static final FanOut DEFAULT = new FanOut(true, 2, Duration.ofSeconds(1));
+  /** Owner-only: every copy from the entity's node. */
+  public static final FanOut OFF = new FanOut(false, 2, Duration.ofSeconds(1));
+
+  public FanOut {
+    Objects.requireNonNull(waitBound, "waitBound");
+    if (cap < 1) {
+      throw new IllegalArgumentException("the upload cap must be at least 1: " + cap);
+    }
+    if (waitBound.isNegative()) {
+      throw new IllegalArgumentException("the wait bound must not be negative: " + waitBound);
+    }
+  }
+
+  /** The most uploads a node's peer endpoint serves at once: the cap and one of slack. */
+  public int endpointLimit() {
+    return cap + 1;
+  }
+}

@@ -1,0 +1,283 @@
+package dev.corral.core.fetch;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import dev.corral.core.download.Outcome;
+import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.record.KeyRecords;
+import dev.corral.core.store.DiskStore;
+import dev.corral.core.store.HotBlobs;
+import dev.corral.core.upstream.Header;
+import dev.corral.core.upstream.UpstreamResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorRefResolver;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Issue 17, the entity's half of fan-out (docs/scale.md, "Fan-out"): which source a node that
+ * needs the bytes is pointed at, the upload cap, the wait for a slot and its bound, in the node's
+ * injected time. The nodes that copy are probes in a second actor system, reached over Artery; the
+ * stand-in {@link Peers} tells them the source the entity chose.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class FanOutEntityTest {
+  private static final String E = "http://127.0.0.1:21000";
+  private static final String B = "http://127.0.0.1:21001";
+  private static final String C = "http://127.0.0.1:21002";
+  private static final String D = "http://127.0.0.1:21003";
+  private static final String F = "http://127.0.0.1:21004";
+  private static final String G = "http://127.0.0.1:21005";
+  private static final String URL = "http://upstream.example/fan-out.bin";
+  private static final int SIZE = 100_000;
+
+  private static Config remote() {
+    return ConfigFactory.parseString("""
+        pekko.actor.provider = remote
+        pekko.remote.artery.canonical.port = 0
+        pekko.remote.artery.canonical.hostname = 127.0.0.1
+        """).withFallback(ConfigFactory.load());
+  }
+
+  private final ActorTestKit entityNode = ActorTestKit.create("FanOutEntityNode", remote());
+  private final ActorTestKit copyingNodes = ActorTestKit.create("FanOutCopyingNodes", remote());
+  private final Set<String> gone = ConcurrentHashMap.newKeySet();
+  private final EntityTestBase.MovableTicker ticker = new EntityTestBase.MovableTicker();
+  private final ManualScheduler scheduler = new ManualScheduler(ticker);
+  private final AtomicLong tokens = new AtomicLong();
+
+  @org.junit.jupiter.api.BeforeEach
+  void noneGone() {
+    gone.clear(); // the nodes and the ticker are the class's; each test says which nodes have left
+  }
+
+  @AfterAll
+  void stop() {
+    copyingNodes.shutdownTestKit();
+    entityNode.shutdownTestKit();
+  }
+
+  /** Where the entity pointed a node: {@code peerUrl}'s download ({@code downloadId}) or blob (-1). */
+  public record Pointed(String peerUrl, long downloadId, List<String> alsoAt) implements Reply.ForAnotherNode {}
+
+  /** What a node is told without fan-out: read it from the entity's node. */
+  public record FromOwner() implements Reply.ForAnotherNode {}
+
+  /** This node is {@link #E}; the nodes in {@code gone} have left the cluster. */
+  final class Cluster implements Peers {
+    @Override
+    public Optional<String> self() {
+      return Optional.of(E);
+    }
+
+    @Override
+    public boolean othersMayHold() {
+      return false; // the fetch goes to the upstream
+    }
+
+    @Override
+    public List<String> live(List<String> holders) {
+      return holders.stream().filter(h -> !gone.contains(h)).toList();
+    }
+
+    @Override
+    public boolean pointsAtBytes(Outcome outcome) {
+      return outcome instanceof Outcome.Streaming || outcome instanceof Outcome.Stored;
+    }
+
+    @Override
+    public Reply fromSource(Outcome outcome, Via via, Source source, List<Source> alsoAt) {
+      return new Pointed(source.peerUrl(), source.downloadId(), alsoAt.stream().map(Source::peerUrl).toList());
+    }
+
+    @Override
+    public Reply forAnotherNode(Outcome outcome, Via via, List<String> alsoHeldBy) {
+      return new FromOwner();
+    }
+
+    @Override
+    public Arrival arrived(Reply.ForAnotherNode reply) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public HolderCopy copy(List<String> holders, String sha256) {
+      throw new UnsupportedOperationException();
+    }
+  }
+
+  /** A node that copies: its probe, as the entity's node addresses it. */
+  private record Copier(String peerUrl, TestProbe<Reply> probe, ActorRef<Reply> remote) {}
+
+  private Copier copier(String peerUrl) {
+    TestProbe<Reply> probe = copyingNodes.createTestProbe();
+    ActorRef<Reply> remote = ActorRefResolver.get(entityNode.system())
+        .resolveActorRef(ActorRefResolver.get(copyingNodes.system()).toSerializationFormat(probe.ref()));
+    return new Copier(peerUrl, probe, remote);
+  }
+
+  private FetchEntity.Join join(ArtifactKey key, Copier c) {
+    return new FetchEntity.Join(key, tokens.incrementAndGet(), c.remote(), dev.corral.core.upstream.Lifetime.IMMUTABLE,
+        c.peerUrl());
+  }
+
+  /**
+   * An entity on {@link #E} whose fetch streams: its headers and first bytes come at once, the rest
+   * only when the returned future completes (never, in these tests).
+   */
+  private ActorRef<FetchEntity.Command> entity(Path dir, ArtifactKey key, FanOut fanOut) throws Exception {
+    ScriptedUpstream upstream = new ScriptedUpstream();
+    CompletableFuture<ByteString> rest = new CompletableFuture<>();
+    ByteString body = EntityTestBase.bytes(SIZE, 17);
+    upstream.on(URL, r -> CompletableFuture.completedFuture(new UpstreamResponse(200,
+        List.of(new Header("Content-Type", "application/octet-stream")), OptionalLong.of(SIZE),
+        Source.single(body.take(1000)).concat(Source.completionStage(rest)))));
+    FetchPolicy small = new FetchPolicy(1024, Duration.ofSeconds(30), Duration.ofSeconds(60), false, 10_000, 16);
+    Node node = new Node(DiskStore.open(dir, 1 << 24, ticker.clock()), new HotBlobs(0),
+        new KeyRecords(new OtherHoldersTest.Records(null)), upstream, new CountingEvents(), r -> small,
+        ticker, scheduler, ticker.clock(), Runnable::run, new Cluster());
+    node.fanOut(fanOut);
+    TestProbe<ClusterSharding.ShardCommand> shard = entityNode.createTestProbe();
+    return entityNode.spawn(FetchEntity.create(key.id(), node, Duration.ofHours(1), shard.ref()));
+  }
+
+  private static Pointed pointed(Copier c) {
+    return c.probe().expectMessageClass(Pointed.class, Duration.ofSeconds(10));
+  }
+
+  @Test
+  void nodesArePointedAtTheEntitysDownloadUpToTheCapThenAtNodesStillReceiving(@TempDir Path dir) throws Exception {
+    ArtifactKey key = ArtifactKey.of("r", URL);
+    ActorRef<FetchEntity.Command> entity = entity(dir, key, new FanOut(true, 2, Duration.ofSeconds(1)));
+    Copier b = copier(B);
+    Copier c = copier(C);
+    Copier d = copier(D);
+    Copier f = copier(F);
+    entity.tell(join(key, b));
+    Pointed toB = pointed(b);
+    assertEquals(E, toB.peerUrl(), "the first copy reads the entity's own download");
+    assertTrue(toB.downloadId() >= 0);
+    entity.tell(join(key, c));
+    assertEquals(new Pointed(E, toB.downloadId(), List.of()), pointed(c));
+    // E has its cap of uploads, and no other node can serve yet: D, F and G wait.
+    Copier g = copier(G);
+    entity.tell(join(key, d));
+    entity.tell(join(key, f));
+    entity.tell(join(key, g));
+    d.probe().expectNoMessage(Duration.ofMillis(300));
+    f.probe().expectNoMessage(Duration.ofMillis(10));
+    g.probe().expectNoMessage(Duration.ofMillis(10));
+
+    // B's copy has its headers: B is a source, and the first two waiting nodes read B's copy.
+    entity.tell(new FetchEntity.Copying(B, 11));
+    assertEquals(new Pointed(B, 11, List.of(E)), pointed(d), "the next node reads B's copy, E to resume from");
+    assertEquals(new Pointed(B, 11, List.of(E)), pointed(f));
+    g.probe().expectNoMessage(Duration.ofMillis(300));
+    entity.tell(new FetchEntity.Copying(C, 12));
+    assertEquals(new Pointed(C, 12, List.of(B, E)), pointed(g));
+
+    // A node whose copy ended frees its source's slot and is no source any more.
+    entity.tell(new FetchEntity.CopyEnded(D, "FAILED"));
+    entity.tell(join(key, d));
+    assertEquals(B, pointed(d).peerUrl(), "B and C serve one each (E two): B's copy began first");
+  }
+
+  @Test
+  void aWaitingNodeWaitsForCopiesOnTheirWayThenPastTheBoundGoesToTheEntitysNode(@TempDir Path dir) throws Exception {
+    ArtifactKey key = ArtifactKey.of("r", URL);
+    ActorRef<FetchEntity.Command> entity = entity(dir, key, new FanOut(true, 1, Duration.ofSeconds(1)));
+    Copier b = copier(B);
+    Copier c = copier(C);
+    Copier d = copier(D);
+    entity.tell(join(key, b));
+    long download = pointed(b).downloadId();
+    entity.tell(join(key, c));
+    c.probe().expectNoMessage(Duration.ofMillis(300));
+    // Past the bound, but B's copy is on its way to becoming a source: C keeps waiting for it.
+    ticker.advance(Duration.ofSeconds(2));
+    c.probe().expectNoMessage(Duration.ofMillis(300));
+    entity.tell(new FetchEntity.Copying(B, 11));
+    assertEquals(B, pointed(c).peerUrl());
+    entity.tell(new FetchEntity.Copying(C, 12));
+
+    // B and C leave the cluster: no source has a free slot and no copy is on its way. D waits
+    // for the bound, in the node's time, then reads from E whatever E's load.
+    gone.add(B);
+    gone.add(C);
+    entity.tell(join(key, d));
+    d.probe().expectNoMessage(Duration.ofMillis(300));
+    ticker.advance(Duration.ofMillis(900));
+    d.probe().expectNoMessage(Duration.ofMillis(300));
+    ticker.advance(Duration.ofMillis(200));
+    assertEquals(new Pointed(E, download, List.of()), pointed(d));
+  }
+
+  @Test
+  void aCopyThatNeverAnnouncesItselfHoldsTheWaitingNodesOnlyForAWhile(@TempDir Path dir) throws Exception {
+    // B is pointed at E and its Copying is lost: C waits past the bound while B may still come,
+    // then reads from E, whatever E's load.
+    ArtifactKey key = ArtifactKey.of("r", URL);
+    ActorRef<FetchEntity.Command> entity = entity(dir, key, new FanOut(true, 1, Duration.ofSeconds(1)));
+    Copier b = copier(B);
+    Copier c = copier(C);
+    entity.tell(join(key, b));
+    long download = pointed(b).downloadId();
+    entity.tell(join(key, c));
+    c.probe().expectNoMessage(Duration.ofMillis(300));
+    ticker.advance(Duration.ofSeconds(2));
+    c.probe().expectNoMessage(Duration.ofMillis(300));
+    ticker.advance(FetchEntity.ON_ITS_WAY_PATIENCE.minusSeconds(2).plusMillis(100));
+    assertEquals(new Pointed(E, download, List.of()), pointed(c));
+  }
+
+  @Test
+  void anUploadNotSeenToEndFreesItsSlotWhenItsLeaseRunsOut(@TempDir Path dir) throws Exception {
+    // B's copy was pointed at E, announced, and then B went silent (its Holding or CopyEnded lost):
+    // the lease frees E's slot for C, long before C's wait bound.
+    ArtifactKey key = ArtifactKey.of("r", URL);
+    ActorRef<FetchEntity.Command> entity = entity(dir, key, new FanOut(true, 1, Duration.ofMinutes(10)));
+    Copier b = copier(B);
+    Copier c = copier(C);
+    entity.tell(join(key, b));
+    long download = pointed(b).downloadId();
+    entity.tell(new FetchEntity.Copying(B, 11));
+    gone.add(B);
+    entity.tell(join(key, c));
+    c.probe().expectNoMessage(Duration.ofMillis(300));
+    ticker.advance(FetchEntity.LEASE_MIN.minusSeconds(1));
+    c.probe().expectNoMessage(Duration.ofMillis(300));
+    ticker.advance(Duration.ofSeconds(2));
+    assertEquals(new Pointed(E, download, List.of()), pointed(c));
+  }
+
+  @Test
+  void withFanOutOffEveryNodeReadsTheEntitysNode(@TempDir Path dir) throws Exception {
+    ArtifactKey key = ArtifactKey.of("r", URL);
+    ActorRef<FetchEntity.Command> entity = entity(dir, key, FanOut.OFF);
+    for (String peer : List.of(B, C, D, F)) {
+      Copier x = copier(peer);
+      entity.tell(join(key, x));
+      x.probe().expectMessageClass(FromOwner.class, Duration.ofSeconds(10));
+      entity.tell(new FetchEntity.Copying(peer, 20));
+    }
+  }
+}
