@@ -41,11 +41,11 @@ import org.apache.pekko.util.ByteString;
  *
  * Both answer 200 with an exact {@code Content-Length}, or 206 for a single {@code Range:
  * bytes=N-} / {@code bytes=N-M} (to resume a copy); 404 when not held (any more), 400 for any
- * other path, 405 for any other method, 416 for a range beyond the end. With fan-out on (issue
- * 17) a node sends at most {@link dev.corral.core.fetch.FanOut#endpointLimit()} bodies at once
- * (the entity's cap and one of slack for its stale view): above it a GET is answered {@code 503}
- * with {@code Retry-After: 0}, and the copying node asks the key's entity again, never the
- * upstream. A node still receiving its own copy serves it here too, as its download.
+ * other path, 405 for any other method, 416 for a range beyond the end. The endpoint never
+ * refuses a copy for load: the key's entity spreads copies over the nodes (fan-out, issue 17),
+ * and a copy refused here would count as its holder's failure and could end at the upstream
+ * (a 503 cap, tried on 2026-12-06, made DrainIT fetch a key twice). A node still receiving its
+ * own copy serves it here too, as its download.
  *
  * <p>{@code DELETE /-/peer/keys/<key id>}: the key's fetch entity tells a holder to delete its
  * copy (a cluster-wide purge); 200 when it was held, 404 when not. {@code DELETE
@@ -63,8 +63,6 @@ public final class PeerEndpoint {
 
   private final Node node;
   private final PeerTransfers transfers;
-  /** Bodies this endpoint is sending now. */
-  private final java.util.concurrent.atomic.AtomicInteger uploads = new java.util.concurrent.atomic.AtomicInteger();
 
   /** Where a committed blob is read, under a node's peer base URL. */
   static String blobPath(String sha256) {
@@ -130,12 +128,6 @@ public final class PeerEndpoint {
       return text(405, "peer endpoints answer GET (and DELETE of /-/peer/keys/<key id> or /-/peer/keys?repo=&prefix=)")
           .addHeader(RawHeader.create("Allow", "GET"));
     }
-    if ((BLOB.matcher(path).matches() || DOWNLOAD.matcher(path).matches()) && node.fanOut().on()
-        && uploads.get() >= node.fanOut().endpointLimit()) {
-      transfers.refused();
-      return text(503, "this node sends as many copies as it may; ask the key's entity for another source")
-          .addHeader(RawHeader.create("Retry-After", "0"));
-    }
     Matcher blob = BLOB.matcher(path);
     if (blob.matches()) {
       String sha256 = blob.group(1);
@@ -193,11 +185,8 @@ public final class PeerEndpoint {
   }
 
   private HttpResponse ranged(HttpRequest request, long size, Body read) {
-    Body body = (offset, length) -> TransferWatch.watched(read.read(offset, length), length, () -> {
-          uploads.incrementAndGet();
-          transfers.sending();
-        }, (result, bytes) -> {
-          uploads.decrementAndGet();
+    Body body = (offset, length) -> TransferWatch.watched(read.read(offset, length), length, transfers::sending,
+        (result, bytes) -> {
           transfers.sendingEnded();
           transfers.sent(result, bytes);
         });

@@ -43,12 +43,6 @@ public interface PeerTransfers {
   /** The body {@link #sending} announced has ended, however. */
   default void sendingEnded() {}
 
-  /**
-   * This node's {@link PeerEndpoint} refused a copy with 503: it sends as many as fan-out lets it
-   * (issue 17). Not a transfer: {@link #sent} is not told.
-   */
-  default void refused() {}
-
   /** This node's {@link PeerEndpoint} served a transfer that carried {@code bytes} body bytes. */
   default void sent(Result result, long bytes) {}
 

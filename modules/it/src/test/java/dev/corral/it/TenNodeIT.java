@@ -133,7 +133,8 @@ class TenNodeIT {
     Files.writeString(quickJoin, "pekko.cluster.seed-node-timeout = 3s\n");
     long startedAt = System.nanoTime();
     cluster = CorralCluster.start(processes, NODES, dir, postgres.newDatabase(), JAVA_OPTS, true,
-        List.of("--config", quickJoin.toString(), "--drain-timeout", "20s", "--memory-cache-size", "8MiB"),
+        List.of("--config", quickJoin.toString(), "--drain-timeout", "20s", "--memory-cache-size", "8MiB",
+            "--peer-fanout", "on"), // off by default for now: docs/scale.md, "Status"
         "up=generic:" + upstream.url("/"));
     long listeningAt = System.nanoTime();
     for (int i = 0; i < NODES; i++) {

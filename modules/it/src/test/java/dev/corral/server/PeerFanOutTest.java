@@ -74,7 +74,8 @@ class PeerFanOutTest {
 
   private TestCluster start(Path dir, int nodes, String... args) throws Exception {
     upstream = FakeUpstream.routed(paths);
-    List<String> all = new ArrayList<>(List.of("--drain-timeout", "1s"));
+    // Fan-out is off by default for now (docs/scale.md, "Status"); a test's own "off" comes later and wins.
+    List<String> all = new ArrayList<>(List.of("--drain-timeout", "1s", "--peer-fanout", "on"));
     all.addAll(List.of(args));
     cluster = TestCluster.start(dir, nodes, upstream.url("/"), SMALL_INLINE, all.toArray(new String[0]));
     return cluster;
@@ -192,8 +193,9 @@ class PeerFanOutTest {
   }
 
   @Test
-  void aPeerEndpointSendingItsCapPlusOneRefusesTheNextCopyWith503(@TempDir Path dir) throws Exception {
-    // The entity's counts are advisory: the source enforces its own cap (cap + 1 of slack).
+  void aPeerEndpointAboveItsCapStillServesTheNextCopy(@TempDir Path dir) throws Exception {
+    // The cap is the entity's to keep: a copy the endpoint refused would count as its holder's
+    // failure, the holder would be dropped and the key could be fetched from the upstream again.
     start(dir, 1, "--peer-upload-cap", "1");
     byte[] body = TestNode.bytes(32 * 1024 * 1024, 25);
     paths.put("/capped/a.bin", (exchange, n) -> TestNode.ok(exchange, body));
@@ -210,19 +212,14 @@ class PeerFanOutTest {
       open.add(r.body());
     }
     TestNode.await("two uploads in progress", Duration.ofSeconds(20), () -> uploadsNow(s) == 2);
-    HttpResponse<byte[]> refused = client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(blob)).build(),
+    HttpResponse<byte[]> third = client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(blob)).build(),
         HttpResponse.BodyHandlers.ofByteArray());
-    assertEquals(503, refused.statusCode());
-    assertEquals("0", refused.headers().firstValue("Retry-After").orElse(""));
-    assertEquals(1, s.metrics().peerUploadRefusals.get());
+    assertEquals(200, third.statusCode(), "a copy above the cap was refused");
+    assertArrayEquals(body, third.body());
     for (java.io.InputStream in : open) {
       in.close();
     }
     TestNode.await("the uploads ended", Duration.ofSeconds(20), () -> uploadsNow(s) == 0);
-    HttpResponse<byte[]> again = client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(blob)).build(),
-        HttpResponse.BodyHandlers.ofByteArray());
-    assertEquals(200, again.statusCode());
-    assertArrayEquals(body, again.body());
   }
 
   @Test
@@ -233,7 +230,7 @@ class PeerFanOutTest {
     wrong[SIZE - 10] ^= 1; // the upstream's bytes differ near the end
     String digest = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(right));
     upstream = FakeUpstream.routed(paths);
-    cluster = TestCluster.start(dir, 4, upstream.url("/"), SMALL_INLINE, "--drain-timeout", "1s",
+    cluster = TestCluster.start(dir, 4, upstream.url("/"), SMALL_INLINE, "--drain-timeout", "1s", "--peer-fanout", "on",
         "--peer-wait-bound", "60s", "--repo", "images=oci:" + upstream.url("/"));
     paths.put("/v2/team/app/blobs/sha256:" + digest, slow(wrong));
     String target = "/v2/images/team/app/blobs/sha256:" + digest;

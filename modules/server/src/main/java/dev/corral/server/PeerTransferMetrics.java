@@ -8,8 +8,7 @@ import io.prometheus.metrics.core.datapoints.CounterDataPoint;
  * The cluster module's {@link PeerTransfers} told to the node's metrics:
  * {@code corral_peer_copies_sent_total}, {@code corral_peer_copies_received_total},
  * {@code corral_peer_sent_bytes_total} and {@code corral_peer_received_bytes_total} by result (each
- * label resolved once), {@code corral_peer_uploads_in_progress} and
- * {@code corral_peer_upload_refusals_total}.
+ * label resolved once) and {@code corral_peer_uploads_in_progress}.
  */
 final class PeerTransferMetrics implements PeerTransfers {
   private static final Result[] RESULTS = Result.values();
@@ -19,7 +18,6 @@ final class PeerTransferMetrics implements PeerTransfers {
   private final CounterDataPoint[] receivedBytes = new CounterDataPoint[RESULTS.length];
 
   private final io.prometheus.metrics.core.metrics.Gauge uploads;
-  private final io.prometheus.metrics.core.metrics.Counter refusals;
   /** The uploads in progress as the gauge counts them, and the most there ever were at once. */
   private final java.util.concurrent.atomic.AtomicInteger now = new java.util.concurrent.atomic.AtomicInteger();
   private final java.util.concurrent.atomic.AtomicInteger most = new java.util.concurrent.atomic.AtomicInteger();
@@ -32,7 +30,6 @@ final class PeerTransferMetrics implements PeerTransfers {
       receivedBytes[r.ordinal()] = metrics.peerReceivedBytes.labelValues(r.label());
     }
     uploads = metrics.peerUploads;
-    refusals = metrics.peerUploadRefusals;
   }
 
   /** The most copies this node's peer endpoint ever sent at once (the gauge's high-water mark). */
@@ -50,11 +47,6 @@ final class PeerTransferMetrics implements PeerTransfers {
   public void sendingEnded() {
     now.decrementAndGet();
     uploads.dec();
-  }
-
-  @Override
-  public void refused() {
-    refusals.inc();
   }
 
   @Override

@@ -98,12 +98,12 @@ public enum Setting {
       "TCP port of the peer copy channel other nodes copy cached bytes from, bound to the cluster host"
           + " (HTTPS with client certificates under --cluster-tls-dir); 0 picks a free port"),
   PEER_FANOUT("--peer-fanout", "corral.cluster.peer-fanout", "CORRAL_PEER_FANOUT", "on/off",
-      "Copies between nodes come from any node that holds the bytes or is still receiving them, each node"
-          + " sending at most --peer-upload-cap at once; off: every copy comes from the node that fetched"
-          + " (owner-only, as before fan-out)"),
+      "on: copies between nodes come from any node that holds the bytes or is still receiving them, each"
+          + " node pointed at by at most --peer-upload-cap copies of an artifact at once; off (the default"
+          + " for now): every copy comes from the node that fetched (owner-only)"),
   PEER_UPLOAD_CAP("--peer-upload-cap", "corral.cluster.peer-upload-cap", "CORRAL_PEER_UPLOAD_CAP", "N",
-      "With --peer-fanout: copies a node sends to other nodes at once (its peer port refuses more than"
-          + " one above it with 503)"),
+      "With --peer-fanout: copies of one artifact a node is pointed at to send to other nodes at once"
+          + " (past --peer-wait-bound the node that fetched is pointed at whatever its load)"),
   PEER_WAIT_BOUND("--peer-wait-bound", "corral.cluster.peer-wait-bound", "CORRAL_PEER_WAIT_BOUND", "DURATION",
       "With --peer-fanout: how long a node's copy waits for a free upload slot before it is sent to the"
           + " node that fetched, whatever its load (while no copy pointed elsewhere is still starting)"),

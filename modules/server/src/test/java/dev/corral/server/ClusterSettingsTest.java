@@ -70,11 +70,11 @@ class ClusterSettingsTest {
   }
 
   @Test
-  void fanOutIsOnWithTwoUploadsAndASecondUnlessSetAndBadValuesNameTheSetting() throws IOException {
-    assertEquals(dev.corral.core.fetch.FanOut.DEFAULT, load(Map.of()).cluster().fanOut());
-    var set = load(Map.of("CORRAL_PEER_UPLOAD_CAP", "3"), "--peer-fanout", "off", "--peer-wait-bound", "250ms")
+  void fanOutIsOffWithTwoUploadsAndASecondUnlessSetAndBadValuesNameTheSetting() throws IOException {
+    assertEquals(dev.corral.core.fetch.FanOut.OFF, load(Map.of()).cluster().fanOut());
+    var set = load(Map.of("CORRAL_PEER_UPLOAD_CAP", "3"), "--peer-fanout", "on", "--peer-wait-bound", "250ms")
         .cluster().fanOut();
-    assertEquals(new dev.corral.core.fetch.FanOut(false, 3, java.time.Duration.ofMillis(250)), set);
+    assertEquals(new dev.corral.core.fetch.FanOut(true, 3, java.time.Duration.ofMillis(250)), set);
     Path conf = file("f.conf", "corral.cluster.peer-wait-bound = 0s\n");
     assertEquals(java.time.Duration.ZERO, load(Map.of(), "--config", conf.toString()).cluster().fanOut().waitBound());
     assertEquals("--peer-upload-cap: must be at least 1", fails("--peer-upload-cap", "0").getMessage());

@@ -12,12 +12,15 @@ import java.util.Objects;
  * from the entity's node, as before fan-out.
  *
  * @param on {@code --peer-fanout}
- * @param cap {@code --peer-upload-cap}: concurrent uploads per node (its peer endpoint refuses
- *     more than {@code cap + 1})
+ * @param cap {@code --peer-upload-cap}: copies of the key the entity points at one node at
+ *     once (advisory: the node's peer endpoint refuses none)
  * @param waitBound {@code --peer-wait-bound}
  */
 public record FanOut(boolean on, int cap, Duration waitBound) {
-  /** The defaults: on, 2 uploads per node, 1 s. */
+  /**
+   * On, 2 uploads, 1 s: a node's until the server sets its own (in-JVM tests of the entity). The
+   * server's default setting is off for now (corral-defaults.conf, docs/scale.md "Status").
+   */
   public static final FanOut DEFAULT = new FanOut(true, 2, Duration.ofSeconds(1));
   /** Owner-only: every copy from the entity's node. */
   public static final FanOut OFF = new FanOut(false, 2, Duration.ofSeconds(1));
@@ -30,10 +33,5 @@ public record FanOut(boolean on, int cap, Duration waitBound) {
     if (waitBound.isNegative()) {
       throw new IllegalArgumentException("the wait bound must not be negative: " + waitBound);
     }
-  }
-
-  /** The most uploads a node's peer endpoint serves at once: the cap and one of slack. */
-  public int endpointLimit() {
-    return cap + 1;
   }
 }

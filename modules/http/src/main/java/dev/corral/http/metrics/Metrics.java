@@ -206,13 +206,6 @@ public final class Metrics implements FetchEvents {
           .help("Copies this node is sending to other nodes now")
           .register(registry);
 
-  /** {@code corral_peer_upload_refusals_total}: copies this node's peer endpoint refused with 503 (issue 17). */
-  public final Counter peerUploadRefusals =
-      Counter.builder()
-          .name("corral_peer_upload_refusals_total")
-          .help("Copies this node's peer endpoint refused (503) because it was sending its upload cap plus one")
-          .register(registry);
-
   /** {@code corral_peer_upload_waits_total}: other nodes' copies that waited at this node's entities for an upload slot. */
   public final Counter peerUploadWaits =
       Counter.builder()
