@@ -386,7 +386,6 @@ public final class CorralServer implements AutoCloseable {
     return binding.localAddress();
   }
 
-  /** Where the peer port listens (the cluster host). */
   /**
    * The most copies this node's peer endpoint ever sent to other nodes at once (the high-water mark
    * of {@code corral_peer_uploads_in_progress}); for tests of fan-out's upload cap.
@@ -395,6 +394,7 @@ public final class CorralServer implements AutoCloseable {
     return transfers.mostUploadsAtOnce();
   }
 
+  /** Where the peer port listens (the cluster host). */
   public InetSocketAddress peerAddress() {
     return peerBinding.localAddress();
   }
