@@ -7,7 +7,7 @@ results.
 
     fanout_sim.py [--strategy owner|fanout] [--nodes N] [--size 256MiB] [--clients C] ...
     fanout_sim.py --calibrated [o1|ten|ten-fanout] ...  # defaults measured on the bench machine
-    fanout_sim.py --table              # owner vs fanout for N = 3, 10, 100, 1000; 256 MiB and 3 GB
+    fanout_sim.py --table              # owner vs fanout for N = 3, 10, 100, 1000, 2600; 256 MiB, 3 GB
 
 One artifact of S bytes is asked at t = 0 by C clients on each of N nodes. Node 0 is the node of
 the key's entity (E, the owner). Its first Join starts the one upstream fetch on E.
@@ -701,7 +701,7 @@ def show(r):
 def table(extra):
     rows = []
     for s in ("256MiB", "3GB"):
-        for n in (3, 10, 100, 1000):
+        for n in (3, 10, 100, 1000, 2600):
             for strategy in ("owner", "fanout"):
                 r = simulate(["--strategy", strategy, "--nodes", str(n), "--size", s] + extra)
                 rows.append((s, n, strategy, r))
