@@ -99,8 +99,8 @@ public enum Setting {
           + " (HTTPS with client certificates under --cluster-tls-dir); 0 picks a free port"),
   PEER_FANOUT("--peer-fanout", "corral.cluster.peer-fanout", "CORRAL_PEER_FANOUT", "on/off",
       "on: copies between nodes come from any node that holds the bytes or is still receiving them, each"
-          + " node pointed at by at most --peer-upload-cap copies of an artifact at once; off (the default"
-          + " for now): every copy comes from the node that fetched (owner-only)"),
+          + " node pointed at by at most --peer-upload-cap copies of an artifact at once (the default); off: every copy comes from the node that"
+          + " fetched (owner-only)"),
   PEER_UPLOAD_CAP("--peer-upload-cap", "corral.cluster.peer-upload-cap", "CORRAL_PEER_UPLOAD_CAP", "N",
       "With --peer-fanout: copies of one artifact a node is pointed at to send to other nodes at once"
           + " (past --peer-wait-bound the node that fetched is pointed at whatever its load)"),

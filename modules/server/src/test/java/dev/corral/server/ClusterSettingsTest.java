@@ -71,7 +71,7 @@ class ClusterSettingsTest {
 
   @Test
   void fanOutIsOffWithTwoUploadsAndASecondUnlessSetAndBadValuesNameTheSetting() throws IOException {
-    assertEquals(dev.corral.core.fetch.FanOut.OFF, load(Map.of()).cluster().fanOut());
+    assertEquals(dev.corral.core.fetch.FanOut.DEFAULT, load(Map.of()).cluster().fanOut());
     var set = load(Map.of("CORRAL_PEER_UPLOAD_CAP", "3"), "--peer-fanout", "on", "--peer-wait-bound", "250ms")
         .cluster().fanOut();
     assertEquals(new dev.corral.core.fetch.FanOut(true, 3, java.time.Duration.ofMillis(250)), set);

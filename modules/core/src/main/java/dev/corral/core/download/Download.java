@@ -64,6 +64,13 @@ public final class Download {
    */
   static final java.time.Duration NOT_STORED_GRACE = java.time.Duration.ofMinutes(1);
 
+  /**
+   * How long a large download that committed stays findable by its id (issue 17): another node
+   * told to read it, or to resume its copy from it ({@code FromPeer.alsoAt}), may ask only after it
+   * ended, and then reads the committed bytes rather than a 404 that would fail its copy.
+   */
+  static final java.time.Duration ENDED_GRACE = java.time.Duration.ofMinutes(1);
+
   /** Whether {@code headers} carry {@link #NOT_STORED}. */
   public static boolean saysNotStored(List<Header> headers) {
     for (Header h : headers) {
@@ -354,6 +361,9 @@ public final class Download {
               node.remove(downloadId);
               writer.close();
             }, system.executionContext());
+          } else if (stream != null && outcome instanceof Outcome.Stored) {
+            // Late readers read the committed bytes (GrowingBlob.complete).
+            system.scheduler().scheduleOnce(ENDED_GRACE, () -> node.remove(downloadId), system.executionContext());
           } else {
             node.remove(downloadId);
           }

@@ -18,8 +18,8 @@ import java.util.Objects;
  */
 public record FanOut(boolean on, int cap, Duration waitBound) {
   /**
-   * On, 2 uploads, 1 s: a node's until the server sets its own (in-JVM tests of the entity). The
-   * server's default setting is off for now (corral-defaults.conf, docs/scale.md "Status").
+   * On, 2 uploads, 1 s: the server's default settings (corral-defaults.conf), and a node's until
+   * the server sets its own (in-JVM tests of the entity).
    */
   public static final FanOut DEFAULT = new FanOut(true, 2, Duration.ofSeconds(1));
   /** Owner-only: every copy from the entity's node. */

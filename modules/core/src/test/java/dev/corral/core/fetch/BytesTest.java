@@ -183,6 +183,28 @@ class BytesTest extends EntityTestBase {
   }
 
   @Test
+  void b2_aLargeDownloadThatCommittedIsStillReadByItsIdFromAnOffsetForALateCopy() throws Exception {
+    // Issue 17: a node told to resume its copy from this download may ask after it ended.
+    String repo = repo(withInlineLimit(1024));
+    String u = url("large-late");
+    ArtifactKey key = ArtifactKey.of(repo, u);
+    ByteString body = bytes(LARGE, 5);
+    HeldBody held = new HeldBody(body);
+    upstream.on(u, r -> CompletableFuture.completedFuture(held.response()));
+
+    Reply.Streaming streaming = reply(ask(key), Reply.Streaming.class);
+    held.end();
+    // A hit: the fetch has ended (its download's end ran before the entity heard of it).
+    awaitAssert(() -> reply(ask(key), Reply.Stored.class));
+    var ended = node.downloads().find(streaming.downloadId());
+    assertTrue(ended.isPresent(), "findable by its id after it committed");
+    ByteString rest = ended.get().reader(LARGE / 3)
+        .runFold(ByteString.emptyByteString(), ByteString::concat, kit.system())
+        .toCompletableFuture().get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+    assertEquals(body.drop(LARGE / 3), rest, "the committed bytes from the offset");
+  }
+
+  @Test
   void b2_aLargeDownloadThatFailsMidwayFailsEveryReader() throws Exception {
     // B2: if the download fails, those connections are aborted, never ended as if complete.
     String repo = repo(withInlineLimit(1024));
