@@ -45,7 +45,7 @@ import org.junit.jupiter.api.io.TempDir;
 class RollingRestartIT {
   private static final int KEYS = 25; // not a multiple of 2 or 3: every key meets every node
   private static final int THREADS = 3;
-  private static final int REQUESTS_ON_A_RETURNED_NODE = 50;
+  private static final int REQUESTS_ON_A_RETURNED_NODE = 15;
   private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
   private static final Duration LOAD_LIMIT = Duration.ofMinutes(8);
 

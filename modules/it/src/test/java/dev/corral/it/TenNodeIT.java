@@ -99,7 +99,7 @@ class TenNodeIT {
    * from SIGTERM to Up and ready again on this machine). 1 is the strict one-at-a-time order.
    */
   private static final int RESTART_AT_ONCE = 2;
-  private static final int REQUESTS_ON_A_RETURNED_NODE = 20;
+  private static final int REQUESTS_ON_A_RETURNED_NODE = 5; // served again before the next wave (more only costs CI time)
   private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
   private static final Duration LOAD_LIMIT = Duration.ofMinutes(8);
   private static final Duration FRESH_UPSTREAM_DELAY = Duration.ofMillis(200);
