@@ -7,9 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.corral.core.key.ArtifactKey;
+import dev.corral.core.key.Sha256;
+import dev.corral.testkit.RawHttp;
 import dev.corral.testkit.TestCluster;
 import dev.corral.testkit.TestNode;
 import dev.corral.testkit.upstream.FakeUpstream;
+import java.io.InputStream;
 import java.net.http.HttpClient;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
@@ -60,6 +63,43 @@ class ClusterDrainTest {
 
   private ArtifactKey key(String path) {
     return ArtifactKey.of("up", upstream.url(path));
+  }
+
+  @Test
+  void aStoppingNodeLetsACopyAnotherNodeIsReadingFinishBeforeItClosesItsPeerPort() throws Exception {
+    // 48 MiB: more than loopback's socket buffers hold, so the copy is still being sent when the
+    // node stops (with fan-out any node may be sending copies, not only a draining entity's node).
+    byte[] big = TestNode.bytes(48 * 1024 * 1024, 23);
+    paths.put("/drain/big.bin", (exchange, n) -> TestNode.ok(exchange, big));
+    CorralServer holder = cluster.nodes.get(0);
+    HttpResponse<byte[]> first = TestNode.get(client, holder, "/up/drain/big.bin");
+    assertEquals(200, first.statusCode());
+    String sha = Sha256.hex(big);
+    TestNode.await("the holder's blob", Duration.ofSeconds(30), () -> holder.node().store().blobSize(sha).isPresent());
+
+    RawHttp copy = RawHttp.send(holder.peerAddress(), "GET", "/-/peer/blobs/" + sha);
+    InputStream in = copy.input();
+    String head = RawHttp.readHead(in);
+    assertTrue(head.startsWith("HTTP/1.1 200"), head);
+    byte[] start = in.readNBytes(1024 * 1024);
+    CompletableFuture<Void> stopped = CompletableFuture.runAsync(() -> {
+      try {
+        cluster.stop(holder);
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+    });
+    // Not read meanwhile: the copy is stalled until the stop waits for it (or, without that wait,
+    // has closed the peer port and cut it).
+    TestNode.await("the stop waiting for the copy, or over", Duration.ofSeconds(60),
+        () -> holder.waitedForPeerUploads() || stopped.isDone());
+    byte[] rest = in.readAllBytes();
+    copy.close();
+    assertEquals(big.length, start.length + rest.length, "the whole copy, not cut by the stop");
+    byte[] whole = java.util.Arrays.copyOf(start, big.length);
+    System.arraycopy(rest, 0, whole, start.length, rest.length);
+    assertArrayEquals(big, whole);
+    stopped.get(60, TimeUnit.SECONDS);
   }
 
   @Test

@@ -80,6 +80,8 @@ public final class CorralServer implements AutoCloseable {
   private final String nodeName;
   private final ServerBinding peerBinding;
   private final PeerTransferMetrics transfers;
+  /** See {@link #waitedForPeerUploads}. */
+  private volatile boolean waitingForPeerUploads;
 
   private CorralServer(ActorSystem<Void> system, FrontDoor frontDoor, ServerBinding binding, Node node,
       Metrics metrics, CancelRegistry cancels, Waiters waiters, String nodeName, ServerBinding peerBinding,
@@ -345,9 +347,14 @@ public final class CorralServer implements AutoCloseable {
       return binding.unbind().thenApply(d -> Done.getInstance());
     });
     // The peer port stays open while the node drains and hands its shards off: other nodes may
-    // still be copying from it.
-    cs.addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(), "corral-peer-unbind",
-        () -> peerBinding.terminate(Duration.ofSeconds(1)).thenApply(t -> Done.getInstance()));
+    // still be copying from it (with fan-out, from any node). Copies still being sent then are let
+    // finish, up to the drain timeout: terminate alone would cut them a second later, and a copy
+    // that cannot resume elsewhere fails its node's clients.
+    cs.addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(), "corral-peer-unbind", () -> {
+      CompletableFuture<Done> sent = new CompletableFuture<>();
+      awaitUploadsSent(sent, System.nanoTime() + drainTimeout.toNanos());
+      return sent.thenCompose(d -> peerBinding.terminate(Duration.ofSeconds(1))).thenApply(t -> Done.getInstance());
+    });
     // After a drain, the client pools (upstreams, peers) are closed here rather than by the actor
     // system's end, which would log each live pool as "shut down unexpectedly". Waited for at most
     // a second: a pool closes only when its requests end, and a request the drain gave up on
@@ -380,6 +387,29 @@ public final class CorralServer implements AutoCloseable {
       CompletableFuture.delayedExecutor(50, TimeUnit.MILLISECONDS)
           .execute(() -> awaitIdle(idle, deadline));
     }
+  }
+
+  /** Completes {@code sent} once no copy is being sent to another node, or at the deadline (checked every 50 ms). */
+  private void awaitUploadsSent(CompletableFuture<Done> sent, long deadline) {
+    int uploads = transfers.uploadsNow();
+    if (uploads <= 0) {
+      sent.complete(Done.getInstance());
+    } else if (System.nanoTime() - deadline >= 0) {
+      log.warn("drain timeout reached with {} copies to other nodes still being sent; closing the peer port", uploads);
+      sent.complete(Done.getInstance());
+    } else {
+      waitingForPeerUploads = true;
+      CompletableFuture.delayedExecutor(50, TimeUnit.MILLISECONDS)
+          .execute(() -> awaitUploadsSent(sent, deadline));
+    }
+  }
+
+  /**
+   * Whether this node's stop has waited for a copy to another node to be sent before closing its
+   * peer port (for tests).
+   */
+  public boolean waitedForPeerUploads() {
+    return waitingForPeerUploads;
   }
 
   public InetSocketAddress address() {

@@ -32,6 +32,11 @@ final class PeerTransferMetrics implements PeerTransfers {
     uploads = metrics.peerUploads;
   }
 
+  /** The copies this node's peer endpoint is sending now. */
+  int uploadsNow() {
+    return now.get();
+  }
+
   /** The most copies this node's peer endpoint ever sent at once (the gauge's high-water mark). */
   int mostUploadsAtOnce() {
     return most.get();
