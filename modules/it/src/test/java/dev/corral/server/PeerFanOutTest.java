@@ -35,6 +35,7 @@ import org.junit.jupiter.api.io.TempDir;
  * arriving (chained streaming); no node's peer endpoint sends more than the cap at once; every
  * body is exact and the upstream is asked once. Off: every copy comes from E.
  */
+@org.junit.jupiter.api.parallel.Isolated // runs alone: see modules/it/pom.xml
 class PeerFanOutTest {
   private static final int SIZE = 2 * 1024 * 1024;
   private static final int CLIENTS_PER_NODE = 2;
