@@ -82,6 +82,8 @@ public final class CorralServer implements AutoCloseable {
   private final PeerTransferMetrics transfers;
   /** See {@link #waitedForPeerUploads}. */
   private volatile boolean waitingForPeerUploads;
+  /** When the drain timeout of this node's stop runs out ({@link System#nanoTime}); 0 before the stop. */
+  private volatile long drainDeadline;
 
   private CorralServer(ActorSystem<Void> system, FrontDoor frontDoor, ServerBinding binding, Node node,
       Metrics metrics, CancelRegistry cancels, Waiters waiters, String nodeName, ServerBinding peerBinding,
@@ -348,11 +350,13 @@ public final class CorralServer implements AutoCloseable {
     });
     // The peer port stays open while the node drains and hands its shards off: other nodes may
     // still be copying from it (with fan-out, from any node). Copies still being sent then are let
-    // finish, up to the drain timeout: terminate alone would cut them a second later, and a copy
-    // that cannot resume elsewhere fails its node's clients.
+    // finish, within what is left of the drain timeout (one budget for the whole stop): terminate
+    // alone would cut them a second later, and a copy that cannot resume elsewhere fails its
+    // node's clients.
     cs.addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(), "corral-peer-unbind", () -> {
       CompletableFuture<Done> sent = new CompletableFuture<>();
-      awaitUploadsSent(sent, System.nanoTime() + drainTimeout.toNanos());
+      long deadline = drainDeadline;
+      awaitUploadsSent(sent, deadline != 0 ? deadline : System.nanoTime() + drainTimeout.toNanos());
       return sent.thenCompose(d -> peerBinding.terminate(Duration.ofSeconds(1))).thenApply(t -> Done.getInstance());
     });
     // After a drain, the client pools (upstreams, peers) are closed here rather than by the actor
@@ -365,6 +369,7 @@ public final class CorralServer implements AutoCloseable {
             .completeOnTimeout(null, 1, TimeUnit.SECONDS).thenApply(d -> Done.getInstance()));
     cs.addTask(CoordinatedShutdown.PhaseServiceRequestsDone(), "corral-drain", () -> {
       long deadline = System.nanoTime() + drainTimeout.toNanos();
+      drainDeadline = deadline;
       CompletableFuture<Done> idle = new CompletableFuture<>();
       awaitIdle(idle, deadline);
       return idle.thenCompose(d -> binding.terminate(
