@@ -7,8 +7,6 @@ import com.sun.net.httpserver.HttpExchange;
 import dev.corral.testkit.Await;
 import dev.corral.testkit.RawHttp;
 import dev.corral.testkit.upstream.FakeUpstream;
-import java.net.InetSocketAddress;
-import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -21,7 +19,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -82,43 +79,6 @@ class RollingRestartIT {
     }
   }
 
-  /** The nodes in rotation, and how many requests each one has in flight. */
-  private static final class Rotation {
-    final AtomicIntegerArray in = new AtomicIntegerArray(3);
-    final AtomicIntegerArray inFlight = new AtomicIntegerArray(3);
-    final AtomicReferenceArray<String> base = new AtomicReferenceArray<>(3);
-    final AtomicIntegerArray incarnation = new AtomicIntegerArray(3);
-    final AtomicLong next = new AtomicLong();
-
-    void add(int node, String url) {
-      base.set(node, url);
-      incarnation.incrementAndGet(node);
-      in.set(node, 1);
-    }
-
-    /** Takes a node out; returns once none of its requests is in flight (or fails after the timeout). */
-    void remove(int node, Duration timeout) throws Exception {
-      in.set(node, 0);
-      Await.until(timeout, () -> "node-" + (node + 1) + " still has " + inFlight.get(node) + " requests in flight",
-          () -> inFlight.get(node) == 0);
-    }
-
-    /** Picks the next node in rotation and counts a request on it; -1 when none is in. */
-    int acquire() {
-      for (int attempt = 0; attempt < 6; attempt++) {
-        int node = (int) (next.getAndIncrement() % 3);
-        if (in.get(node) == 1) {
-          inFlight.incrementAndGet(node);
-          if (in.get(node) == 1) {
-            return node;
-          }
-          inFlight.decrementAndGet(node); // removed meanwhile: not sent
-        }
-      }
-      return -1;
-    }
-  }
-
   @Test
   void restartingEachNodeInTurnUnderLoadFailsNoRequestAndFetchesEachKeyOnce() throws Exception {
     upstream = new FakeUpstream(this::answer);
@@ -129,7 +89,7 @@ class RollingRestartIT {
     }
     cluster.awaitReady(Duration.ofSeconds(60));
 
-    Rotation rotation = new Rotation();
+    Rotation rotation = new Rotation(3);
     for (int i = 0; i < 3; i++) {
       rotation.add(i, cluster.base(i));
     }
@@ -142,8 +102,7 @@ class RollingRestartIT {
     long loadDeadline = System.nanoTime() + LOAD_LIMIT.toNanos();
     for (int t = 0; t < THREADS; t++) {
       Thread thread = new Thread(() -> {
-        RawHttp[] connections = new RawHttp[3];
-        int[] reached = new int[3];
+        Rotation.Connections connections = rotation.new Connections(REQUEST_TIMEOUT);
         while (!stopLoad.get() && System.nanoTime() < loadDeadline) {
           int node = rotation.acquire();
           if (node < 0) {
@@ -152,19 +111,9 @@ class RollingRestartIT {
           }
           int key = (int) (counter.getAndIncrement() % KEYS);
           String path = "/up/k-" + key + ".bin";
-          String url = rotation.base.get(node) + path;
+          String url = rotation.base(node) + path;
           try {
-            RawHttp c = connections[node];
-            // A connection made to an earlier incarnation of the node is never reused.
-            if (c == null || reached[node] != rotation.incarnation.get(node) || !c.reusable()) {
-              if (c != null) {
-                c.close();
-              }
-              reached[node] = rotation.incarnation.get(node);
-              URI base = URI.create(rotation.base.get(node));
-              c = connections[node] = RawHttp.keepAlive(new InetSocketAddress(base.getHost(), base.getPort()), REQUEST_TIMEOUT);
-            }
-            RawHttp.Response r = c.get(path);
+            RawHttp.Response r = connections.to(node).get(path);
             String via = r.xCache();
             if (r.status() != 200 || !Arrays.equals(body(key), r.body())) {
               failures.add(url + " on node-" + (node + 1) + ": " + r.status() + " " + via + " " + r.body().length + " bytes");
@@ -179,19 +128,12 @@ class RollingRestartIT {
             }
           } catch (Exception e) {
             failures.add(url + " on node-" + (node + 1) + ": " + e);
-            if (connections[node] != null) {
-              connections[node].close();
-              connections[node] = null;
-            }
+            connections.drop(node);
           } finally {
-            rotation.inFlight.decrementAndGet(node);
+            rotation.release(node);
           }
         }
-        for (RawHttp c : connections) {
-          if (c != null) {
-            c.close();
-          }
-        }
+        connections.close();
       }, "load-" + t);
       thread.setDaemon(true);
       load.add(thread);

@@ -35,7 +35,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -402,49 +401,12 @@ class TenNodeIT {
     return CrashRestartIT.bytes(2700 + key, key % 8 == 0 ? 3 * 1024 * 1024 : 24 * 1024 + key);
   }
 
-  /** The nodes in rotation, and how many requests each one has in flight (RollingRestartIT's, for N nodes). */
-  private static final class Rotation {
-    final AtomicIntegerArray in = new AtomicIntegerArray(NODES);
-    final AtomicIntegerArray inFlight = new AtomicIntegerArray(NODES);
-    final AtomicReferenceArray<String> base = new AtomicReferenceArray<>(NODES);
-    final AtomicIntegerArray incarnation = new AtomicIntegerArray(NODES);
-    final AtomicLong next = new AtomicLong();
-
-    void add(int node, String url) {
-      base.set(node, url);
-      incarnation.incrementAndGet(node);
-      in.set(node, 1);
-    }
-
-    /** Takes a node out; returns once none of its requests is in flight (or fails after the timeout). */
-    void remove(int node, Duration timeout) throws Exception {
-      in.set(node, 0);
-      Await.until(timeout, () -> "node-" + (node + 1) + " still has " + inFlight.get(node) + " requests in flight",
-          () -> inFlight.get(node) == 0);
-    }
-
-    /** Picks the next node in rotation and counts a request on it; -1 when none is in. */
-    int acquire() {
-      for (int attempt = 0; attempt < 2 * NODES; attempt++) {
-        int node = (int) (next.getAndIncrement() % NODES);
-        if (in.get(node) == 1) {
-          inFlight.incrementAndGet(node);
-          if (in.get(node) == 1) {
-            return node;
-          }
-          inFlight.decrementAndGet(node); // removed meanwhile: not sent
-        }
-      }
-      return -1;
-    }
-  }
-
   @Test
   @Order(3)
   void restartingAllTenNodesInTurnUnderLoadFailsNoRequestAndFetchesNoKeyTwice() throws Exception {
     long startedAt = System.nanoTime();
     int upstreamBefore = upstream.requests();
-    Rotation rotation = new Rotation();
+    Rotation rotation = new Rotation(NODES);
     for (int i = 0; i < NODES; i++) {
       rotation.add(i, cluster.base(i));
     }
@@ -457,8 +419,7 @@ class TenNodeIT {
     long loadDeadline = System.nanoTime() + LOAD_LIMIT.toNanos();
     for (int t = 0; t < ROLLING_THREADS; t++) {
       Thread thread = new Thread(() -> {
-        RawHttp[] connections = new RawHttp[NODES];
-        int[] reached = new int[NODES];
+        Rotation.Connections connections = rotation.new Connections(REQUEST_TIMEOUT);
         while (!stopLoad.get() && System.nanoTime() < loadDeadline) {
           int node = rotation.acquire();
           if (node < 0) {
@@ -471,19 +432,9 @@ class TenNodeIT {
           // fetches are in flight while nodes drain and their shards move.
           boolean fresh = freshKeys.get() && nth % 5 == 4;
           String path = fresh ? "/up/n-" + nth + ".bin" : "/up/r-" + key + ".bin";
-          String url = rotation.base.get(node) + path;
+          String url = rotation.base(node) + path;
           try {
-            RawHttp c = connections[node];
-            // A connection made to an earlier incarnation of the node is never reused.
-            if (c == null || reached[node] != rotation.incarnation.get(node) || !c.reusable()) {
-              if (c != null) {
-                c.close();
-              }
-              reached[node] = rotation.incarnation.get(node);
-              URI base = URI.create(rotation.base.get(node));
-              c = connections[node] = RawHttp.keepAlive(new InetSocketAddress(base.getHost(), base.getPort()), REQUEST_TIMEOUT);
-            }
-            RawHttp.Response r = c.get(path);
+            RawHttp.Response r = connections.to(node).get(path);
             String via = r.xCache();
             if (r.status() != 200 || !Arrays.equals(fresh ? freshBody(nth) : rollingBody(key), r.body())) {
               failures.add(url + " on node-" + (node + 1) + ": " + r.status() + " " + via + " " + r.body().length + " bytes");
@@ -498,19 +449,12 @@ class TenNodeIT {
             }
           } catch (Exception e) {
             failures.add(url + " on node-" + (node + 1) + ": " + e);
-            if (connections[node] != null) {
-              connections[node].close();
-              connections[node] = null;
-            }
+            connections.drop(node);
           } finally {
-            rotation.inFlight.decrementAndGet(node);
+            rotation.release(node);
           }
         }
-        for (RawHttp c : connections) {
-          if (c != null) {
-            c.close();
-          }
-        }
+        connections.close();
       }, "rolling-" + t);
       thread.setDaemon(true);
       load.add(thread);
