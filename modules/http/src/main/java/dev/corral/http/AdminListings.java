@@ -92,7 +92,16 @@ final class AdminListings {
     }
   }
 
+  /** A listing asked for while the store's index loads (after a start): it would wait for it. */
+  private static HttpResponse stillLoading() {
+    return text(503, "the store's index is still loading after the start; try again shortly")
+        .addHeader(org.apache.pekko.http.javadsl.model.headers.RetryAfter.create(5L));
+  }
+
   HttpResponse repos() {
+    if (store.indexLoading()) {
+      return stillLoading();
+    }
     Map<String, long[]> held = new HashMap<>(); // repo -> {keys, bytes}
     for (StoredArtifact a : store.matching(a -> true)) {
       long[] tally = held.computeIfAbsent(Listed.of(a).repo(), r -> new long[2]);
@@ -115,6 +124,9 @@ final class AdminListings {
 
   CompletionStage<HttpResponse> keys(Optional<String> repoName, Optional<String> prefix, Optional<String> limitText,
       Optional<String> after) {
+    if (store.indexLoading()) {
+      return CompletableFuture.completedFuture(stillLoading());
+    }
     Object page = page(repoName, prefix, limitText, after);
     if (page instanceof HttpResponse refused) {
       return CompletableFuture.completedFuture(refused);

@@ -109,7 +109,7 @@ public interface ArtifactStore {
   /**
    * The stored artifacts that pass {@code filter}, copied out in no particular order without
    * marking any as used: for listings (the admin API), never for serving. Runs the filter over
-   * every key held, under the store's lock.
+   * every key held, under the store's lock; while the index loads, waits for it first.
    */
   List<StoredArtifact> matching(java.util.function.Predicate<StoredArtifact> filter);
 
@@ -124,9 +124,18 @@ public interface ArtifactStore {
     return List.of();
   }
 
-  /** Total bytes of all blobs. */
+  /**
+   * Whether the index of the keys held is still being loaded (after a start): lookups then find
+   * every key held, but {@link #matching}, {@link #totalSize} and {@link #keyCount} do not know them
+   * all yet.
+   */
+  default boolean indexLoading() {
+    return false;
+  }
+
+  /** Total bytes of all blobs (while the index loads: of those known so far). */
   long totalSize();
 
-  /** Number of keys held. */
+  /** Number of keys held (while the index loads: of those known so far). */
   int keyCount();
 }

@@ -21,6 +21,7 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -30,6 +31,9 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.regex.Pattern;
 import org.apache.pekko.NotUsed;
@@ -52,14 +56,21 @@ import org.slf4j.LoggerFactory;
  * <p>Every file is written under {@code tmp/}, fsynced and renamed into place atomically, so a
  * crash leaves either the old file or the new one, never half a file.
  *
- * <p>Start-up: {@link #open} loads the index snapshot when a valid one is there (no key record
- * is read, no blob looked at) and deletes it, durably, before the store takes any change, so a
- * snapshot is only ever trusted by the one open that follows the close that wrote it. Without
- * one (after a crash, or when it is damaged: logged) the open rebuilds the index from the key
- * records, dropping those whose blob is missing or has the wrong size and deleting blobs no key
- * refers to, so an interrupted commit is simply not there. (Directories are not fsynced after a
- * commit's rename: a crash may lose the last commits, which the rebuild then treats as never
- * made.) Either way a blob is checked again when it is read (F2).
+ * <p>Start-up: the open claims the index snapshot when one is there (moves it into {@code tmp/},
+ * durably, before the store takes any change, so a snapshot is only ever trusted by the one open
+ * that follows the close that wrote it) and loads the index from it (no key record is read, no
+ * blob looked at). Without one (after a crash, or when it is damaged: logged) the index is rebuilt
+ * from the key records, dropping those whose blob is missing or has the wrong size and deleting
+ * blobs no key refers to, so an interrupted commit is simply not there. (Directories are not
+ * fsynced after a commit's rename: a crash may lose the last commits, which the rebuild then
+ * treats as never made.) Either way a blob is checked again when it is read (F2).
+ *
+ * <p>The index may load in the background ({@link #DiskStore(Path, long, Clock, Executor)}), as
+ * nginx's cache loader does: the store is usable at once. Until the index is loaded, a key not yet
+ * in it is looked up in its own record on disk (and added), a removal reaches keys not loaded yet,
+ * and what changes meanwhile is remembered ({@link Loading}) so that the loaded index never brings
+ * back a key removed or replaced in the meantime; eviction, the cleanup of unused keys and the
+ * deletion of a blob whose last loaded key went wait for the load, and listings wait for it.
  *
  * <p>The index holds every key in exact least-recently-used order. Size is bounded by evicting
  * from the LRU end after each commit; a blob shared by several keys (identical content) is
@@ -93,7 +104,7 @@ public final class DiskStore implements ArtifactStore {
    * A LinkedHashMap in access order gives exact LRU.
    */
   private final ReentrantLock lock = new ReentrantLock();
-  // Both replaced once, at open, by tables sized for an index snapshot's entries.
+  // Both replaced once, when the index is loaded, by the loaded tables with what came meanwhile.
   private LinkedHashMap<String, IndexEntry> index = new LinkedHashMap<>(64, 0.75f, true);
   private Map<String, BlobRefs> blobs = new HashMap<>();
   /** Told the id of each key evicted to make room (outside the lock); for the replica directory. */
@@ -108,8 +119,30 @@ public final class DiskStore implements ArtifactStore {
   private final SharedHeaders sharedHeaders = new SharedHeaders();
   /** A snapshot written by {@link #close} is on disk and matches the index; guarded by the lock. */
   private boolean snapshotWritten;
-  /** How this store's index was loaded at open. */
-  private final boolean openedFromSnapshot;
+  /** What changed while the index loads; null once it is loaded. Guarded by the lock. */
+  private Loading loading = new Loading();
+  /** Counted down when the index load ends, loaded or failed. */
+  private final CountDownLatch loadEnded = new CountDownLatch(1);
+  /** Why the index load failed, or null. */
+  private volatile Exception loadFailure;
+  /** How this store's index was loaded (valid once loaded). */
+  private volatile boolean openedFromSnapshot;
+
+  /**
+   * What changed while the index loads in the background, for the load's merge: the loaded index
+   * is older than any of it.
+   */
+  private static final class Loading {
+    /** Keys removed or dropped meanwhile: the loaded index must not bring them back. */
+    final Set<String> dropped = new HashSet<>();
+    /**
+     * Blobs whose last key known so far went meanwhile: deleted once loaded unless a loaded key
+     * still refers to them (a blob is shared by every key of the same content).
+     */
+    final Set<String> unreferenced = new HashSet<>();
+    /** Blobs found bad and deleted meanwhile: loaded keys that refer to them are dropped too. */
+    final Set<String> bad = new HashSet<>();
+  }
 
   /** Deletes one file that is no longer wanted. */
   @FunctionalInterface
@@ -151,12 +184,22 @@ public final class DiskStore implements ArtifactStore {
   /**
    * Opens the store in {@code dataDir} (created if absent), deletes leftover temporary files and
    * loads the index from the snapshot a clean {@link #close} left, or else rebuilds it from the key
-   * records on disk, checking each blob's size (not its hash).
+   * records on disk, checking each blob's size (not its hash); returns once the index is loaded.
    *
    * @param maxSizeBytes the total blob size above which least recently used keys are evicted
    * @param clock the source of {@link StoredArtifact#fetchedAtMillis()} on commit
    */
   public DiskStore(Path dataDir, long maxSizeBytes, Clock clock) throws IOException {
+    this(dataDir, maxSizeBytes, clock, Runnable::run);
+  }
+
+  /**
+   * The same, loading the index on {@code indexLoader}: the store is usable as soon as this
+   * returns, the index loaded or not (see the class comment). A load that fails is logged; the
+   * store then goes on looking keys up on disk and evicts nothing until it is opened again. When
+   * {@code indexLoader} runs the load on the calling thread, its failure is thrown here.
+   */
+  public DiskStore(Path dataDir, long maxSizeBytes, Clock clock, Executor indexLoader) throws IOException {
     if (maxSizeBytes < 0) {
       throw new IllegalArgumentException("maxSizeBytes < 0: " + maxSizeBytes);
     }
@@ -171,17 +214,39 @@ public final class DiskStore implements ArtifactStore {
       OwnerOnly.tighten(dir);
     }
     OwnerOnly.tighten(dataDir);
-    lock.lock(); // index and blobs are assigned here, read under the lock by every other thread
+    int tmpDeleted = deleteChildren(tmpDir);
+    Path claimed = claimSnapshot();
+    indexLoader.execute(() -> load(claimed, tmpDeleted));
+    if (loadEnded.getCount() == 0 && loadFailure != null) { // loaded on this thread, and failed
+      throw loadFailure instanceof IOException io ? io : new IOException(loadFailure);
+    }
+  }
+
+  /** Same as the constructor that loads the index before it returns. */
+  public static DiskStore open(Path dataDir, long maxSizeBytes, Clock clock) throws IOException {
+    return new DiskStore(dataDir, maxSizeBytes, clock);
+  }
+
+  /** Same as the constructor that loads the index on {@code indexLoader}. */
+  public static DiskStore open(Path dataDir, long maxSizeBytes, Clock clock, Executor indexLoader)
+      throws IOException {
+    return new DiskStore(dataDir, maxSizeBytes, clock, indexLoader);
+  }
+
+  /** Whether the index is still loading (or its load failed): see the class comment. */
+  @Override
+  public boolean indexLoading() {
+    lock.lock();
     try {
-      this.openedFromSnapshot = load();
+      return loading != null;
     } finally {
       lock.unlock();
     }
   }
 
-  /** Same as the constructor. */
-  public static DiskStore open(Path dataDir, long maxSizeBytes, Clock clock) throws IOException {
-    return new DiskStore(dataDir, maxSizeBytes, clock);
+  /** Waits until the index load has ended, loaded or failed; false if {@code timeout} passed first. */
+  public boolean awaitIndexLoaded(java.time.Duration timeout) throws InterruptedException {
+    return loadEnded.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -200,13 +265,23 @@ public final class DiskStore implements ArtifactStore {
 
   @Override
   public java.util.OptionalLong blobSize(String sha256) {
+    boolean stillLoading;
     lock.lock();
     try {
       BlobRefs b = blobs.get(sha256);
-      return b == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(b.size);
+      if (b != null) {
+        return java.util.OptionalLong.of(b.size);
+      }
+      stillLoading = loading != null;
     } finally {
       lock.unlock();
     }
+    if (stillLoading && HEX64.matcher(sha256).matches()) {
+      // Maybe a key not loaded yet refers to it; whoever reads it verifies it whole.
+      long size = sizeOrMinusOne(blobPath(sha256));
+      return size >= 0 ? java.util.OptionalLong.of(size) : java.util.OptionalLong.empty();
+    }
+    return java.util.OptionalLong.empty();
   }
 
   @Override
@@ -224,14 +299,16 @@ public final class DiskStore implements ArtifactStore {
   public Optional<StoredArtifact> lookup(ArtifactKey key) {
     String keyId = key.id();
     StoredArtifact found;
+    boolean stillLoading;
     lock.lock();
     try {
       found = used(keyId); // access order: marks it recently used
+      stillLoading = loading != null;
     } finally {
       lock.unlock();
     }
     if (found == null) {
-      return Optional.empty();
+      return stillLoading ? Optional.ofNullable(onDisk(keyId)) : Optional.empty();
     }
     if (blobIntact(found)) {
       return Optional.of(found);
@@ -444,11 +521,50 @@ public final class DiskStore implements ArtifactStore {
 
   @Override
   public Optional<StoredArtifact> held(String keyId) {
+    boolean stillLoading;
     lock.lock();
     try {
-      // containsKey first: only a key that is held is touched in access order.
       IndexEntry e = index.get(keyId);
-      return e == null ? Optional.empty() : Optional.of(e.artifact);
+      if (e != null) {
+        return Optional.of(e.artifact);
+      }
+      stillLoading = loading != null;
+    } finally {
+      lock.unlock();
+    }
+    return stillLoading && HEX64.matcher(keyId).matches() ? Optional.ofNullable(onDisk(keyId)) : Optional.empty();
+  }
+
+  /**
+   * While the index loads: the key's record read from disk, when it is sound and its blob is there
+   * with its size, added to the index as just used; null when not held. Outside the lock.
+   */
+  private StoredArtifact onDisk(String keyId) {
+    Path record = recordPath(keyId);
+    byte[] bytes;
+    try {
+      bytes = Files.readAllBytes(record);
+    } catch (NoSuchFileException e) {
+      return null;
+    } catch (IOException e) {
+      log.warn("unreadable key record {}: {}", record, e.toString());
+      return null;
+    }
+    StoredArtifact a = parseRecord(record, bytes);
+    if (a == null || !wellPlaced(record, a) || !blobIntact(a)) {
+      return null; // the load drops it
+    }
+    StoredArtifact found = new StoredArtifact(a.keyId(), a.key(), a.sha256(), a.size(),
+        sharedHeaders.share(a.headers()), a.fetchedAtMillis());
+    lock.lock();
+    try {
+      StoredArtifact current = used(keyId);
+      if (current != null || loading == null || loading.dropped.contains(keyId)) {
+        return current; // the index knows better: loaded, committed or removed since
+      }
+      index.put(keyId, new IndexEntry(found, clock.millis()));
+      addRef(found);
+      return found;
     } finally {
       lock.unlock();
     }
@@ -596,12 +712,22 @@ public final class DiskStore implements ArtifactStore {
     if (--refs.refs <= 0) {
       blobs.remove(artifact.sha256());
       totalSize -= refs.size;
-      discard(blobPath(artifact.sha256()), doomed);
+      if (loading != null) {
+        loading.unreferenced.add(artifact.sha256()); // a key not loaded yet may refer to it
+      } else {
+        discard(blobPath(artifact.sha256()), doomed);
+      }
     }
   }
 
   /** Removes a key from the index and discards its files. */
   private boolean dropKey(String keyId, List<Path> doomed) throws IOException {
+    if (loading != null) {
+      loading.dropped.add(keyId);
+      if (!index.containsKey(keyId)) {
+        return HEX64.matcher(keyId).matches() && discard(recordPath(keyId), doomed); // not loaded yet
+      }
+    }
     if (!index.containsKey(keyId)) {
       return false;
     }
@@ -617,16 +743,18 @@ public final class DiskStore implements ArtifactStore {
 
   /**
    * Takes a file out of blobs/ or keys/ by renaming it into tmp/ (cheap, under the lock) and adds
-   * it to {@code doomed}, to be deleted once the lock is released. A file already gone is skipped.
+   * it to {@code doomed}, to be deleted once the lock is released. A file already gone is skipped
+   * (false).
    */
-  private void discard(Path file, List<Path> doomed) throws IOException {
+  private boolean discard(Path file, List<Path> doomed) throws IOException {
     Path gone = tmpDir.resolve(UUID.randomUUID() + ".gone");
     try {
       moveAtomically(file, gone);
     } catch (NoSuchFileException e) {
-      return;
+      return false;
     }
     doomed.add(gone);
+    return true;
   }
 
   /** Deletes files discarded under the lock; never called while holding it. */
@@ -664,6 +792,9 @@ public final class DiskStore implements ArtifactStore {
         return; // replaced by a fresh copy in the meantime
       }
       forgetSnapshot();
+      if (loading != null) {
+        loading.bad.add(sha256);
+      }
       List<String> keyIds = new ArrayList<>();
       for (IndexEntry e : index.values()) {
         if (e.artifact.sha256().equals(sha256)) {
@@ -685,6 +816,9 @@ public final class DiskStore implements ArtifactStore {
 
   /** Evicts least recently used keys until the store fits, never {@code keep}. */
   private List<String> evict(String keep, List<Path> doomed) throws IOException {
+    if (loading != null) {
+      return List.of(); // the size is not known yet: the load's end evicts
+    }
     List<String> evicted = new ArrayList<>();
     Iterator<Map.Entry<String, IndexEntry>> it = index.entrySet().iterator();
     while (totalSize > maxSizeBytes && it.hasNext()) {
@@ -727,6 +861,11 @@ public final class DiskStore implements ArtifactStore {
   public void close() {
     lock.lock();
     try {
+      if (loading != null) {
+        log.info("the store's index is still loading: no index snapshot written; the next start"
+            + " rebuilds the index from the key records");
+        return;
+      }
       long started = System.nanoTime();
       IndexSnapshot.write(tmpDir.resolve(UUID.randomUUID() + ".snapshot"), snapshotFile, index.values());
       snapshotWritten = true;
@@ -763,6 +902,9 @@ public final class DiskStore implements ArtifactStore {
     List<Path> doomed = new ArrayList<>();
     lock.lock();
     try {
+      if (loading != null) {
+        return List.of(); // last uses are not all known yet; the next run after the load removes
+      }
       long now = clock.millis();
       // Eldest first: every key after the first one used within the shortest age was used since.
       Iterator<Map.Entry<String, IndexEntry>> it = index.entrySet().iterator();
@@ -798,6 +940,12 @@ public final class DiskStore implements ArtifactStore {
 
   @Override
   public List<StoredArtifact> matching(java.util.function.Predicate<StoredArtifact> filter) {
+    try {
+      loadEnded.await(); // a purge by prefix must reach every key, not only those loaded so far
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while the store's index loads", e);
+    }
     List<StoredArtifact> out = new ArrayList<>();
     lock.lock();
     try {
@@ -842,49 +990,74 @@ public final class DiskStore implements ArtifactStore {
     }
   }
 
-  /** Loads the index from the snapshot if a valid one is there, else from the key records. */
-  private boolean load() throws IOException {
-    int tmpDeleted = deleteChildren(tmpDir);
-    LinkedHashMap<String, IndexEntry> loaded = null;
-    long started = System.nanoTime();
+  /**
+   * Moves the snapshot a clean {@link #close} left into tmp/, durably, before the store can change:
+   * a crash from here on finds none (tmp/ is emptied at open) and rebuilds. Null when there is none.
+   */
+  private Path claimSnapshot() throws IOException {
+    Path claimed = tmpDir.resolve(UUID.randomUUID() + ".loading");
     try {
-      loaded = IndexSnapshot.read(snapshotFile, sharedHeaders, clock.millis());
+      moveAtomically(snapshotFile, claimed);
     } catch (NoSuchFileException e) {
-      log.info("no index snapshot (the node did not stop cleanly, or this is its first start):"
-          + " rebuilding the index from the key records");
-    } catch (IndexSnapshot.Invalid | IOException e) {
-      log.warn("index snapshot {} is unusable ({}); rebuilding the index from the key records"
-          + " instead, nothing is lost", snapshotFile, e.getMessage());
+      return null;
     }
-    // Consumed before anything can change: a crash from here on must not find it.
-    Files.deleteIfExists(snapshotFile);
     IndexSnapshot.syncDirectory(snapshotFile.getParent());
-    if (loaded == null) {
-      rebuild(tmpDeleted);
-      return false;
-    }
-    index = loaded;
-    blobs = new HashMap<>((int) (loaded.size() / 0.75) + 1);
-    for (IndexEntry e : loaded.values()) {
-      addRef(e.artifact);
-    }
-    List<Path> doomed = new ArrayList<>();
-    evict(null, doomed); // the maximum may be smaller than at the close
-    delete(doomed);
-    log.info("store opened from its index snapshot: {} keys, {} bytes in {} ms; {} temp files deleted",
-        index.size(), totalSize, (System.nanoTime() - started) / 1_000_000, tmpDeleted);
-    return true;
+    return claimed;
   }
 
-  private void rebuild(int tmpDeleted) throws IOException {
+  /**
+   * Loads the index from the claimed snapshot if it is valid, else from the key records, and
+   * merges what changed meanwhile into it; after a rebuild, deletes the blobs no key refers to.
+   */
+  private void load(Path claimed, int tmpDeleted) {
     long started = System.nanoTime();
+    try {
+      LinkedHashMap<String, IndexEntry> read = null;
+      if (claimed == null) {
+        log.info("no index snapshot (the node did not stop cleanly, or this is its first start):"
+            + " rebuilding the index from the key records");
+      } else {
+        try {
+          read = IndexSnapshot.read(claimed, sharedHeaders, clock.millis());
+        } catch (IndexSnapshot.Invalid | IOException e) {
+          log.warn("index snapshot {} is unusable ({}); rebuilding the index from the key records"
+              + " instead, nothing is lost", snapshotFile, e.getMessage());
+        } finally {
+          Files.deleteIfExists(claimed);
+        }
+      }
+      boolean fromSnapshot = read != null;
+      List<Path> broken = new ArrayList<>();
+      if (read == null) {
+        read = readRecords(broken);
+      }
+      int merged = merge(read, broken);
+      int orphans = fromSnapshot ? 0 : deleteOrphanBlobs();
+      openedFromSnapshot = fromSnapshot;
+      log.info("store index loaded {}: {} keys, {} bytes in {} ms ({} changed while it loaded);"
+              + " dropped {} broken records, {} orphan blobs, {} temp files",
+          fromSnapshot ? "from its snapshot" : "from the key records", keyCount(), totalSize(),
+          (System.nanoTime() - started) / 1_000_000, merged, broken.size(), orphans, tmpDeleted);
+    } catch (IOException | RuntimeException e) {
+      loadFailure = e;
+      log.error("the store's index could not be loaded; keys are looked up on disk one at a time and"
+          + " nothing is evicted until the node is started again", e);
+    } finally {
+      loadEnded.countDown();
+    }
+  }
+
+  /**
+   * Every key record, in an index that takes the oldest fetch as the least recently used; the
+   * unsound ones (unreadable, misplaced, their blob missing or of the wrong size) go to {@code
+   * broken}. Outside the lock.
+   */
+  private LinkedHashMap<String, IndexEntry> readRecords(List<Path> broken) throws IOException {
     List<StoredArtifact> records = new ArrayList<>();
-    int dropped = 0;
     for (Path record : filesTwoDeep(keysDir)) {
       StoredArtifact a = readRecord(record);
       if (a == null || !wellPlaced(record, a) || !blobIntact(a)) {
-        Files.deleteIfExists(record);
-        dropped++;
+        broken.add(record);
         continue;
       }
       records.add(new StoredArtifact(a.keyId(), a.key(), a.sha256(), a.size(),
@@ -897,23 +1070,130 @@ public final class DiskStore implements ArtifactStore {
     // Nor is the last use: each key counts as used now, so a cleanup of unused keys after a
     // crash waits its whole age again rather than removing a key that was in use.
     long now = clock.millis();
+    LinkedHashMap<String, IndexEntry> read = new LinkedHashMap<>((int) (records.size() / 0.75) + 1, 0.75f, true);
     for (StoredArtifact a : records) {
-      index.put(a.keyId(), new IndexEntry(a, now));
-      addRef(a);
+      read.put(a.keyId(), new IndexEntry(a, now));
     }
-    int orphans = 0;
-    for (Path blob : filesTwoDeep(blobsDir)) {
-      if (!blobs.containsKey(blob.getFileName().toString())) {
-        Files.deleteIfExists(blob);
-        orphans++;
-      }
+    return read;
+  }
+
+  /**
+   * Makes the loaded index the store's: keys removed meanwhile or whose blob was found bad are
+   * left out, and the keys the index took meanwhile (committed, or looked up on disk) replace
+   * their loaded entries as the most recently used. Then deletes what went meanwhile and evicts
+   * down to the maximum size. Returns how many keys changed meanwhile.
+   */
+  private int merge(LinkedHashMap<String, IndexEntry> read, List<Path> broken) throws IOException {
+    // The loaded keys' blob references, counted before taking the lock.
+    Map<String, BlobRefs> refs = new HashMap<>((int) (read.size() / 0.75) + 1);
+    long[] total = {0};
+    for (IndexEntry e : read.values()) {
+      total[0] += reference(refs, e.artifact);
     }
     List<Path> doomed = new ArrayList<>();
-    evict(null, doomed);
-    delete(doomed);
-    log.info("store opened: {} keys, {} bytes, rebuilt from the key records in {} ms; dropped {} broken"
-            + " records, {} orphan blobs, {} temp files", index.size(), totalSize,
-        (System.nanoTime() - started) / 1_000_000, dropped, orphans, tmpDeleted);
+    List<String> evicted;
+    int changed;
+    lock.lock();
+    try {
+      Loading meanwhile = loading;
+      Set<String> unreferenced = new HashSet<>(meanwhile.unreferenced);
+      java.util.function.Consumer<IndexEntry> leaveOut = old -> {
+        BlobRefs b = refs.get(old.artifact.sha256());
+        if (--b.refs <= 0) {
+          refs.remove(old.artifact.sha256());
+          total[0] -= b.size;
+          unreferenced.add(old.artifact.sha256());
+        }
+      };
+      if (!meanwhile.bad.isEmpty()) {
+        List<String> onBadBlobs = new ArrayList<>();
+        for (IndexEntry e : read.values()) {
+          if (meanwhile.bad.contains(e.artifact.sha256())) {
+            onBadBlobs.add(e.artifact.keyId());
+          }
+        }
+        for (String keyId : onBadBlobs) {
+          if (!index.containsKey(keyId)) {
+            discard(recordPath(keyId), doomed); // its blob is gone: the key is not held
+          }
+          meanwhile.dropped.add(keyId);
+        }
+      }
+      for (String keyId : meanwhile.dropped) {
+        IndexEntry old = read.remove(keyId);
+        if (old != null) {
+          leaveOut.accept(old);
+        }
+      }
+      for (Map.Entry<String, IndexEntry> now : index.entrySet()) { // iterating reorders nothing
+        IndexEntry old = read.remove(now.getKey());
+        if (old != null) {
+          leaveOut.accept(old);
+        }
+        read.put(now.getKey(), now.getValue()); // newer than anything loaded
+        total[0] += reference(refs, now.getValue().artifact);
+      }
+      changed = meanwhile.dropped.size() + index.size();
+      for (Path record : broken) {
+        String name = record.getFileName().toString();
+        if (!read.containsKey(name.substring(0, Math.max(0, name.length() - ".json".length())))) {
+          discard(record, doomed); // unless a commit meanwhile replaced it with a sound one
+        }
+      }
+      index = read;
+      blobs = refs;
+      totalSize = total[0];
+      loading = null;
+      for (String sha256 : unreferenced) {
+        if (!blobs.containsKey(sha256)) {
+          discard(blobPath(sha256), doomed);
+        }
+      }
+      evicted = evict(null, doomed); // the maximum may be smaller than at the close
+    } finally {
+      lock.unlock();
+      delete(doomed);
+    }
+    tellEvicted(evicted);
+    return changed;
+  }
+
+  /** Adds a reference to the artifact's blob in {@code refs}; the bytes that adds to the total. */
+  private static long reference(Map<String, BlobRefs> refs, StoredArtifact artifact) {
+    BlobRefs b = refs.get(artifact.sha256());
+    long added = 0;
+    if (b == null) {
+      b = new BlobRefs(artifact.size());
+      refs.put(artifact.sha256(), b);
+      added = artifact.size();
+    }
+    b.refs++;
+    return added;
+  }
+
+  /**
+   * After a rebuild: deletes the blobs no key refers to (an interrupted commit's), a thousand
+   * files to one hold of the lock, so that commits and lookups go on meanwhile.
+   */
+  private int deleteOrphanBlobs() throws IOException {
+    List<Path> files = filesTwoDeep(blobsDir);
+    int orphans = 0;
+    for (int from = 0; from < files.size(); from += 1000) {
+      List<Path> doomed = new ArrayList<>();
+      lock.lock();
+      try {
+        // A commit moves its blob in and refers to it under the lock: one not referred to now is an orphan.
+        for (Path blob : files.subList(from, Math.min(files.size(), from + 1000))) {
+          if (!blobs.containsKey(blob.getFileName().toString()) && discard(blob, doomed)) {
+            orphans++;
+          }
+        }
+      } finally {
+        lock.unlock();
+        delete(doomed);
+      }
+    }
+    return orphans;
   }
 
   /** The record is where its key id says, and names a plausible blob. */
@@ -945,7 +1225,16 @@ public final class DiskStore implements ArtifactStore {
 
   private StoredArtifact readRecord(Path record) {
     try {
-      return json.readValue(record.toFile(), StoredArtifact.class);
+      return parseRecord(record, Files.readAllBytes(record));
+    } catch (IOException e) {
+      log.warn("unreadable key record {}: {}", record, e.toString());
+      return null;
+    }
+  }
+
+  private StoredArtifact parseRecord(Path record, byte[] bytes) {
+    try {
+      return json.readValue(bytes, StoredArtifact.class);
     } catch (IOException | RuntimeException e) {
       log.warn("unreadable key record {}: {}", record, e.toString());
       return null;

@@ -13,6 +13,7 @@ import java.nio.file.Path;
  * The node's store, read when the metrics are scraped (nothing is counted on the serving path):
  * <ul>
  *   <li>{@code corral_store_bytes}, {@code corral_store_max_bytes}, {@code corral_store_entries};
+ *   <li>{@code corral_store_index_loading}: 1 while the index loads after the start, else 0;
  *   <li>{@code corral_store_evictions_total{reason}}: {@code size} (least recently used, to fit the
  *       maximum), {@code damaged} (a blob found missing or corrupt) or {@code unused} (not used for
  *       its repository's {@code max-age-unused}), since the node started;
@@ -33,6 +34,11 @@ public final class StoreGauges {
         .name("corral_store_max_bytes")
         .help("The store's maximum size (--max-size); least recently used keys are evicted above it")
         .callback(cb -> cb.call(store.maxSizeBytes()))
+        .register(registry);
+    GaugeWithCallback.builder()
+        .name("corral_store_index_loading")
+        .help("1 while the store's index is still being loaded after the start (keys are then looked up on disk; entries and bytes count those loaded so far), else 0")
+        .callback(cb -> cb.call(store.indexLoading() ? 1 : 0))
         .register(registry);
     GaugeWithCallback.builder()
         .name("corral_store_entries")
