@@ -40,7 +40,7 @@ public final class IndexFootprint {
       writeSnapshot(dir, n, System.currentTimeMillis());
     } else {
       if (!Files.exists(dir.resolve("keys"))) {
-        StoreGenerator.generate(dir, n, System.currentTimeMillis());
+        StoreGenerator.generate(dir, n, System.currentTimeMillis(), "http://upstream.example/");
       }
       open(dir).close();
     }

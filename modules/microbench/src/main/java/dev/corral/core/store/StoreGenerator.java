@@ -15,10 +15,11 @@ import java.util.List;
  * with 100k and 1M cached artifacts): for each, a small blob under {@code blobs/} and its key
  * record under {@code keys/}, as a commit leaves them, without fsyncs and without the HTTP round
  * trips that filling a node through its front door would take. The keys are those of a generic
- * repository {@code bench} whose upstream is {@code http://upstream.example}.
+ * repository {@code bench} whose upstream is UPSTREAM (default {@code http://upstream.example}):
+ * artifact i is {@code /bench/files/i.bin} on a node with {@code --repo bench=generic:UPSTREAM}.
  *
  * <pre>
- * java -cp modules/microbench/target/corral-microbench.jar dev.corral.core.store.StoreGenerator DATA_DIR N
+ * java -cp modules/microbench/target/corral-microbench.jar dev.corral.core.store.StoreGenerator DATA_DIR N [UPSTREAM]
  * </pre>
  *
  * DATA_DIR is a node's data directory (the store goes in its {@code store/}, where a node keeps
@@ -28,8 +29,8 @@ public final class StoreGenerator {
   private StoreGenerator() {}
 
   public static void main(String[] args) throws IOException {
-    if (args.length != 2) {
-      System.err.println("usage: StoreGenerator DATA_DIR N");
+    if (args.length != 2 && args.length != 3) {
+      System.err.println("usage: StoreGenerator DATA_DIR N [UPSTREAM]");
       System.exit(2);
     }
     Path dir = Path.of(args[0]).resolve("store");
@@ -39,11 +40,12 @@ public final class StoreGenerator {
       System.exit(2);
     }
     long started = System.nanoTime();
-    generate(dir, n, System.currentTimeMillis());
+    String upstream = args.length == 3 ? args[2] : "http://upstream.example";
+    generate(dir, n, System.currentTimeMillis(), upstream.endsWith("/") ? upstream : upstream + "/");
     System.out.printf("%d artifacts written to %s in %.1f s%n", n, dir, (System.nanoTime() - started) / 1e9);
   }
 
-  static void generate(Path dir, int n, long fetchedAt) throws IOException {
+  static void generate(Path dir, int n, long fetchedAt, String upstream) throws IOException {
     ObjectMapper json = new ObjectMapper();
     Path blobs = dir.resolve("blobs");
     Path keys = dir.resolve("keys");
@@ -52,7 +54,7 @@ public final class StoreGenerator {
     for (int i = 0; i < n; i++) {
       byte[] body = ("artifact " + i + "\n").getBytes(StandardCharsets.UTF_8);
       String sha = Sha256.hex(body);
-      ArtifactKey key = ArtifactKey.of("bench", "http://upstream.example/files/" + i + ".bin");
+      ArtifactKey key = ArtifactKey.of("bench", upstream + "files/" + i + ".bin");
       String keyId = key.id();
       Path blobFan = blobs.resolve(sha.substring(0, 2));
       Path keyFan = keys.resolve(keyId.substring(0, 2));
