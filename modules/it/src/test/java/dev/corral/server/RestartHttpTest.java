@@ -68,6 +68,54 @@ class RestartHttpTest {
   }
 
   /**
+   * Issue 14 item 7: a node is ready before its store's index is loaded, and meanwhile serves what
+   * it holds from the key records on disk (HIT, no upstream request), says so in
+   * {@code corral_store_index_loading}, and answers the admin listings, which would wait for the
+   * load, 503 with Retry-After. The load is held back by the test, then let go.
+   */
+  @Test
+  void aRestartedNodeIsReadyAndServesItsDiskBeforeItsIndexIsLoaded(@TempDir Path dir) throws Exception {
+    byte[] body = TestNode.bytes(4096, 34);
+    try (FakeUpstream upstream = new FakeUpstream((exchange, n) -> FakeUpstream.send(exchange, 200, body))) {
+      String admin = "adm-restart-0123456789";
+      Path tokenFile = dir.resolve("admin-token");
+      Files.writeString(tokenFile, admin + "\n");
+      HttpClient client = TestNode.client();
+      try (CorralServer first = TestNode.start(dir, upstream.url("/"), "", "--admin-token-file", tokenFile.toString())) {
+        assertEquals("MISS", xCache(TestNode.get(client, first, "/up/r/one.bin")));
+        assertEquals("MISS", xCache(TestNode.get(client, first, "/up/r/two.bin")));
+      }
+      java.util.concurrent.CompletableFuture<Runnable> load = new java.util.concurrent.CompletableFuture<>();
+      CorralServer.INDEX_LOADS_HELD.put(dir.resolve("data").toAbsolutePath().normalize(), load::complete);
+      try (CorralServer second = TestNode.start(dir, upstream.url("/"), "", "--admin-token-file", tokenFile.toString())) {
+        Runnable heldLoad = load.get(10, TimeUnit.SECONDS); // handed over once the node is ready
+        assertEquals(200, TestNode.get(client, second, "/-/health/ready").statusCode());
+        assertEquals(1.0, loadingGauge(client, second));
+        HttpResponse<byte[]> r = TestNode.get(client, second, "/up/r/one.bin");
+        assertEquals("HIT", xCache(r));
+        assertArrayEquals(body, r.body());
+        HttpResponse<byte[]> listing = TestNode.get(client, second, "/-/admin/repos", "Authorization", "Bearer " + admin);
+        assertEquals(503, listing.statusCode());
+        assertEquals("5", listing.headers().firstValue("Retry-After").orElse(null));
+
+        heldLoad.run();
+        assertEquals(0.0, loadingGauge(client, second));
+        assertEquals(200, TestNode.get(client, second, "/-/admin/repos", "Authorization", "Bearer " + admin).statusCode());
+        assertEquals("HIT", xCache(TestNode.get(client, second, "/up/r/two.bin")));
+        assertEquals(2, second.node().store().keyCount());
+      }
+      assertEquals(2, upstream.requests(), "the restarted node did not ask the upstream");
+    } finally {
+      CorralServer.INDEX_LOADS_HELD.remove(dir.resolve("data").toAbsolutePath().normalize());
+    }
+  }
+
+  private static double loadingGauge(HttpClient client, CorralServer node) {
+    String text = new String(TestNode.get(client, node, "/-/metrics").body(), java.nio.charset.StandardCharsets.UTF_8);
+    return Scrape.parse(text).value("corral_store_index_loading").orElseThrow();
+  }
+
+  /**
    * Issue 14: the record of a key new to a node is inserted without a read first. A node whose
    * store lost a key that the database still records (the store deleted here) fetches it again:
    * the insert fails on the real database, the record is read, and the write updates it.
