@@ -57,14 +57,14 @@ class IndexLoadTest {
   }
 
   private void keysFoundWhileLoading(boolean cleanStop) throws Exception {
-    DiskStore first = DiskStore.open(dir, Long.MAX_VALUE, clock);
+    DiskStore first = open();
     StoredArtifact a = put(first, key("a"), "alpha");
     StoredArtifact b = put(first, key("b"), "beta");
     if (cleanStop) {
       first.close();
     }
     HeldLoad load = new HeldLoad();
-    DiskStore store = DiskStore.open(dir, Long.MAX_VALUE, clock, load);
+    DiskStore store = reopen(load);
 
     assertTrue(store.indexLoading());
     assertFalse(Files.exists(dir.resolve(IndexSnapshot.FILE_NAME)), "the snapshot is claimed before any change");
@@ -85,12 +85,12 @@ class IndexLoadTest {
 
   @Test
   void aKeyRemovedWhileTheIndexLoadsIsNotBroughtBackAndItsSharedBlobStaysForTheOthers() throws Exception {
-    DiskStore first = DiskStore.open(dir, Long.MAX_VALUE, clock);
+    DiskStore first = open();
     StoredArtifact a = put(first, key("a"), "same bytes");
     StoredArtifact b = put(first, key("b"), "same bytes"); // one blob for both
     first.close();
     HeldLoad load = new HeldLoad();
-    DiskStore store = DiskStore.open(dir, Long.MAX_VALUE, clock, load);
+    DiskStore store = reopen(load);
 
     assertTrue(store.lookup(key("a")).isPresent()); // now in the index, its blob counted once
     assertTrue(store.remove(key("a")));
@@ -109,11 +109,11 @@ class IndexLoadTest {
 
   @Test
   void aKeyNotLoadedYetIsRemovedWithItsRecordAndItsUnsharedBlobGoesOnceLoaded() throws Exception {
-    DiskStore first = DiskStore.open(dir, Long.MAX_VALUE, clock);
+    DiskStore first = open();
     StoredArtifact a = put(first, key("a"), "alpha");
     first.close();
     HeldLoad load = new HeldLoad();
-    DiskStore store = DiskStore.open(dir, Long.MAX_VALUE, clock, load);
+    DiskStore store = reopen(load);
 
     assertTrue(store.remove(a.keyId())); // a purge by key id, the key never looked up
     assertFalse(Files.exists(store.recordPath(a.keyId())));
@@ -125,12 +125,12 @@ class IndexLoadTest {
 
   @Test
   void aCommitWhileTheIndexLoadsReplacesTheLoadedEntryAndIsTheMostRecentlyUsed() throws Exception {
-    DiskStore first = DiskStore.open(dir, Long.MAX_VALUE, clock);
+    DiskStore first = open();
     StoredArtifact old = put(first, key("a"), "old bytes");
     put(first, key("b"), "beta");
     first.close();
     HeldLoad load = new HeldLoad();
-    DiskStore store = DiskStore.open(dir, Long.MAX_VALUE, clock, load);
+    DiskStore store = reopen(load);
 
     StoredArtifact fresh = put(store, key("a"), "new bytes!");
     load.run();
@@ -171,13 +171,13 @@ class IndexLoadTest {
 
   @Test
   void keysOnABlobFoundBadWhileTheIndexLoadsAreNotLoaded() throws Exception {
-    DiskStore first = DiskStore.open(dir, Long.MAX_VALUE, clock);
+    DiskStore first = open();
     StoredArtifact a = put(first, key("a"), "same bytes");
     StoredArtifact b = put(first, key("b"), "same bytes");
     first.close();
     Files.writeString(first.blobPath(a.sha256()), "SAME BYTES"); // same size, other bytes
     HeldLoad load = new HeldLoad();
-    DiskStore store = DiskStore.open(dir, Long.MAX_VALUE, clock, load);
+    DiskStore store = reopen(load);
 
     StoredArtifact found = store.lookup(key("a")).orElseThrow(); // its size is right
     assertThrowsIo(() -> store.readAll(found));
@@ -190,7 +190,7 @@ class IndexLoadTest {
 
   @Test
   void aRebuildDeletesOrphanBlobsButNotOneCommittedWhileItLoads() throws Exception {
-    DiskStore first = DiskStore.open(dir, Long.MAX_VALUE, clock);
+    DiskStore first = open();
     put(first, key("a"), "alpha");
     // no close: a crash. An interrupted commit left a blob no key refers to.
     String orphanSha = "ab" + "0".repeat(62);
@@ -198,7 +198,7 @@ class IndexLoadTest {
     Files.createDirectories(orphan.getParent());
     Files.writeString(orphan, "orphan");
     HeldLoad load = new HeldLoad();
-    DiskStore store = DiskStore.open(dir, Long.MAX_VALUE, clock, load);
+    DiskStore store = reopen(load);
 
     StoredArtifact c = put(store, key("c"), "committed while loading");
     load.run();
@@ -210,26 +210,26 @@ class IndexLoadTest {
 
   @Test
   void aStopWhileTheIndexLoadsWritesNoSnapshotAndACrashWhileItLoadsLosesNothing() throws Exception {
-    DiskStore first = DiskStore.open(dir, Long.MAX_VALUE, clock);
+    DiskStore first = open();
     StoredArtifact a = put(first, key("a"), "alpha");
     first.close();
-    DiskStore loading = DiskStore.open(dir, Long.MAX_VALUE, clock, new HeldLoad());
+    DiskStore loading = reopen(new HeldLoad());
     loading.close();
     assertFalse(Files.exists(dir.resolve(IndexSnapshot.FILE_NAME)), "an index not loaded is never a snapshot");
 
-    DiskStore next = DiskStore.open(dir, Long.MAX_VALUE, clock); // the load never ran: as after a crash
+    DiskStore next = open(); // the load never ran: as after a crash
     assertFalse(next.openedFromSnapshot());
     assertEquals(a, next.lookup(key("a")).orElseThrow());
   }
 
   @Test
   void aListingWaitsForTheIndexToLoad() throws Exception {
-    DiskStore first = DiskStore.open(dir, Long.MAX_VALUE, clock);
+    DiskStore first = open();
     put(first, key("a"), "alpha");
     put(first, key("b"), "beta");
     first.close();
     HeldLoad load = new HeldLoad();
-    DiskStore store = DiskStore.open(dir, Long.MAX_VALUE, clock, load);
+    DiskStore store = reopen(load);
     store.lookup(key("a"));
 
     CompletableFuture<List<StoredArtifact>> listing = new CompletableFuture<>();
@@ -257,6 +257,16 @@ class IndexLoadTest {
       return;
     }
     throw new AssertionError("expected an IOException");
+  }
+
+  /** The store in {@code dir}, its index loaded before this returns. */
+  private DiskStore open() throws IOException {
+    return DiskStore.open(dir, Long.MAX_VALUE, clock);
+  }
+
+  /** The store in {@code dir}, its index loading on {@code load}. */
+  private DiskStore reopen(HeldLoad load) throws IOException {
+    return DiskStore.open(dir, Long.MAX_VALUE, clock, load);
   }
 
   private static ArtifactKey key(String name) {
