@@ -70,7 +70,7 @@ public final class CorralServer implements AutoCloseable {
 
   /**
    * Tests only: a data directory's {@link Executor} for its store's index load, run once the node
-   * is ready, in place of the thread a node starts; a test holds the load back to see a node serve
+   * has started, in place of the thread a node starts; a test holds the load back to see a node serve
    * while its index loads. Keyed by data directory (absolute, normalized), so that nodes of other
    * tests are not affected; taken by the start.
    */
@@ -154,7 +154,7 @@ public final class CorralServer implements AutoCloseable {
     JournalDatabase database = new JournalDatabase(settings.journal(), dataDir);
     database.checkConnection();
     Files.createDirectories(settings.dataDir());
-    CompletableFuture<Void> nodeReady = new CompletableFuture<>();
+    CompletableFuture<Void> started = new CompletableFuture<>();
     Executor held = INDEX_LOADS_HELD.remove(dataDir);
     Executor indexLoader = held != null ? held : load -> {
       Thread loader = new Thread(load, "corral-store-index");
@@ -162,7 +162,7 @@ public final class CorralServer implements AutoCloseable {
       loader.start();
     };
     CompletableFuture<DiskStore> storeOpening =
-        openStore(dataDir.resolve("store"), settings.maxSizeBytes(), clock, load -> nodeReady.thenRun(() -> indexLoader.execute(load)));
+        openStore(dataDir.resolve("store"), settings.maxSizeBytes(), clock, load -> started.thenRun(() -> indexLoader.execute(load)));
     NodeName.set(settings.cluster().nodeName()
         .orElse(settings.cluster().host() + ":" + settings.cluster().port()));
     ActorSystem<Void> system;
@@ -268,9 +268,12 @@ public final class CorralServer implements AutoCloseable {
       memberUp.thenRun(() -> {
         if (CoordinatedShutdown.get(system).getShutdownReason().isEmpty()) {
           frontDoor.ready(true);
-          nodeReady.complete(null);
         }
       });
+      // A node of one is ready by now; a node joining others loads while it waits to be let in
+      // (waiting is not work), so that a purge by prefix, which waits for the index, never waits
+      // for the join.
+      started.complete(null);
       InetSocketAddress a = binding.localAddress();
       log.info("listening on {}://{}:{}{}", settings.tls().isPresent() ? "https" : "http", a.getHostString(), a.getPort(),
           settings.tls().isEmpty() ? "" : settings.tlsHttp2() ? " (HTTP/2 and HTTP/1.1)" : " (HTTP/1.1)");
@@ -299,7 +302,8 @@ public final class CorralServer implements AutoCloseable {
 
   /**
    * Opens the store on a thread of its own, overlapping the start of the actor system, and loads
-   * its index on {@code indexLoader}: another thread, once the node is ready. The node does not wait for it,
+   * its index on {@code indexLoader}: another thread, once the node has started (a node of one:
+   * once it is ready). The node does not wait for it,
    * and until it is loaded a key is looked up in its own record on disk (DiskStore's class
    * comment). Not sooner: a million keys take 5-10 s of CPU and half a GiB of heap to load, and on
    * two cores the collector's pauses while they load held the start back by as long (docs/
