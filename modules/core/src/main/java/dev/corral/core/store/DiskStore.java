@@ -1092,6 +1092,7 @@ public final class DiskStore implements ArtifactStore {
     }
     List<Path> doomed = new ArrayList<>();
     List<String> evicted;
+    List<String> damaged = new ArrayList<>();
     int changed;
     lock.lock();
     try {
@@ -1113,8 +1114,9 @@ public final class DiskStore implements ArtifactStore {
           }
         }
         for (String keyId : onBadBlobs) {
-          if (!index.containsKey(keyId)) {
+          if (!index.containsKey(keyId) && !meanwhile.dropped.contains(keyId)) {
             discard(recordPath(keyId), doomed); // its blob is gone: the key is not held
+            damaged.add(keyId);
           }
           meanwhile.dropped.add(keyId);
         }
@@ -1154,6 +1156,8 @@ public final class DiskStore implements ArtifactStore {
       lock.unlock();
       delete(doomed);
     }
+    evictions.addAndGet(Eviction.DAMAGED.ordinal(), damaged.size());
+    tellEvicted(damaged); // as a bad copy found by a read is (the replica directory drops this node)
     tellEvicted(evicted);
     return changed;
   }

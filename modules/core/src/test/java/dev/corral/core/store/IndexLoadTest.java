@@ -178,10 +178,15 @@ class IndexLoadTest {
     Files.writeString(first.blobPath(a.sha256()), "SAME BYTES"); // same size, other bytes
     HeldLoad load = new HeldLoad();
     DiskStore store = reopen(load);
+    List<String> told = new ArrayList<>();
+    store.onEvicted(told::add);
 
     StoredArtifact found = store.lookup(key("a")).orElseThrow(); // its size is right
     assertThrowsIo(() -> store.readAll(found));
+    assertEquals(List.of(a.keyId()), told);
     load.run();
+    assertEquals(List.of(a.keyId(), b.keyId()), told, "b is told as damaged too: the cluster's record drops this node");
+    assertEquals(2, store.evictions(DiskStore.Eviction.DAMAGED));
     assertTrue(store.held(b.keyId()).isEmpty(), "b's bytes were the bad blob: not held");
     assertFalse(Files.exists(store.recordPath(b.keyId())));
     assertEquals(0, store.keyCount());
