@@ -124,9 +124,18 @@ public final class DiskStore implements ArtifactStore {
   /** Counted down when the index load ends, loaded or failed. */
   private final CountDownLatch loadEnded = new CountDownLatch(1);
   /** Why the index load failed, or null. */
-  private volatile Exception loadFailure;
+  private volatile Throwable loadFailure;
+  /** Closed while the index was loading: the load stops before it changes anything. Guarded by the lock. */
+  private boolean loadAbandoned;
   /** How this store's index was loaded (valid once loaded). */
   private volatile boolean openedFromSnapshot;
+
+  /** Thrown inside the load when the store was closed meanwhile. */
+  private static final class Abandoned extends RuntimeException {
+    Abandoned() {
+      super(null, null, false, false);
+    }
+  }
 
   /**
    * What changed while the index loads in the background, for the load's merge: the loaded index
@@ -216,8 +225,13 @@ public final class DiskStore implements ArtifactStore {
     OwnerOnly.tighten(dataDir);
     int tmpDeleted = deleteChildren(tmpDir);
     Path claimed = claimSnapshot();
-    indexLoader.execute(() -> load(claimed, tmpDeleted));
-    if (loadEnded.getCount() == 0 && loadFailure != null) { // loaded on this thread, and failed
+    Thread opening = Thread.currentThread();
+    java.util.concurrent.atomic.AtomicBoolean here = new java.util.concurrent.atomic.AtomicBoolean();
+    indexLoader.execute(() -> {
+      here.set(Thread.currentThread() == opening);
+      load(claimed, tmpDeleted);
+    });
+    if (here.get() && loadFailure != null) { // loaded on this thread, and failed
       throw loadFailure instanceof IOException io ? io : new IOException(loadFailure);
     }
   }
@@ -372,7 +386,9 @@ public final class DiskStore implements ArtifactStore {
       try {
         moveAtomically(recordTemp, recordPath);
       } catch (IOException e) {
-        if (!blobs.containsKey(artifact.sha256())) {
+        if (loading != null) {
+          loading.unreferenced.add(artifact.sha256()); // a key not loaded yet may refer to it
+        } else if (!blobs.containsKey(artifact.sha256())) {
           discard(blobPath, doomed); // nobody refers to it
         }
         throw e;
@@ -561,6 +577,9 @@ public final class DiskStore implements ArtifactStore {
       StoredArtifact current = used(keyId);
       if (current != null || loading == null || loading.dropped.contains(keyId)) {
         return current; // the index knows better: loaded, committed or removed since
+      }
+      if (loading.bad.contains(found.sha256())) {
+        return null; // its blob was found bad (and deleted) since it was looked at
       }
       index.put(keyId, new IndexEntry(found, clock.millis()));
       addRef(found);
@@ -861,6 +880,9 @@ public final class DiskStore implements ArtifactStore {
   public void close() {
     lock.lock();
     try {
+      if (loadEnded.getCount() > 0) {
+        loadAbandoned = true; // its merge or its orphan sweep must not outlive this store
+      }
       if (loading != null) {
         log.info("the store's index is still loading: no index snapshot written; the next start"
             + " rebuilds the index from the key records");
@@ -949,6 +971,9 @@ public final class DiskStore implements ArtifactStore {
     List<StoredArtifact> out = new ArrayList<>();
     lock.lock();
     try {
+      if (loading != null) { // the load failed or was abandoned: only part of the keys are known
+        throw new IllegalStateException("the store's index is not loaded (see the log): cannot list every key");
+      }
       for (IndexEntry e : index.values()) { // iterating values reorders nothing
         if (filter.test(e.artifact)) {
           out.add(e.artifact);
@@ -1038,10 +1063,15 @@ public final class DiskStore implements ArtifactStore {
               + " dropped {} broken records, {} orphan blobs, {} temp files",
           fromSnapshot ? "from its snapshot" : "from the key records", keyCount(), totalSize(),
           (System.nanoTime() - started) / 1_000_000, merged, broken.size(), orphans, tmpDeleted);
-    } catch (IOException | RuntimeException e) {
+    } catch (Abandoned e) {
+      log.info("the store was closed while its index loaded: load abandoned");
+    } catch (IOException | RuntimeException | Error e) { // an OutOfMemoryError too: never left loading unsaid
       loadFailure = e;
-      log.error("the store's index could not be loaded; keys are looked up on disk one at a time and"
-          + " nothing is evicted until the node is started again", e);
+      log.error("the store's index could not be loaded; keys are looked up on disk one at a time,"
+          + " nothing is evicted and a purge by prefix fails until the node is started again", e);
+      if (e instanceof Error error && !(e instanceof OutOfMemoryError)) {
+        throw error;
+      }
     } finally {
       loadEnded.countDown();
     }
@@ -1096,6 +1126,9 @@ public final class DiskStore implements ArtifactStore {
     int changed;
     lock.lock();
     try {
+      if (loadAbandoned) {
+        throw new Abandoned();
+      }
       Loading meanwhile = loading;
       Set<String> unreferenced = new HashSet<>(meanwhile.unreferenced);
       java.util.function.Consumer<IndexEntry> leaveOut = old -> {
@@ -1186,6 +1219,9 @@ public final class DiskStore implements ArtifactStore {
       List<Path> doomed = new ArrayList<>();
       lock.lock();
       try {
+        if (loadAbandoned) {
+          throw new Abandoned(); // a store opened again on this directory may refer to these
+        }
         // A commit moves its blob in and refers to it under the lock: one not referred to now is an orphan.
         for (Path blob : files.subList(from, Math.min(files.size(), from + 1000))) {
           if (!blobs.containsKey(blob.getFileName().toString()) && discard(blob, doomed)) {

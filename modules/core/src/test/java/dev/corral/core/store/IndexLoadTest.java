@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -249,6 +250,152 @@ class IndexLoadTest {
     assertFalse(store.awaitIndexLoaded(Duration.ZERO));
     load.run();
     assertEquals(2, listing.get(10, TimeUnit.SECONDS).size(), "not only the keys loaded so far");
+  }
+
+  @Test
+  void aCommitThatFailsWhileTheIndexLoadsKeepsTheBlobAKeyNotLoadedYetUses() throws Exception {
+    DiskStore first = open();
+    StoredArtifact b = put(first, key("b"), "shared");
+    first.close();
+    HeldLoad load = new HeldLoad();
+    DiskStore store = reopen(load);
+    Files.createDirectories(store.recordPath(key("c").id()).resolve("x")); // c's record cannot be renamed into place
+
+    assertThrowsIo(() -> put(store, key("c"), "shared")); // the same bytes: b's blob, reused
+    load.run();
+    assertEquals("shared", store.readAll(store.lookup(key("b")).orElseThrow()).utf8String());
+  }
+
+  @Test
+  void afterALoadThatFailedAPurgeByPrefixRefusesRatherThanMissKeys() throws Exception {
+    DiskStore first = open();
+    put(first, key("a"), "alpha");
+    first.close();
+    HookClock hooked = new HookClock();
+    HeldLoad load = new HeldLoad();
+    DiskStore store = DiskStore.open(dir, Long.MAX_VALUE, hooked, load);
+    hooked.onLoader = () -> {
+      throw new IllegalStateException("the load fails");
+    };
+    Thread loader = new Thread(load::run, HookClock.LOADER);
+    loader.start();
+    loader.join(TimeUnit.SECONDS.toMillis(10));
+
+    assertTrue(store.indexLoading());
+    assertThrowsIllegalState(() -> store.matching(x -> true));
+    assertTrue(store.held(key("a").id()).isPresent(), "the key is still held and served");
+  }
+
+  @Test
+  void aLoadThatFailsOnAnotherThreadNeverFailsTheOpen() throws Exception {
+    DiskStore first = open();
+    put(first, key("a"), "alpha");
+    first.close();
+    HookClock hooked = new HookClock();
+    hooked.onLoader = () -> {
+      throw new IllegalStateException("the load fails");
+    };
+    Executor finishesFirst = load -> { // on another thread, ended before the open returns
+      Thread loader = new Thread(load, HookClock.LOADER);
+      loader.start();
+      try {
+        loader.join();
+      } catch (InterruptedException e) {
+        throw new AssertionError(e);
+      }
+    };
+    DiskStore store = DiskStore.open(dir, Long.MAX_VALUE, hooked, finishesFirst);
+    assertTrue(store.indexLoading());
+    assertTrue(store.lookup(key("a")).isPresent());
+  }
+
+  @Test
+  void changesAfterTheRebuildReadTheRecordsAreMergedOverThem() throws Exception {
+    HookClock hooked = new HookClock();
+    DiskStore first = DiskStore.open(dir, Long.MAX_VALUE, hooked);
+    StoredArtifact a = put(first, key("a"), "alpha");
+    StoredArtifact b = put(first, key("b"), "same");
+    StoredArtifact d = put(first, key("d"), "same");
+    // no close: a crash, so the load rebuilds from the records
+    HeldLoad load = new HeldLoad();
+    DiskStore store = DiskStore.open(dir, Long.MAX_VALUE, hooked, load);
+    CountDownLatch read = new CountDownLatch(1);
+    CountDownLatch go = new CountDownLatch(1);
+    hooked.onLoader = () -> { // the rebuild reads the clock once every record is read, before the merge
+      read.countDown();
+      try {
+        go.await();
+      } catch (InterruptedException e) {
+        throw new AssertionError(e);
+      }
+    };
+    Thread loader = new Thread(load::run, HookClock.LOADER);
+    loader.start();
+    assertTrue(read.await(10, TimeUnit.SECONDS));
+    hooked.onLoader = () -> {};
+    assertTrue(store.remove(a.keyId()));
+    assertTrue(store.remove(b.keyId()));
+    StoredArtifact c = put(store, key("c"), "gamma");
+    go.countDown();
+    loader.join(TimeUnit.SECONDS.toMillis(10));
+
+    assertFalse(store.indexLoading());
+    assertTrue(store.held(a.keyId()).isEmpty());
+    assertTrue(store.held(b.keyId()).isEmpty());
+    assertFalse(Files.exists(store.blobPath(a.sha256())));
+    assertTrue(Files.exists(store.blobPath(d.sha256())), "d still uses the blob b shared");
+    assertEquals(List.of(d.keyId(), c.keyId()), store.keyIdsEldestFirst());
+    assertEquals(4 + 5, store.totalSize());
+    assertTrue(Files.exists(store.blobPath(c.sha256())));
+  }
+
+  @Test
+  void aLoadStillRunningWhenItsStoreIsClosedChangesNothing() throws Exception {
+    DiskStore first = open();
+    put(first, key("a"), "alpha");
+    Path orphan = first.blobPath("cd" + "0".repeat(62)); // no close: a crash; and an orphan blob
+    Files.createDirectories(orphan.getParent());
+    Files.writeString(orphan, "orphan");
+    HeldLoad load = new HeldLoad();
+    DiskStore closed = reopen(load);
+    closed.close(); // e.g. a node restarted in the same process: a new store may own these files now
+
+    load.run();
+    assertTrue(closed.indexLoading(), "abandoned, not merged");
+    assertTrue(Files.exists(orphan), "nor swept: the files may be another store's by now");
+  }
+
+  /** A clock that runs a hook when read on the thread named {@link #LOADER}. */
+  private static final class HookClock extends java.time.Clock {
+    static final String LOADER = "test-index-loader";
+    volatile Runnable onLoader = () -> {};
+
+    @Override
+    public java.time.ZoneId getZone() {
+      return java.time.ZoneOffset.UTC;
+    }
+
+    @Override
+    public java.time.Clock withZone(java.time.ZoneId zone) {
+      return this;
+    }
+
+    @Override
+    public java.time.Instant instant() {
+      if (Thread.currentThread().getName().equals(LOADER)) {
+        onLoader.run();
+      }
+      return java.time.Instant.ofEpochMilli(1_000_000L);
+    }
+  }
+
+  private static void assertThrowsIllegalState(Runnable call) {
+    try {
+      call.run();
+    } catch (IllegalStateException expected) {
+      return;
+    }
+    throw new AssertionError("expected an IllegalStateException");
   }
 
   private interface IoCall {
