@@ -33,7 +33,6 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.regex.Pattern;
 import org.apache.pekko.NotUsed;
@@ -256,11 +255,6 @@ public final class DiskStore implements ArtifactStore {
     } finally {
       lock.unlock();
     }
-  }
-
-  /** Waits until the index load has ended, loaded or failed; false if {@code timeout} passed first. */
-  public boolean awaitIndexLoaded(java.time.Duration timeout) throws InterruptedException {
-    return loadEnded.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -570,8 +564,7 @@ public final class DiskStore implements ArtifactStore {
     if (a == null || !wellPlaced(record, a) || !blobIntact(a)) {
       return null; // the load drops it
     }
-    StoredArtifact found = new StoredArtifact(a.keyId(), a.key(), a.sha256(), a.size(),
-        sharedHeaders.share(a.headers()), a.fetchedAtMillis());
+    StoredArtifact found = withSharedHeaders(a);
     lock.lock();
     try {
       StoredArtifact current = used(keyId);
@@ -713,13 +706,7 @@ public final class DiskStore implements ArtifactStore {
   }
 
   private void addRef(StoredArtifact artifact) {
-    BlobRefs refs = blobs.get(artifact.sha256());
-    if (refs == null) {
-      refs = new BlobRefs(artifact.size());
-      blobs.put(artifact.sha256(), refs);
-      totalSize += artifact.size();
-    }
-    refs.refs++;
+    totalSize += reference(blobs, artifact);
   }
 
   /** One key less refers to the artifact's blob; discards the blob when it was the last. */
@@ -1090,8 +1077,7 @@ public final class DiskStore implements ArtifactStore {
         broken.add(record);
         continue;
       }
-      records.add(new StoredArtifact(a.keyId(), a.key(), a.sha256(), a.size(),
-          sharedHeaders.share(a.headers()), a.fetchedAtMillis()));
+      records.add(withSharedHeaders(a));
     }
     // Recency is in no key record; the oldest fetch is taken as the least recently used.
     records.sort(
@@ -1270,6 +1256,12 @@ public final class DiskStore implements ArtifactStore {
       log.warn("unreadable key record {}: {}", record, e.toString());
       return null;
     }
+  }
+
+  /** The same record, its headers shared with other keys' ({@link SharedHeaders}). */
+  private StoredArtifact withSharedHeaders(StoredArtifact a) {
+    return new StoredArtifact(a.keyId(), a.key(), a.sha256(), a.size(), sharedHeaders.share(a.headers()),
+        a.fetchedAtMillis());
   }
 
   private StoredArtifact parseRecord(Path record, byte[] bytes) {
