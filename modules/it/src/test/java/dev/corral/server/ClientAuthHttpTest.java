@@ -272,7 +272,7 @@ class ClientAuthHttpTest {
     get("/up/logged/a.tgz?sig=query-secret", "Bearer " + CI_TOKEN);
     get("/up/logged/b.tgz", null);
     get("/-/health/live", null);
-    List<String> lines = access.list.stream().map(ILoggingEvent::getFormattedMessage).toList();
+    List<String> lines = LoggedEvents.of(access).stream().map(ILoggingEvent::getFormattedMessage).toList();
     String a = lines.stream().filter(l -> l.contains("/up/logged/a.tgz")).findFirst().orElseThrow(() -> new AssertionError(lines));
     assertTrue(a.matches("GET repo=up path=/up/logged/a\\.tgz status=200 cache=MISS bytes=\\d+ ms=\\d+"
         + " client=127\\.0\\.0\\.1:\\d+ who=ci"), a);
@@ -292,7 +292,7 @@ class ClientAuthHttpTest {
     assertEquals(401, delete("/-/cache/up/audited/a", "Bearer " + CI_TOKEN).statusCode());
     assertEquals(200, delete("/-/cache/up/audited/a", "Bearer " + ADMIN_TOKEN).statusCode());
     assertEquals(404, delete("/-/cache/up/audited/a", "Bearer " + ADMIN_TOKEN).statusCode());
-    List<String> lines = audit.list.stream().map(ILoggingEvent::getFormattedMessage)
+    List<String> lines = LoggedEvents.of(audit).stream().map(ILoggingEvent::getFormattedMessage)
         .filter(l -> l.contains("audited")).toList();
     assertEquals(3, lines.size(), lines.toString());
     assertTrue(lines.get(0).matches("purge refused: no valid admin token, client=127\\.0\\.0\\.1:\\d+ path=/up/audited/a"),
@@ -301,7 +301,7 @@ class ClientAuthHttpTest {
     assertTrue(lines.get(1).matches("purge by=admin-token client=127\\.0\\.0\\.1:\\d+ key=.*audited/a.*"
         + " copies=1 unreachable=0 fetchRunning=false"), lines.get(1));
     assertTrue(lines.get(2).contains(" copies=0 "), lines.get(2));
-    for (String l : audit.list.stream().map(ILoggingEvent::getFormattedMessage).toList()) {
+    for (String l : LoggedEvents.of(audit).stream().map(ILoggingEvent::getFormattedMessage).toList()) {
       assertFalse(l.contains(ADMIN_TOKEN) || l.contains(CI_TOKEN), l);
     }
   }

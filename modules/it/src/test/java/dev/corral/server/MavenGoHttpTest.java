@@ -112,7 +112,7 @@ class MavenGoHttpTest {
     assertEquals(2, node.upstream().requests("/m/com/example/bad/1.0/bad-1.0.jar"), "bad bytes are never cached");
     String expected = hex("SHA-1", jar);
     String actual = hex("SHA-1", tampered);
-    assertTrue(appender.list.stream().map(ILoggingEvent::getFormattedMessage).anyMatch(m ->
+    assertTrue(LoggedEvents.of(appender).stream().map(ILoggingEvent::getFormattedMessage).anyMatch(m ->
             m.contains("bad-1.0.jar") && m.contains(expected) && m.contains(actual)),
         "warning with key and both digests: " + appender.list);
 

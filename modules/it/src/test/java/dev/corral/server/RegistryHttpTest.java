@@ -108,7 +108,7 @@ class RegistryHttpTest {
 
   /** Lines Fetch logged at WARN that mention {@code text}. */
   private String warnings(String text) {
-    return fetchLog.list.stream().filter(e -> e.getLevel() == ch.qos.logback.classic.Level.WARN)
+    return LoggedEvents.of(fetchLog).stream().filter(e -> e.getLevel() == ch.qos.logback.classic.Level.WARN)
         .map(ILoggingEvent::getFormattedMessage).filter(m -> m.contains(text))
         .reduce("", (a, b) -> a + b + "\n");
   }
