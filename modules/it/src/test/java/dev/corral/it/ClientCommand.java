@@ -33,9 +33,10 @@ final class ClientCommand {
   /**
    * Makes sure {@code tool} is on the PATH: when it is missing, installs {@code debianPackage}
    * with apt-get (as root on Debian, as a fresh CI machine is), and fails with a clear message if
-   * that is not possible. Never skips.
+   * that is not possible. Never skips. Synchronized: test classes run two at a time, and two
+   * apt-get runs at once would fail on dpkg's lock (PostgreSQL's install takes the same lock).
    */
-  static void require(String tool, String debianPackage, String why) throws IOException, InterruptedException {
+  static synchronized void require(String tool, String debianPackage, String why) throws IOException, InterruptedException {
     if (onPath(tool)) {
       return;
     }

@@ -48,6 +48,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * Issue 3's "done when" for a node lost mid-fetch (SEMANTICS W3, W4, F1, B2), on 3 real processes
@@ -71,6 +72,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+@Isolated("its budgets and downing times are measured")
 class KillNodeIT {
   /** Below the 8 MiB inline limit: waiters are answered only once the body is complete. */
   private static final int SIZE = 4 * 1024 * 1024;

@@ -25,6 +25,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * Issue 3's "done when" for a large artifact across nodes (SEMANTICS F1, B3): a 2 GiB artifact
@@ -33,6 +34,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * node while it downloads, and every client gets the exact bytes (hashed while reading); no node
  * runs out of memory.
  */
+@Isolated("five node processes keep both cores busy")
 class LargeClusterIT {
   private static final long SIZE = 2L * 1024 * 1024 * 1024;
   /** Three stores of 2 GiB each, plus their temporary files, plus headroom. */

@@ -45,7 +45,12 @@ final class Postgres implements BeforeAllCallback {
       for (int attempt = 0; attempt < 2; attempt++) {
         try {
           int candidate = freePort();
-          for (String line : run(List.of("start", String.valueOf(candidate)), 300)) {
+          List<String> started;
+          // The script may install PostgreSQL with apt-get: not while a client is being installed.
+          synchronized (ClientCommand.class) {
+            started = run(List.of("start", String.valueOf(candidate)), 300);
+          }
+          for (String line : started) {
             if (line.startsWith("dir=")) {
               System.out.printf("Postgres: started on port %d in %.1f s, shared by the test classes that follow%n",
                   candidate, (System.nanoTime() - startedAt) / 1e9);

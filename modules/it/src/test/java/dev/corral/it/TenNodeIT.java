@@ -46,6 +46,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * Issue 17's "done when" 1 and 2 on ten real processes, one PostgreSQL and the loopback: one
@@ -71,6 +72,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+@Isolated("ten node processes keep both cores busy")
 class TenNodeIT {
   private static final int NODES = 10;
   /**
