@@ -20,11 +20,8 @@ import java.security.MessageDigest;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.HexFormat;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -100,12 +97,12 @@ public final class DiskStore implements ArtifactStore {
    *
    * Not Caffeine: its W-TinyLFU admission may refuse a key that was just fetched (a one-hit
    * newcomer loses to frequent residents), and a fetch just committed must be a hit (F3).
-   * A LinkedHashMap in access order gives exact LRU.
+   * KeyIndex gives exact LRU in a few arrays rather than objects per key (a million keys).
    */
   private final ReentrantLock lock = new ReentrantLock();
   // Both replaced once, when the index is loaded, by the loaded tables with what came meanwhile.
-  private LinkedHashMap<String, IndexEntry> index = new LinkedHashMap<>(64, 0.75f, true);
-  private Map<String, BlobRefs> blobs = new HashMap<>();
+  private KeyIndex index = new KeyIndex(64);
+  private BlobCounts blobs = new BlobCounts(64);
   /** Told the id of each key evicted to make room (outside the lock); for the replica directory. */
   private volatile java.util.function.Consumer<String> onEvicted = keyId -> {};
   /** Keys this store stopped holding by itself, by {@link Eviction} ordinal (metrics). */
@@ -176,16 +173,6 @@ public final class DiskStore implements ArtifactStore {
     /** The metric label. */
     public String label() {
       return label;
-    }
-  }
-
-  /** Size of one blob and how many keys refer to it. */
-  private static final class BlobRefs {
-    final long size;
-    int refs;
-
-    BlobRefs(long size) {
-      this.size = size;
     }
   }
 
@@ -276,9 +263,9 @@ public final class DiskStore implements ArtifactStore {
     boolean stillLoading;
     lock.lock();
     try {
-      BlobRefs b = blobs.get(sha256);
-      if (b != null) {
-        return java.util.OptionalLong.of(b.size);
+      long size = blobs.sizeOf(sha256);
+      if (size >= 0) {
+        return java.util.OptionalLong.of(size);
       }
       stillLoading = loading != null;
     } finally {
@@ -382,15 +369,15 @@ public final class DiskStore implements ArtifactStore {
       } catch (IOException e) {
         if (loading != null) {
           loading.unreferenced.add(artifact.sha256()); // a key not loaded yet may refer to it
-        } else if (!blobs.containsKey(artifact.sha256())) {
+        } else if (!blobs.contains(artifact.sha256())) {
           discard(blobPath, doomed); // nobody refers to it
         }
         throw e;
       }
-      IndexEntry previous = index.put(keyId, new IndexEntry(artifact, clock.millis()));
+      StoredArtifact previous = index.put(artifact, clock.millis());
       addRef(artifact);
       if (previous != null) {
-        release(previous.artifact, doomed);
+        release(previous, doomed);
       }
       evicted = evict(keyId, doomed);
     } finally {
@@ -441,7 +428,7 @@ public final class DiskStore implements ArtifactStore {
       }
       forgetSnapshot();
       moveAtomically(recordTemp, recordPath(keyId));
-      index.put(keyId, new IndexEntry(touched, clock.millis())); // a revalidation is a use
+      index.put(touched, clock.millis()); // a revalidation is a use
       return Optional.of(touched);
     } finally {
       lock.unlock();
@@ -534,9 +521,9 @@ public final class DiskStore implements ArtifactStore {
     boolean stillLoading;
     lock.lock();
     try {
-      IndexEntry e = index.get(keyId);
-      if (e != null) {
-        return Optional.of(e.artifact);
+      StoredArtifact a = index.get(keyId);
+      if (a != null) {
+        return Optional.of(a);
       }
       stillLoading = loading != null;
     } finally {
@@ -574,7 +561,7 @@ public final class DiskStore implements ArtifactStore {
       if (loading.bad.contains(found.sha256())) {
         return null; // its blob was found bad (and deleted) since it was looked at
       }
-      index.put(keyId, new IndexEntry(found, clock.millis()));
+      index.put(found, clock.millis());
       addRef(found);
       return found;
     } finally {
@@ -706,18 +693,14 @@ public final class DiskStore implements ArtifactStore {
   }
 
   private void addRef(StoredArtifact artifact) {
-    totalSize += reference(blobs, artifact);
+    totalSize += blobs.reference(artifact.sha256(), artifact.size());
   }
 
   /** One key less refers to the artifact's blob; discards the blob when it was the last. */
   private void release(StoredArtifact artifact, List<Path> doomed) throws IOException {
-    BlobRefs refs = blobs.get(artifact.sha256());
-    if (refs == null) {
-      return;
-    }
-    if (--refs.refs <= 0) {
-      blobs.remove(artifact.sha256());
-      totalSize -= refs.size;
+    long freed = blobs.release(artifact.sha256());
+    if (freed >= 0) { // it was the last
+      totalSize -= freed;
       if (loading != null) {
         loading.unreferenced.add(artifact.sha256()); // a key not loaded yet may refer to it
       } else {
@@ -730,19 +713,19 @@ public final class DiskStore implements ArtifactStore {
   private boolean dropKey(String keyId, List<Path> doomed) throws IOException {
     if (loading != null) {
       loading.dropped.add(keyId);
-      if (!index.containsKey(keyId)) {
+      if (!index.contains(keyId)) {
         return HEX64.matcher(keyId).matches() && discard(recordPath(keyId), doomed); // not loaded yet
       }
     }
-    if (!index.containsKey(keyId)) {
+    if (!index.contains(keyId)) {
       return false;
     }
     forgetSnapshot();
-    IndexEntry removed = index.remove(keyId);
+    StoredArtifact removed = index.remove(keyId);
     try {
       discard(recordPath(keyId), doomed);
     } finally {
-      release(removed.artifact, doomed);
+      release(removed, doomed);
     }
     return true;
   }
@@ -801,12 +784,7 @@ public final class DiskStore implements ArtifactStore {
       if (loading != null) {
         loading.bad.add(sha256);
       }
-      List<String> keyIds = new ArrayList<>();
-      for (IndexEntry e : index.values()) {
-        if (e.artifact.sha256().equals(sha256)) {
-          keyIds.add(e.artifact.keyId());
-        }
-      }
+      List<String> keyIds = index.keyIdsOnBlob(sha256);
       for (String keyId : keyIds) {
         dropKey(keyId, doomed);
       }
@@ -826,19 +804,19 @@ public final class DiskStore implements ArtifactStore {
       return List.of(); // the size is not known yet: the load's end evicts
     }
     List<String> evicted = new ArrayList<>();
-    Iterator<Map.Entry<String, IndexEntry>> it = index.entrySet().iterator();
-    while (totalSize > maxSizeBytes && it.hasNext()) {
-      Map.Entry<String, IndexEntry> eldest = it.next();
-      if (eldest.getKey().equals(keep)) {
+    KeyIndex.Cursor eldest = index.eldestFirst();
+    while (totalSize > maxSizeBytes && eldest.next()) {
+      String keyId = eldest.keyId();
+      if (keyId.equals(keep)) {
         continue;
       }
-      it.remove();
-      evicted.add(eldest.getKey());
+      StoredArtifact gone = eldest.remove();
+      evicted.add(keyId);
       evictions.incrementAndGet(Eviction.SIZE.ordinal());
       try {
-        discard(recordPath(eldest.getKey()), doomed);
+        discard(recordPath(keyId), doomed);
       } finally {
-        release(eldest.getValue().artifact, doomed);
+        release(gone, doomed);
       }
     }
     if (totalSize > maxSizeBytes) {
@@ -876,7 +854,7 @@ public final class DiskStore implements ArtifactStore {
         return;
       }
       long started = System.nanoTime();
-      IndexSnapshot.write(tmpDir.resolve(UUID.randomUUID() + ".snapshot"), snapshotFile, index.values());
+      IndexSnapshot.write(tmpDir.resolve(UUID.randomUUID() + ".snapshot"), snapshotFile, index);
       snapshotWritten = true;
       log.info("index snapshot written: {} keys in {} ms", index.size(),
           (System.nanoTime() - started) / 1_000_000);
@@ -890,18 +868,12 @@ public final class DiskStore implements ArtifactStore {
 
   /** Under the lock: the key's artifact, marked used now (moved to the newest end), or null. */
   private StoredArtifact used(String keyId) {
-    IndexEntry e = index.get(keyId);
-    if (e == null) {
-      return null;
-    }
-    e.usedAtMillis = clock.millis();
-    return e.artifact;
+    return index.use(keyId, clock.millis());
   }
 
   /** Under the lock: the key's artifact, or null (the access order moves it, its use time stays). */
   private StoredArtifact artifact(String keyId) {
-    IndexEntry e = index.get(keyId);
-    return e == null ? null : e.artifact;
+    return index.get(keyId);
   }
 
   @Override
@@ -916,27 +888,25 @@ public final class DiskStore implements ArtifactStore {
       }
       long now = clock.millis();
       // Eldest first: every key after the first one used within the shortest age was used since.
-      Iterator<Map.Entry<String, IndexEntry>> it = index.entrySet().iterator();
-      while (it.hasNext()) {
-        Map.Entry<String, IndexEntry> eldest = it.next();
-        IndexEntry e = eldest.getValue();
-        long unused = now - e.usedAtMillis;
+      KeyIndex.Cursor eldest = index.eldestFirst();
+      while (eldest.next()) {
+        long unused = now - eldest.usedAtMillis();
         if (unused < shortestMillis) {
           break;
         }
-        String key = e.artifact.key();
+        String key = eldest.key();
         long max = maxUnusedMillis.applyAsLong(key.substring(0, Math.max(0, key.indexOf('\n'))));
         if (max <= 0 || unused < max) {
           continue;
         }
         forgetSnapshot();
-        it.remove();
-        removed.add(e.artifact);
+        StoredArtifact gone = eldest.remove();
+        removed.add(gone);
         evictions.incrementAndGet(Eviction.UNUSED.ordinal());
         try {
-          discard(recordPath(eldest.getKey()), doomed);
+          discard(recordPath(gone.keyId()), doomed);
         } finally {
-          release(e.artifact, doomed);
+          release(gone, doomed);
         }
       }
     } finally {
@@ -961,9 +931,11 @@ public final class DiskStore implements ArtifactStore {
       if (loading != null) { // the load failed or was abandoned: only part of the keys are known
         throw new IllegalStateException("the store's index is not loaded (see the log): cannot list every key");
       }
-      for (IndexEntry e : index.values()) { // iterating values reorders nothing
-        if (filter.test(e.artifact)) {
-          out.add(e.artifact);
+      KeyIndex.Cursor all = index.eldestFirst(); // reorders nothing
+      while (all.next()) {
+        StoredArtifact a = all.artifact();
+        if (filter.test(a)) {
+          out.add(a);
         }
       }
     } finally {
@@ -976,7 +948,12 @@ public final class DiskStore implements ArtifactStore {
   List<String> keyIdsEldestFirst() {
     lock.lock();
     try {
-      return List.copyOf(index.keySet());
+      List<String> ids = new ArrayList<>(index.size());
+      KeyIndex.Cursor all = index.eldestFirst();
+      while (all.next()) {
+        ids.add(all.keyId());
+      }
+      return ids;
     } finally {
       lock.unlock();
     }
@@ -1024,7 +1001,7 @@ public final class DiskStore implements ArtifactStore {
   private void load(Path claimed, int tmpDeleted) {
     long started = System.nanoTime();
     try {
-      LinkedHashMap<String, IndexEntry> read = null;
+      KeyIndex read = null;
       if (claimed == null) {
         log.info("no index snapshot (the node did not stop cleanly, or this is its first start):"
             + " rebuilding the index from the key records");
@@ -1069,7 +1046,7 @@ public final class DiskStore implements ArtifactStore {
    * unsound ones (unreadable, misplaced, their blob missing or of the wrong size) go to {@code
    * broken}. Outside the lock.
    */
-  private LinkedHashMap<String, IndexEntry> readRecords(List<Path> broken) throws IOException {
+  private KeyIndex readRecords(List<Path> broken) throws IOException {
     List<StoredArtifact> records = new ArrayList<>();
     for (Path record : filesTwoDeep(keysDir)) {
       StoredArtifact a = readRecord(record);
@@ -1086,9 +1063,9 @@ public final class DiskStore implements ArtifactStore {
     // Nor is the last use: each key counts as used now, so a cleanup of unused keys after a
     // crash waits its whole age again rather than removing a key that was in use.
     long now = clock.millis();
-    LinkedHashMap<String, IndexEntry> read = new LinkedHashMap<>((int) (records.size() / 0.75) + 1, 0.75f, true);
+    KeyIndex read = new KeyIndex(records.size());
     for (StoredArtifact a : records) {
-      read.put(a.keyId(), new IndexEntry(a, now));
+      read.put(a, now);
     }
     return read;
   }
@@ -1099,13 +1076,10 @@ public final class DiskStore implements ArtifactStore {
    * their loaded entries as the most recently used. Then deletes what went meanwhile and evicts
    * down to the maximum size. Returns how many keys changed meanwhile.
    */
-  private int merge(LinkedHashMap<String, IndexEntry> read, List<Path> broken) throws IOException {
+  private int merge(KeyIndex read, List<Path> broken) throws IOException {
     // The loaded keys' blob references, counted before taking the lock.
-    Map<String, BlobRefs> refs = new HashMap<>((int) (read.size() / 0.75) + 1);
-    long[] total = {0};
-    for (IndexEntry e : read.values()) {
-      total[0] += reference(refs, e.artifact);
-    }
+    BlobCounts refs = new BlobCounts(read.size());
+    long[] total = {read.referenceAll(refs)};
     List<Path> doomed = new ArrayList<>();
     List<String> evicted;
     List<String> damaged = new ArrayList<>();
@@ -1117,47 +1091,43 @@ public final class DiskStore implements ArtifactStore {
       }
       Loading meanwhile = loading;
       Set<String> unreferenced = new HashSet<>(meanwhile.unreferenced);
-      java.util.function.Consumer<IndexEntry> leaveOut = old -> {
-        BlobRefs b = refs.get(old.artifact.sha256());
-        if (--b.refs <= 0) {
-          refs.remove(old.artifact.sha256());
-          total[0] -= b.size;
-          unreferenced.add(old.artifact.sha256());
+      java.util.function.Consumer<StoredArtifact> leaveOut = old -> {
+        long freed = refs.release(old.sha256());
+        if (freed >= 0) { // it was the last
+          total[0] -= freed;
+          unreferenced.add(old.sha256());
         }
       };
-      if (!meanwhile.bad.isEmpty()) {
-        List<String> onBadBlobs = new ArrayList<>();
-        for (IndexEntry e : read.values()) {
-          if (meanwhile.bad.contains(e.artifact.sha256())) {
-            onBadBlobs.add(e.artifact.keyId());
-          }
+      List<String> onBadBlobs = new ArrayList<>();
+      for (String sha256 : meanwhile.bad) {
+        onBadBlobs.addAll(read.keyIdsOnBlob(sha256));
+      }
+      for (String keyId : onBadBlobs) {
+        if (!index.contains(keyId) && !meanwhile.dropped.contains(keyId)) {
+          discard(recordPath(keyId), doomed); // its blob is gone: the key is not held
+          damaged.add(keyId);
         }
-        for (String keyId : onBadBlobs) {
-          if (!index.containsKey(keyId) && !meanwhile.dropped.contains(keyId)) {
-            discard(recordPath(keyId), doomed); // its blob is gone: the key is not held
-            damaged.add(keyId);
-          }
-          meanwhile.dropped.add(keyId);
-        }
+        meanwhile.dropped.add(keyId);
       }
       for (String keyId : meanwhile.dropped) {
-        IndexEntry old = read.remove(keyId);
+        StoredArtifact old = read.remove(keyId);
         if (old != null) {
           leaveOut.accept(old);
         }
       }
-      for (Map.Entry<String, IndexEntry> now : index.entrySet()) { // iterating reorders nothing
-        IndexEntry old = read.remove(now.getKey());
+      KeyIndex.Cursor now = index.eldestFirst(); // reorders nothing
+      while (now.next()) {
+        StoredArtifact current = now.artifact();
+        StoredArtifact old = read.put(current, now.usedAtMillis()); // newer than anything loaded
         if (old != null) {
           leaveOut.accept(old);
         }
-        read.put(now.getKey(), now.getValue()); // newer than anything loaded
-        total[0] += reference(refs, now.getValue().artifact);
+        total[0] += refs.reference(current.sha256(), current.size());
       }
       changed = meanwhile.dropped.size() + index.size();
       for (Path record : broken) {
         String name = record.getFileName().toString();
-        if (!read.containsKey(name.substring(0, Math.max(0, name.length() - ".json".length())))) {
+        if (!read.contains(name.substring(0, Math.max(0, name.length() - ".json".length())))) {
           discard(record, doomed); // unless a commit meanwhile replaced it with a sound one
         }
       }
@@ -1166,7 +1136,7 @@ public final class DiskStore implements ArtifactStore {
       totalSize = total[0];
       loading = null;
       for (String sha256 : unreferenced) {
-        if (!blobs.containsKey(sha256)) {
+        if (!blobs.contains(sha256)) {
           discard(blobPath(sha256), doomed);
         }
       }
@@ -1179,19 +1149,6 @@ public final class DiskStore implements ArtifactStore {
     tellEvicted(damaged); // as a bad copy found by a read is (the replica directory drops this node)
     tellEvicted(evicted);
     return changed;
-  }
-
-  /** Adds a reference to the artifact's blob in {@code refs}; the bytes that adds to the total. */
-  private static long reference(Map<String, BlobRefs> refs, StoredArtifact artifact) {
-    BlobRefs b = refs.get(artifact.sha256());
-    long added = 0;
-    if (b == null) {
-      b = new BlobRefs(artifact.size());
-      refs.put(artifact.sha256(), b);
-      added = artifact.size();
-    }
-    b.refs++;
-    return added;
   }
 
   /**
@@ -1210,7 +1167,7 @@ public final class DiskStore implements ArtifactStore {
         }
         // A commit moves its blob in and refers to it under the lock: one not referred to now is an orphan.
         for (Path blob : files.subList(from, Math.min(files.size(), from + 1000))) {
-          if (!blobs.containsKey(blob.getFileName().toString()) && discard(blob, doomed)) {
+          if (!blobs.contains(blob.getFileName().toString()) && discard(blob, doomed)) {
             orphans++;
           }
         }

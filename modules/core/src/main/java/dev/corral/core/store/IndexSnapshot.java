@@ -10,9 +10,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collection;
-import java.util.HexFormat;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Set;
 import java.util.zip.CRC32;
@@ -44,7 +41,6 @@ final class IndexSnapshot {
   private static final int BUFFER = 1 << 20;
   /** No entry is longer (an index holding one is not snapshotted: the next open rebuilds). */
   static final int MAX_ENTRY = BUFFER - 4;
-  private static final HexFormat HEX = HexFormat.of();
 
   private IndexSnapshot() {}
 
@@ -59,32 +55,39 @@ final class IndexSnapshot {
    * Writes {@code entries} in their iteration order to {@code temp} (which must not exist),
    * fsyncs it and renames it to {@code target}, then fsyncs {@code target}'s directory.
    */
-  static void write(Path temp, Path target, Collection<IndexEntry> entries) throws IOException {
+  static void write(Path temp, Path target, KeyIndex entries) throws IOException {
     CRC32 crc = new CRC32();
     try (FileChannel ch = FileChannel.open(temp,
         Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE), OwnerOnly.file(temp))) {
       ByteBuffer buf = ByteBuffer.allocate(BUFFER);
       buf.putInt(MAGIC).putInt(VERSION).putLong(entries.size());
-      for (IndexEntry e : entries) {
-        StoredArtifact a = e.artifact;
-        byte[] key = utf8(a.key());
-        byte[][] headers = new byte[a.headers().size() * 2][];
+      KeyIndex.Cursor e = entries.eldestFirst();
+      while (e.next()) {
+        byte[] key = utf8(e.key());
+        List<Header> headerList = e.headers();
+        byte[][] headers = new byte[headerList.size() * 2][];
         int length = 32 + 32 + 8 + 8 + 8 + 4 + key.length + 2;
-        for (int i = 0; i < a.headers().size(); i++) {
-          Header h = a.headers().get(i);
+        for (int i = 0; i < headerList.size(); i++) {
+          Header h = headerList.get(i);
           headers[2 * i] = utf8(h.name());
           headers[2 * i + 1] = utf8(h.value());
           length += 8 + headers[2 * i].length + headers[2 * i + 1].length;
         }
-        if (length > MAX_ENTRY || a.headers().size() > 0xFFFF) {
-          throw new IOException("key " + a.keyId() + " has an index entry of " + length + " bytes");
+        if (length > MAX_ENTRY || headerList.size() > 0xFFFF) {
+          throw new IOException("key " + e.keyId() + " has an index entry of " + length + " bytes");
         }
         if (buf.remaining() < 4 + length) {
           flush(ch, buf, crc);
         }
-        buf.putInt(length).put(HEX.parseHex(a.keyId())).put(HEX.parseHex(a.sha256()))
-            .putLong(a.size()).putLong(a.fetchedAtMillis()).putLong(e.usedAtMillis).putInt(key.length).put(key)
-            .putShort((short) a.headers().size());
+        buf.putInt(length);
+        for (int i = 0; i < 4; i++) {
+          buf.putLong(e.idLong(i));
+        }
+        for (int i = 0; i < 4; i++) {
+          buf.putLong(e.shaLong(i));
+        }
+        buf.putLong(e.size()).putLong(e.fetchedAtMillis()).putLong(e.usedAtMillis()).putInt(key.length).put(key)
+            .putShort((short) headerList.size());
         for (byte[] s : headers) {
           buf.putInt(s.length).put(s);
         }
@@ -105,14 +108,14 @@ final class IndexSnapshot {
   }
 
   /**
-   * The entries of the snapshot in {@code file} by key id, in the order they were written, in a
-   * map in access order (the store's index), their headers shared through {@code shared}; a
+   * The entries of the snapshot in {@code file}, in the order they were written (eldest first), as
+   * the store's index, their headers shared through {@code shared}; a
    * version 1 snapshot's keys as used at {@code nowMillis}.
    *
    * @throws Invalid if the file is not a whole, intact snapshot of this version
    * @throws java.nio.file.NoSuchFileException if there is none
    */
-  static LinkedHashMap<String, IndexEntry> read(Path file, SharedHeaders shared, long nowMillis)
+  static KeyIndex read(Path file, SharedHeaders shared, long nowMillis)
       throws IOException, Invalid {
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
       Reader in = new Reader(ch);
@@ -131,17 +134,14 @@ final class IndexSnapshot {
         throw new Invalid("claims " + count + " entries in " + fileSize + " bytes");
       }
       // Sized for all entries at once (no rehashing of a million-entry table as it grows).
-      LinkedHashMap<String, IndexEntry> entries = new LinkedHashMap<>((int) (count / 0.75) + 1, 0.75f, true);
+      KeyIndex entries = new KeyIndex((int) count);
       Entries parsed = new Entries(shared, version == 1 ? nowMillis : null);
       for (long n = 0; n < count; n++) {
         int length = in.take(4).getInt();
         if (length < parsed.minimumLength() || length > MAX_ENTRY) {
           throw new Invalid("entry " + n + " claims " + length + " bytes");
         }
-        IndexEntry e = parsed.next(in.take(length), n);
-        if (entries.put(e.artifact.keyId(), e) != null) {
-          throw new Invalid("key " + e.artifact.keyId() + " twice");
-        }
+        parsed.next(in.take(length), n, entries);
       }
       int expected = (int) in.crc.getValue(); // of every byte before the checksum
       int stored = in.take(4).getInt();
@@ -178,13 +178,19 @@ final class IndexSnapshot {
       return usedAtOfVersion1 != null ? 82 : 90;
     }
 
-    IndexEntry next(ByteBuffer b, long n) throws Invalid {
+    final long[] id = new long[4];
+    final long[] sha = new long[4];
+
+    /** Parses entry {@code n} and adds it to {@code into} as the newest. */
+    void next(ByteBuffer b, long n, KeyIndex into) throws Invalid {
       try {
         byte[] arr = b.array();
-        int at = b.arrayOffset() + b.position();
-        String keyId = HEX.formatHex(arr, at, at + 32);
-        String sha256 = HEX.formatHex(arr, at + 32, at + 64);
-        b.position(b.position() + 64);
+        for (int i = 0; i < 4; i++) {
+          id[i] = b.getLong();
+        }
+        for (int i = 0; i < 4; i++) {
+          sha[i] = b.getLong();
+        }
         long size = b.getLong();
         long fetchedAt = b.getLong();
         long usedAt = usedAtOfVersion1 != null ? usedAtOfVersion1 : b.getLong();
@@ -211,7 +217,9 @@ final class IndexSnapshot {
           lastHeaders = headers;
           lastHeaderBytes = Arrays.copyOfRange(arr, from, to);
         }
-        return new IndexEntry(new StoredArtifact(keyId, key, sha256, size, headers, fetchedAt), usedAt);
+        if (!into.addNewest(id, sha, size, fetchedAt, usedAt, key, headers)) {
+          throw new Invalid("key " + KeyIndex.hex(id, 0) + " twice");
+        }
       } catch (java.nio.BufferUnderflowException | IllegalArgumentException | IndexOutOfBoundsException e) {
         throw new Invalid("entry " + n + " is cut short or malformed: " + e);
       }

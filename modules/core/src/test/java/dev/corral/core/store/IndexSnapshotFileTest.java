@@ -14,7 +14,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -40,18 +39,27 @@ class IndexSnapshotFileTest {
 
     IndexSnapshot.write(dir.resolve("new.snapshot"), dir.resolve("index.snapshot"), entries(written));
     assertFalse(Files.exists(dir.resolve("new.snapshot")), "renamed into place");
-    LinkedHashMap<String, IndexEntry> read = IndexSnapshot.read(dir.resolve("index.snapshot"), new SharedHeaders(), 1);
+    KeyIndex read = IndexSnapshot.read(dir.resolve("index.snapshot"), new SharedHeaders(), 1);
 
-    assertEquals(written, read.values().stream().map(e -> e.artifact).toList());
-    assertEquals(written.stream().map(StoredArtifact::keyId).toList(), new ArrayList<>(read.keySet()));
+    List<StoredArtifact> readBack = new ArrayList<>();
+    List<Long> usedAt = new ArrayList<>();
+    KeyIndex.Cursor e = read.eldestFirst();
+    while (e.next()) {
+      readBack.add(e.artifact());
+      usedAt.add(e.usedAtMillis());
+    }
+    assertEquals(written, readBack, "every entry, in the order written");
     // Each key's last use comes back with it.
-    assertEquals(written.stream().map(a -> a.fetchedAtMillis() + 7).toList(),
-        read.values().stream().map(e -> e.usedAtMillis).toList());
+    assertEquals(written.stream().map(a -> a.fetchedAtMillis() + 7).toList(), usedAt);
   }
 
-  /** Index entries of {@code artifacts}, each last used 7 ms after it was fetched. */
-  private static List<IndexEntry> entries(List<StoredArtifact> artifacts) {
-    return artifacts.stream().map(a -> new IndexEntry(a, a.fetchedAtMillis() + 7)).toList();
+  /** An index of {@code artifacts} in their order, each last used 7 ms after it was fetched. */
+  private static KeyIndex entries(List<StoredArtifact> artifacts) {
+    KeyIndex index = new KeyIndex(artifacts.size());
+    for (StoredArtifact a : artifacts) {
+      index.put(a, a.fetchedAtMillis() + 7);
+    }
+    return index;
   }
 
   @Test

@@ -8,7 +8,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -63,13 +62,13 @@ public final class IndexFootprint {
   private static void writeSnapshot(Path dir, int n, long fetchedAt) throws Exception {
     OwnerOnly.createDirectories(dir.resolve("tmp"));
     List<Header> headers = List.of(new Header("Content-Type", "application/octet-stream"));
-    List<IndexEntry> entries = new ArrayList<>(n);
+    KeyIndex entries = new KeyIndex(n);
     for (int i = 0; i < n; i++) {
       byte[] body = ("artifact " + i + "\n").getBytes(StandardCharsets.UTF_8);
       ArtifactKey key = ArtifactKey.of("bench", "http://upstream.example/files/" + i + ".bin");
-      entries.add(new IndexEntry(
+      entries.put(
           new StoredArtifact(key.id(), key.canonical(), Sha256.hex(body), body.length, headers, fetchedAt + i),
-          fetchedAt + i));
+          fetchedAt + i);
     }
     IndexSnapshot.write(dir.resolve("tmp").resolve("new.snapshot"), dir.resolve(IndexSnapshot.FILE_NAME), entries);
   }

@@ -1,0 +1,479 @@
+package dev.corral.core.store;
+
+import dev.corral.core.upstream.Header;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The store's index: every key held, in exact least-recently-used order, with what is stored for
+ * it. A million keys make a million entries, so an entry is not a handful of objects (a map entry,
+ * a record, a key id string and a SHA-256 string: about 490 bytes and 10 objects, which the
+ * collector had to copy as the index loaded) but one row across a few primitive arrays: the key id
+ * and the blob's SHA-256 as four longs each, size, fetch and last-use times, the LRU links as
+ * slot numbers, and an open-addressing table of slot numbers keyed by the key id (itself a
+ * SHA-256, so its first long is already a good hash). Only the canonical key and the header list
+ * (shared between keys, {@link SharedHeaders}) are objects. A {@link StoredArtifact} is built when
+ * one is asked for.
+ *
+ * <p>Key ids and SHA-256s are 64 lower-case hex digits; a key id that is not one is simply not
+ * held. Not thread-safe: the store's lock guards it.
+ */
+final class KeyIndex {
+  private static final int NONE = -1;
+  private static final byte[] DIGITS = "0123456789abcdef".getBytes(StandardCharsets.ISO_8859_1);
+
+  // One row per slot; a free slot is chained through next[].
+  private long[] ids;
+  private long[] shas;
+  private long[] sizes;
+  private long[] fetchedAts;
+  private long[] usedAts;
+  private String[] keys;
+  private Object[] headers;
+  private int[] prev;
+  private int[] next;
+  private int slots; // slots ever used (the high-water mark)
+  private int freeSlot = NONE;
+  private int eldest = NONE;
+  private int newest = NONE;
+  private int size;
+
+  /** Open addressing, linear probing: slot + 1, or 0 for an empty place; at most half full. */
+  private int[] table;
+
+  // The key id being looked up, parsed (under the store's lock, like everything here).
+  private long q0;
+  private long q1;
+  private long q2;
+  private long q3;
+
+  /** An index with room for {@code expected} keys before it grows. */
+  KeyIndex(int expected) {
+    int rows = Math.max(16, expected);
+    ids = new long[rows * 4];
+    shas = new long[rows * 4];
+    sizes = new long[rows];
+    fetchedAts = new long[rows];
+    usedAts = new long[rows];
+    keys = new String[rows];
+    headers = new Object[rows];
+    prev = new int[rows];
+    next = new int[rows];
+    table = new int[tableSizeFor(rows)];
+  }
+
+  private static int tableSizeFor(int rows) {
+    int n = Integer.highestOneBit(Math.max(16, rows)) << 2; // at least twice the rows
+    if (n < 0) {
+      throw new IllegalStateException("too many keys for one index: " + rows);
+    }
+    return n;
+  }
+
+  int size() {
+    return size;
+  }
+
+  /** Whether the key is held; its place in the order stays. */
+  boolean contains(String keyId) {
+    return find(keyId) != NONE;
+  }
+
+  /** The key's artifact, moved to the newest end (its last use stays); null when not held. */
+  StoredArtifact get(String keyId) {
+    int s = find(keyId);
+    if (s == NONE) {
+      return null;
+    }
+    moveToNewest(s);
+    return artifact(s, keyId);
+  }
+
+  /** The key's artifact, moved to the newest end and used at {@code nowMillis}; null when not held. */
+  StoredArtifact use(String keyId, long nowMillis) {
+    int s = find(keyId);
+    if (s == NONE) {
+      return null;
+    }
+    moveToNewest(s);
+    usedAts[s] = nowMillis;
+    return artifact(s, keyId);
+  }
+
+  /**
+   * Holds {@code artifact} for its key as the newest, last used at {@code usedAtMillis}; returns what
+   * it replaces, or null.
+   *
+   * @throws IllegalArgumentException if its key id or SHA-256 is not 64 lower-case hex digits
+   */
+  StoredArtifact put(StoredArtifact artifact, long usedAtMillis) {
+    if (!parse(artifact.keyId())) {
+      throw new IllegalArgumentException("not a key id: " + artifact.keyId());
+    }
+    long[] sha = new long[4];
+    if (!parseHex(artifact.sha256(), sha)) {
+      throw new IllegalArgumentException("not a SHA-256: " + artifact.sha256());
+    }
+    int place = place();
+    StoredArtifact previous = null;
+    int s;
+    if (table[place] != 0) {
+      s = table[place] - 1;
+      previous = artifact(s, artifact.keyId());
+      moveToNewest(s);
+    } else {
+      s = newRow();
+      table[place] = s + 1;
+      ids[4 * s] = q0;
+      ids[4 * s + 1] = q1;
+      ids[4 * s + 2] = q2;
+      ids[4 * s + 3] = q3;
+      linkNewest(s);
+      size++;
+    }
+    System.arraycopy(sha, 0, shas, 4 * s, 4);
+    sizes[s] = artifact.size();
+    fetchedAts[s] = artifact.fetchedAtMillis();
+    usedAts[s] = usedAtMillis;
+    keys[s] = artifact.key();
+    headers[s] = artifact.headers();
+    growIfFull();
+    return previous;
+  }
+
+  /**
+   * Adds a key not held yet as the newest, from its raw fields (the snapshot's load: no strings
+   * made for the ids). Returns false, changing nothing, when the key is already held.
+   */
+  boolean addNewest(long[] id, long[] sha, long blobSize, long fetchedAtMillis, long usedAtMillis,
+      String key, List<Header> headerList) {
+    q0 = id[0];
+    q1 = id[1];
+    q2 = id[2];
+    q3 = id[3];
+    int place = place();
+    if (table[place] != 0) {
+      return false;
+    }
+    int s = newRow();
+    table[place] = s + 1;
+    System.arraycopy(id, 0, ids, 4 * s, 4);
+    System.arraycopy(sha, 0, shas, 4 * s, 4);
+    sizes[s] = blobSize;
+    fetchedAts[s] = fetchedAtMillis;
+    usedAts[s] = usedAtMillis;
+    keys[s] = key;
+    headers[s] = headerList;
+    linkNewest(s);
+    size++;
+    growIfFull();
+    return true;
+  }
+
+  /** Stops holding the key; returns what it held, or null. */
+  StoredArtifact remove(String keyId) {
+    int s = find(keyId);
+    if (s == NONE) {
+      return null;
+    }
+    StoredArtifact removed = artifact(s, keyId);
+    removeRow(s);
+    return removed;
+  }
+
+  /** The ids of the keys whose blob is {@code sha256}, eldest first. */
+  List<String> keyIdsOnBlob(String sha256) {
+    long[] sha = new long[4];
+    List<String> out = new ArrayList<>();
+    if (!parseHex(sha256, sha)) {
+      return out;
+    }
+    for (int s = eldest; s != NONE; s = next[s]) {
+      int at = 4 * s;
+      if (shas[at] == sha[0] && shas[at + 1] == sha[1] && shas[at + 2] == sha[2] && shas[at + 3] == sha[3]) {
+        out.add(hex(ids, at));
+      }
+    }
+    return out;
+  }
+
+  /** Counts one reference to its blob per key held, in {@code blobs}; returns the bytes that added. */
+  long referenceAll(BlobCounts blobs) {
+    long added = 0;
+    for (int s = eldest; s != NONE; s = next[s]) {
+      added += blobs.reference(shas, 4 * s, sizes[s]);
+    }
+    return added;
+  }
+
+  /** A cursor over the keys, eldest first; it reorders nothing. */
+  Cursor eldestFirst() {
+    return new Cursor();
+  }
+
+  /**
+   * Walks the keys from the least recently used to the newest. {@link #remove} takes the current
+   * key out and the walk goes on from the next; any other change to the index meanwhile leaves
+   * the walk undefined.
+   */
+  final class Cursor {
+    private int current = NONE;
+    private int following = eldest;
+
+    /** Moves to the next key; false when there is none. */
+    boolean next() {
+      current = following;
+      if (current == NONE) {
+        return false;
+      }
+      following = KeyIndex.this.next[current];
+      return true;
+    }
+
+    String keyId() {
+      return hex(ids, 4 * current);
+    }
+
+    StoredArtifact artifact() {
+      return KeyIndex.this.artifact(current, keyId());
+    }
+
+    long usedAtMillis() {
+      return usedAts[current];
+    }
+
+    long size() {
+      return sizes[current];
+    }
+
+    long fetchedAtMillis() {
+      return fetchedAts[current];
+    }
+
+    String key() {
+      return keys[current];
+    }
+
+    @SuppressWarnings("unchecked")
+    List<Header> headers() {
+      return (List<Header>) headers[current];
+    }
+
+    /** The i-th long (0-3) of the key id, big-endian. */
+    long idLong(int i) {
+      return ids[4 * current + i];
+    }
+
+    /** The i-th long (0-3) of the SHA-256, big-endian. */
+    long shaLong(int i) {
+      return shas[4 * current + i];
+    }
+
+    /** Stops holding the current key; returns what it held. */
+    StoredArtifact remove() {
+      StoredArtifact removed = artifact();
+      removeRow(current);
+      current = NONE;
+      return removed;
+    }
+  }
+
+  // ---- rows ---------------------------------------------------------------------------------------
+
+  @SuppressWarnings("unchecked")
+  private StoredArtifact artifact(int s, String keyId) {
+    return new StoredArtifact(keyId, keys[s], hex(shas, 4 * s), sizes[s], (List<Header>) headers[s], fetchedAts[s]);
+  }
+
+  private int newRow() {
+    if (freeSlot != NONE) {
+      int s = freeSlot;
+      freeSlot = next[s];
+      return s;
+    }
+    if (slots == sizes.length) {
+      int rows = sizes.length + (sizes.length >> 1) + 1;
+      ids = Arrays.copyOf(ids, rows * 4);
+      shas = Arrays.copyOf(shas, rows * 4);
+      sizes = Arrays.copyOf(sizes, rows);
+      fetchedAts = Arrays.copyOf(fetchedAts, rows);
+      usedAts = Arrays.copyOf(usedAts, rows);
+      keys = Arrays.copyOf(keys, rows);
+      headers = Arrays.copyOf(headers, rows);
+      prev = Arrays.copyOf(prev, rows);
+      next = Arrays.copyOf(next, rows);
+    }
+    return slots++;
+  }
+
+  private void removeRow(int s) {
+    q0 = ids[4 * s];
+    q1 = ids[4 * s + 1];
+    q2 = ids[4 * s + 2];
+    q3 = ids[4 * s + 3];
+    unplace(place());
+    unlink(s);
+    keys[s] = null;
+    headers[s] = null;
+    next[s] = freeSlot;
+    freeSlot = s;
+    size--;
+  }
+
+  private void linkNewest(int s) {
+    prev[s] = newest;
+    next[s] = NONE;
+    if (newest == NONE) {
+      eldest = s;
+    } else {
+      next[newest] = s;
+    }
+    newest = s;
+  }
+
+  private void unlink(int s) {
+    int p = prev[s];
+    int n = next[s];
+    if (p == NONE) {
+      eldest = n;
+    } else {
+      next[p] = n;
+    }
+    if (n == NONE) {
+      newest = p;
+    } else {
+      prev[n] = p;
+    }
+  }
+
+  private void moveToNewest(int s) {
+    if (s != newest) {
+      unlink(s);
+      linkNewest(s);
+    }
+  }
+
+  // ---- the table ----------------------------------------------------------------------------------
+
+  /** The row of the key, or NONE (also for a string that is not a key id). */
+  private int find(String keyId) {
+    if (keyId == null || !parse(keyId)) {
+      return NONE;
+    }
+    int e = table[place()];
+    return e == 0 ? NONE : e - 1;
+  }
+
+  /** The place of the parsed key id q0-q3 in the table: where it is, or the empty place it would take. */
+  private int place() {
+    int mask = table.length - 1;
+    int i = home(q0, mask);
+    while (true) {
+      int e = table[i];
+      if (e == 0) {
+        return i;
+      }
+      int at = 4 * (e - 1);
+      if (ids[at] == q0 && ids[at + 1] == q1 && ids[at + 2] == q2 && ids[at + 3] == q3) {
+        return i;
+      }
+      i = (i + 1) & mask;
+    }
+  }
+
+  private static int home(long firstLong, int mask) {
+    return (int) (firstLong ^ (firstLong >>> 32)) & mask;
+  }
+
+  /** Empties place {@code i}, shifting later entries of its run back (no tombstones). */
+  private void unplace(int i) {
+    int mask = table.length - 1;
+    int j = i;
+    while (true) {
+      j = (j + 1) & mask;
+      int e = table[j];
+      if (e == 0) {
+        break;
+      }
+      int k = home(ids[4 * (e - 1)], mask);
+      // The entry at j stays when its home lies cyclically in (i, j].
+      boolean stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+      if (!stays) {
+        table[i] = e;
+        i = j;
+      }
+    }
+    table[i] = 0;
+  }
+
+  private void growIfFull() {
+    if (size * 2 <= table.length) {
+      return;
+    }
+    int[] bigger = new int[table.length * 2];
+    int mask = bigger.length - 1;
+    for (int e : table) {
+      if (e != 0) {
+        int i = home(ids[4 * (e - 1)], mask);
+        while (bigger[i] != 0) {
+          i = (i + 1) & mask;
+        }
+        bigger[i] = e;
+      }
+    }
+    table = bigger;
+  }
+
+  // ---- hex ----------------------------------------------------------------------------------------
+
+  private boolean parse(String keyId) {
+    long[] q = new long[4];
+    if (!parseHex(keyId, q)) {
+      return false;
+    }
+    q0 = q[0];
+    q1 = q[1];
+    q2 = q[2];
+    q3 = q[3];
+    return true;
+  }
+
+  /** Parses 64 lower-case hex digits into four big-endian longs; false if {@code s} is not that. */
+  static boolean parseHex(String s, long[] into) {
+    if (s.length() != 64) {
+      return false;
+    }
+    for (int l = 0; l < 4; l++) {
+      long v = 0;
+      for (int c = 16 * l, end = c + 16; c < end; c++) {
+        char ch = s.charAt(c);
+        int d;
+        if (ch >= '0' && ch <= '9') {
+          d = ch - '0';
+        } else if (ch >= 'a' && ch <= 'f') {
+          d = ch - 'a' + 10;
+        } else {
+          return false;
+        }
+        v = (v << 4) | d;
+      }
+      into[l] = v;
+    }
+    return true;
+  }
+
+  /** Four big-endian longs from {@code at} as 64 lower-case hex digits. */
+  static String hex(long[] longs, int at) {
+    byte[] out = new byte[64];
+    for (int l = 0; l < 4; l++) {
+      long v = longs[at + l];
+      for (int c = 16 * l + 15; c >= 16 * l; c--) {
+        out[c] = DIGITS[(int) (v & 0xF)];
+        v >>>= 4;
+      }
+    }
+    return new String(out, StandardCharsets.ISO_8859_1);
+  }
+}
