@@ -11,6 +11,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * Issue 12, bounded connections, on a real node process over loopback: thousands of half-open
@@ -19,6 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
  * does run out of descriptors logs it at most once a second instead of hundreds of megabytes of
  * traces. The header-read timeout itself is {@link SlowHeadIT}'s.
  */
+@Isolated("its flood must outpace the node's header-read timeout, and it holds thousands of descriptors in this JVM")
 class ConnectionFloodIT {
   private static final int FLOOD = 6_000;
   private static final int CAP = 4_096;
