@@ -16,15 +16,15 @@ final class BlobCounts {
   private int rows;
   private int freeRow = NONE;
   private int count;
-  /** Open addressing, linear probing: row + 1, or 0; at most half full. */
-  private int[] table;
+  /** The rows by SHA-256. */
+  private final RowTable table;
 
   BlobCounts(int expected) {
     int n = Math.max(16, expected);
     shas = new long[4 * n];
     sizes = new long[n];
     refs = new int[n];
-    table = new int[Integer.highestOneBit(n) << 2];
+    table = new RowTable(n);
   }
 
   /** How many blobs are counted. */
@@ -42,8 +42,8 @@ final class BlobCounts {
     if (!KeyIndex.parseHex(sha256, q)) {
       return -1;
     }
-    int e = table[place(q, 0)];
-    return e == 0 ? -1 : sizes[e - 1];
+    int r = table.rowAt(place(q, 0));
+    return r < 0 ? -1 : sizes[r];
   }
 
   /** One more key refers to the blob; returns its size when it was not counted yet, else 0. */
@@ -58,17 +58,17 @@ final class BlobCounts {
   /** The same for the SHA-256 held as four longs from {@code at} in {@code sha}. */
   long reference(long[] sha, int at, long size) {
     int p = place(sha, at);
-    if (table[p] != 0) {
-      refs[table[p] - 1]++;
+    int known = table.rowAt(p);
+    if (known >= 0) {
+      refs[known]++;
       return 0;
     }
     int r = newRow();
     System.arraycopy(sha, at, shas, 4 * r, 4);
     sizes[r] = size;
     refs[r] = 1;
-    table[p] = r + 1;
+    table.put(shas, p, r);
     count++;
-    growIfFull();
     return size;
   }
 
@@ -82,14 +82,14 @@ final class BlobCounts {
       return -1;
     }
     int p = place(q, 0);
-    if (table[p] == 0) {
+    int r = table.rowAt(p);
+    if (r < 0) {
       return -1;
     }
-    int r = table[p] - 1;
     if (--refs[r] > 0) {
       return -1;
     }
-    unplace(p);
+    table.remove(shas, p);
     refs[r] = freeRow;
     freeRow = r;
     count--;
@@ -112,59 +112,6 @@ final class BlobCounts {
   }
 
   private int place(long[] q, int at) {
-    int mask = table.length - 1;
-    int i = home(q[at], mask);
-    while (true) {
-      int e = table[i];
-      if (e == 0) {
-        return i;
-      }
-      int r = 4 * (e - 1);
-      if (shas[r] == q[at] && shas[r + 1] == q[at + 1] && shas[r + 2] == q[at + 2] && shas[r + 3] == q[at + 3]) {
-        return i;
-      }
-      i = (i + 1) & mask;
-    }
-  }
-
-  private static int home(long firstLong, int mask) {
-    return (int) (firstLong ^ (firstLong >>> 32)) & mask;
-  }
-
-  private void unplace(int i) {
-    int mask = table.length - 1;
-    int j = i;
-    while (true) {
-      j = (j + 1) & mask;
-      int e = table[j];
-      if (e == 0) {
-        break;
-      }
-      int k = home(shas[4 * (e - 1)], mask);
-      boolean stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
-      if (!stays) {
-        table[i] = e;
-        i = j;
-      }
-    }
-    table[i] = 0;
-  }
-
-  private void growIfFull() {
-    if (count * 2 <= table.length) {
-      return;
-    }
-    int[] bigger = new int[table.length * 2];
-    int mask = bigger.length - 1;
-    for (int e : table) {
-      if (e != 0) {
-        int i = home(shas[4 * (e - 1)], mask);
-        while (bigger[i] != 0) {
-          i = (i + 1) & mask;
-        }
-        bigger[i] = e;
-      }
-    }
-    table = bigger;
+    return table.place(shas, q[at], q[at + 1], q[at + 2], q[at + 3]);
   }
 }

@@ -40,8 +40,8 @@ final class KeyIndex {
   private int newest = NONE;
   private int size;
 
-  /** Open addressing, linear probing: slot + 1, or 0 for an empty place; at most half full. */
-  private int[] table;
+  /** The rows by key id. */
+  private final RowTable table;
 
   // The key id being looked up, parsed (under the store's lock, like everything here).
   private long q0;
@@ -61,15 +61,7 @@ final class KeyIndex {
     headers = new Object[rows];
     prev = new int[rows];
     next = new int[rows];
-    table = new int[tableSizeFor(rows)];
-  }
-
-  private static int tableSizeFor(int rows) {
-    int n = Integer.highestOneBit(Math.max(16, rows)) << 2; // at least twice the rows
-    if (n < 0) {
-      throw new IllegalStateException("too many keys for one index: " + rows);
-    }
-    return n;
+    table = new RowTable(rows);
   }
 
   int size() {
@@ -118,18 +110,17 @@ final class KeyIndex {
     }
     int place = place();
     StoredArtifact previous = null;
-    int s;
-    if (table[place] != 0) {
-      s = table[place] - 1;
+    int s = table.rowAt(place);
+    if (s != NONE) {
       previous = artifact(s, artifact.keyId());
       moveToNewest(s);
     } else {
       s = newRow();
-      table[place] = s + 1;
       ids[4 * s] = q0;
       ids[4 * s + 1] = q1;
       ids[4 * s + 2] = q2;
       ids[4 * s + 3] = q3;
+      table.put(ids, place, s);
       linkNewest(s);
       size++;
     }
@@ -139,7 +130,6 @@ final class KeyIndex {
     usedAts[s] = usedAtMillis;
     keys[s] = artifact.key();
     headers[s] = artifact.headers();
-    growIfFull();
     return previous;
   }
 
@@ -154,12 +144,12 @@ final class KeyIndex {
     q2 = id[2];
     q3 = id[3];
     int place = place();
-    if (table[place] != 0) {
+    if (table.rowAt(place) != NONE) {
       return false;
     }
     int s = newRow();
-    table[place] = s + 1;
     System.arraycopy(id, 0, ids, 4 * s, 4);
+    table.put(ids, place, s);
     System.arraycopy(sha, 0, shas, 4 * s, 4);
     sizes[s] = blobSize;
     fetchedAts[s] = fetchedAtMillis;
@@ -168,7 +158,6 @@ final class KeyIndex {
     headers[s] = headerList;
     linkNewest(s);
     size++;
-    growIfFull();
     return true;
   }
 
@@ -313,7 +302,7 @@ final class KeyIndex {
     q1 = ids[4 * s + 1];
     q2 = ids[4 * s + 2];
     q3 = ids[4 * s + 3];
-    unplace(place());
+    table.remove(ids, place());
     unlink(s);
     keys[s] = null;
     headers[s] = null;
@@ -362,68 +351,12 @@ final class KeyIndex {
     if (keyId == null || !parse(keyId)) {
       return NONE;
     }
-    int e = table[place()];
-    return e == 0 ? NONE : e - 1;
+    return table.rowAt(place());
   }
 
-  /** The place of the parsed key id q0-q3 in the table: where it is, or the empty place it would take. */
+  /** The place of the parsed key id q0-q3 in the table. */
   private int place() {
-    int mask = table.length - 1;
-    int i = home(q0, mask);
-    while (true) {
-      int e = table[i];
-      if (e == 0) {
-        return i;
-      }
-      int at = 4 * (e - 1);
-      if (ids[at] == q0 && ids[at + 1] == q1 && ids[at + 2] == q2 && ids[at + 3] == q3) {
-        return i;
-      }
-      i = (i + 1) & mask;
-    }
-  }
-
-  private static int home(long firstLong, int mask) {
-    return (int) (firstLong ^ (firstLong >>> 32)) & mask;
-  }
-
-  /** Empties place {@code i}, shifting later entries of its run back (no tombstones). */
-  private void unplace(int i) {
-    int mask = table.length - 1;
-    int j = i;
-    while (true) {
-      j = (j + 1) & mask;
-      int e = table[j];
-      if (e == 0) {
-        break;
-      }
-      int k = home(ids[4 * (e - 1)], mask);
-      // The entry at j stays when its home lies cyclically in (i, j].
-      boolean stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
-      if (!stays) {
-        table[i] = e;
-        i = j;
-      }
-    }
-    table[i] = 0;
-  }
-
-  private void growIfFull() {
-    if (size * 2 <= table.length) {
-      return;
-    }
-    int[] bigger = new int[table.length * 2];
-    int mask = bigger.length - 1;
-    for (int e : table) {
-      if (e != 0) {
-        int i = home(ids[4 * (e - 1)], mask);
-        while (bigger[i] != 0) {
-          i = (i + 1) & mask;
-        }
-        bigger[i] = e;
-      }
-    }
-    table = bigger;
+    return table.place(ids, q0, q1, q2, q3);
   }
 
   // ---- hex ----------------------------------------------------------------------------------------

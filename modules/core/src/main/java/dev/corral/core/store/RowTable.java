@@ -1,0 +1,93 @@
+package dev.corral.core.store;
+
+/**
+ * The hash table of {@link KeyIndex} and {@link BlobCounts}: row numbers placed by open addressing
+ * with linear probing, keyed by the four longs (a SHA-256, whose first long is already well
+ * spread) that the owner keeps for each row in {@code keys}, from {@code 4 * row}. At most half
+ * full; a removal shifts the entries after it back, so no tombstones build up. Not thread-safe.
+ */
+final class RowTable {
+  private int[] table; // row + 1, or 0 for an empty place
+  private int count;
+
+  /** A table for {@code rows} rows before it grows. */
+  RowTable(int rows) {
+    int n = Integer.highestOneBit(Math.max(16, rows)) << 2; // more than twice the rows
+    if (n <= 0) {
+      throw new IllegalStateException("too many rows for one table: " + rows);
+    }
+    table = new int[n];
+  }
+
+  /** Where the key is, or the empty place it would take. */
+  int place(long[] keys, long q0, long q1, long q2, long q3) {
+    int mask = table.length - 1;
+    int i = home(q0, mask);
+    while (true) {
+      int e = table[i];
+      if (e == 0) {
+        return i;
+      }
+      int at = 4 * (e - 1);
+      if (keys[at] == q0 && keys[at + 1] == q1 && keys[at + 2] == q2 && keys[at + 3] == q3) {
+        return i;
+      }
+      i = (i + 1) & mask;
+    }
+  }
+
+  /** The row at {@code place}, or -1 when it is empty. */
+  int rowAt(int place) {
+    return table[place] - 1;
+  }
+
+  /** Puts {@code row} at the empty {@code place} that {@link #place} gave for its key. */
+  void put(long[] keys, int place, int row) {
+    table[place] = row + 1;
+    if (++count * 2 > table.length) {
+      grow(keys);
+    }
+  }
+
+  /** Empties {@code place}, moving back the entries of its run that would no longer be found. */
+  void remove(long[] keys, int place) {
+    int mask = table.length - 1;
+    int i = place;
+    int j = i;
+    while (true) {
+      j = (j + 1) & mask;
+      int e = table[j];
+      if (e == 0) {
+        break;
+      }
+      int k = home(keys[4 * (e - 1)], mask);
+      // The entry at j stays when its home lies cyclically in (i, j].
+      boolean stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+      if (!stays) {
+        table[i] = e;
+        i = j;
+      }
+    }
+    table[i] = 0;
+    count--;
+  }
+
+  private void grow(long[] keys) {
+    int[] bigger = new int[table.length * 2];
+    int mask = bigger.length - 1;
+    for (int e : table) {
+      if (e != 0) {
+        int i = home(keys[4 * (e - 1)], mask);
+        while (bigger[i] != 0) {
+          i = (i + 1) & mask;
+        }
+        bigger[i] = e;
+      }
+    }
+    table = bigger;
+  }
+
+  private static int home(long firstLong, int mask) {
+    return (int) (firstLong ^ (firstLong >>> 32)) & mask;
+  }
+}
