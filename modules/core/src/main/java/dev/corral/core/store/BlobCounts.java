@@ -20,7 +20,7 @@ final class BlobCounts {
   private final RowTable table;
 
   BlobCounts(int expected) {
-    int n = Math.max(16, expected);
+    int n = Math.max(16, Math.min(expected, KeyIndex.MAX_ROWS));
     shas = new long[4 * n];
     sizes = new long[n];
     refs = new int[n];
@@ -34,6 +34,11 @@ final class BlobCounts {
 
   boolean contains(String sha256) {
     return sizeOf(sha256) >= 0;
+  }
+
+  /** Whether the SHA-256 held as four longs from {@code at} in {@code sha} is counted. */
+  boolean contains(long[] sha, int at) {
+    return table.rowAt(place(sha, at)) >= 0;
   }
 
   /** The blob's size, or -1 when no key refers to it. */
@@ -103,7 +108,10 @@ final class BlobCounts {
       return r;
     }
     if (rows == sizes.length) {
-      int n = sizes.length + (sizes.length >> 1) + 1;
+      int n = (int) Math.min(KeyIndex.MAX_ROWS, sizes.length + (sizes.length >> 1) + 1L);
+      if (n == sizes.length) {
+        throw new IllegalStateException("the store counts at most " + n + " blobs");
+      }
       shas = java.util.Arrays.copyOf(shas, 4 * n);
       sizes = java.util.Arrays.copyOf(sizes, n);
       refs = java.util.Arrays.copyOf(refs, n);

@@ -1098,10 +1098,7 @@ public final class DiskStore implements ArtifactStore {
           unreferenced.add(old.sha256());
         }
       };
-      List<String> onBadBlobs = new ArrayList<>();
-      for (String sha256 : meanwhile.bad) {
-        onBadBlobs.addAll(read.keyIdsOnBlob(sha256));
-      }
+      List<String> onBadBlobs = meanwhile.bad.isEmpty() ? List.of() : read.keyIdsOnBlobs(meanwhile.bad);
       for (String keyId : onBadBlobs) {
         if (!index.contains(keyId) && !meanwhile.dropped.contains(keyId)) {
           discard(recordPath(keyId), doomed); // its blob is gone: the key is not held

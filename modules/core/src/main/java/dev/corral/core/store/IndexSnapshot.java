@@ -130,12 +130,14 @@ final class IndexSnapshot {
         throw new Invalid("version " + version + ", this node reads version " + VERSION);
       }
       long fileSize = ch.size();
-      if (count < 0 || count > fileSize / 80) { // no entry takes fewer than 80 bytes
+      Entries parsed = new Entries(shared, version == 1 ? nowMillis : null);
+      // The count is not checked by the checksum until the end: it must at least fit the file (each
+      // entry takes its length and its fixed fields), as the index is sized for it at once.
+      if (count < 0 || count > (fileSize - 20) / (4 + parsed.minimumLength()) || count > KeyIndex.MAX_ROWS) {
         throw new Invalid("claims " + count + " entries in " + fileSize + " bytes");
       }
-      // Sized for all entries at once (no rehashing of a million-entry table as it grows).
+      // Sized for all entries at once (no growing of a million-row index as it fills).
       KeyIndex entries = new KeyIndex((int) count);
-      Entries parsed = new Entries(shared, version == 1 ? nowMillis : null);
       for (long n = 0; n < count; n++) {
         int length = in.take(4).getInt();
         if (length < parsed.minimumLength() || length > MAX_ENTRY) {

@@ -22,6 +22,8 @@ import java.util.List;
  */
 final class KeyIndex {
   private static final int NONE = -1;
+  /** Rows at most: four longs a row must fit one array, and the table twice the rows. */
+  static final int MAX_ROWS = 1 << 28;
   private static final byte[] DIGITS = "0123456789abcdef".getBytes(StandardCharsets.ISO_8859_1);
 
   // One row per slot; a free slot is chained through next[].
@@ -51,7 +53,7 @@ final class KeyIndex {
 
   /** An index with room for {@code expected} keys before it grows. */
   KeyIndex(int expected) {
-    int rows = Math.max(16, expected);
+    int rows = Math.max(16, Math.min(expected, MAX_ROWS));
     ids = new long[rows * 4];
     shas = new long[rows * 4];
     sizes = new long[rows];
@@ -174,15 +176,25 @@ final class KeyIndex {
 
   /** The ids of the keys whose blob is {@code sha256}, eldest first. */
   List<String> keyIdsOnBlob(String sha256) {
+    return keyIdsOnBlobs(List.of(sha256));
+  }
+
+  /** The ids of the keys whose blob is one of {@code sha256s}, eldest first, in one walk. */
+  List<String> keyIdsOnBlobs(java.util.Collection<String> sha256s) {
+    BlobCounts wanted = new BlobCounts(sha256s.size());
     long[] sha = new long[4];
+    for (String s : sha256s) {
+      if (parseHex(s, sha)) {
+        wanted.reference(sha, 0, 0);
+      }
+    }
     List<String> out = new ArrayList<>();
-    if (!parseHex(sha256, sha)) {
+    if (wanted.size() == 0) {
       return out;
     }
     for (int s = eldest; s != NONE; s = next[s]) {
-      int at = 4 * s;
-      if (shas[at] == sha[0] && shas[at + 1] == sha[1] && shas[at + 2] == sha[2] && shas[at + 3] == sha[3]) {
-        out.add(hex(ids, at));
+      if (wanted.contains(shas, 4 * s)) {
+        out.add(hex(ids, 4 * s));
       }
     }
     return out;
@@ -283,7 +295,10 @@ final class KeyIndex {
       return s;
     }
     if (slots == sizes.length) {
-      int rows = sizes.length + (sizes.length >> 1) + 1;
+      int rows = (int) Math.min(MAX_ROWS, sizes.length + (sizes.length >> 1) + 1L);
+      if (rows == sizes.length) {
+        throw new IllegalStateException("the store's index holds at most " + MAX_ROWS + " keys");
+      }
       ids = Arrays.copyOf(ids, rows * 4);
       shas = Arrays.copyOf(shas, rows * 4);
       sizes = Arrays.copyOf(sizes, rows);

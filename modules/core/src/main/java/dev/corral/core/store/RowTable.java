@@ -5,9 +5,15 @@ package dev.corral.core.store;
  * with linear probing, keyed by the four longs (a SHA-256, whose first long is already well
  * spread) that the owner keeps for each row in {@code keys}, from {@code 4 * row}. At most half
  * full; a removal shifts the entries after it back, so no tombstones build up. Not thread-safe.
+ *
+ * <p>A key id is the SHA-256 of a URL that clients choose, so ids whose low bits collide can be
+ * searched for offline; a place is therefore taken from the high bits of the first long mixed
+ * with a secret drawn once per process (multiplicative hashing), which no client can aim at.
  */
 final class RowTable {
+  private static final long SECRET = new java.security.SecureRandom().nextLong();
   private int[] table; // row + 1, or 0 for an empty place
+  private int shift; // 64 - log2(table.length)
   private int count;
 
   /** A table for {@code rows} rows before it grows. */
@@ -17,12 +23,13 @@ final class RowTable {
       throw new IllegalStateException("too many rows for one table: " + rows);
     }
     table = new int[n];
+    shift = 64 - Integer.numberOfTrailingZeros(n);
   }
 
   /** Where the key is, or the empty place it would take. */
   int place(long[] keys, long q0, long q1, long q2, long q3) {
     int mask = table.length - 1;
-    int i = home(q0, mask);
+    int i = home(q0, shift);
     while (true) {
       int e = table[i];
       if (e == 0) {
@@ -34,6 +41,11 @@ final class RowTable {
       }
       i = (i + 1) & mask;
     }
+  }
+
+  /** Where a search for a key whose first long is {@code firstLong} starts (tests). */
+  int homeOf(long firstLong) {
+    return home(firstLong, shift);
   }
 
   /** The row at {@code place}, or -1 when it is empty. */
@@ -60,7 +72,7 @@ final class RowTable {
       if (e == 0) {
         break;
       }
-      int k = home(keys[4 * (e - 1)], mask);
+      int k = home(keys[4 * (e - 1)], shift);
       // The entry at j stays when its home lies cyclically in (i, j].
       boolean stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
       if (!stays) {
@@ -75,9 +87,10 @@ final class RowTable {
   private void grow(long[] keys) {
     int[] bigger = new int[table.length * 2];
     int mask = bigger.length - 1;
+    int biggerShift = shift - 1;
     for (int e : table) {
       if (e != 0) {
-        int i = home(keys[4 * (e - 1)], mask);
+        int i = home(keys[4 * (e - 1)], biggerShift);
         while (bigger[i] != 0) {
           i = (i + 1) & mask;
         }
@@ -85,9 +98,11 @@ final class RowTable {
       }
     }
     table = bigger;
+    shift = biggerShift;
   }
 
-  private static int home(long firstLong, int mask) {
-    return (int) (firstLong ^ (firstLong >>> 32)) & mask;
+  /** The place a key starts its search at: the top bits of its first long, mixed with the secret. */
+  private static int home(long firstLong, int shift) {
+    return (int) (((firstLong ^ SECRET) * 0x9E3779B97F4A7C15L) >>> shift);
   }
 }

@@ -74,6 +74,18 @@ class IndexSnapshotFileTest {
   }
 
   @Test
+  void aCountTheFileCannotHoldIsInvalidBeforeAnythingIsSizedForIt() throws IOException {
+    IndexSnapshot.write(dir.resolve("new.snapshot"), dir.resolve("index.snapshot"),
+        entries(List.of(artifact(1, "a", List.of()), artifact(2, "b", List.of()))));
+    byte[] bytes = Files.readAllBytes(dir.resolve("index.snapshot"));
+    java.nio.ByteBuffer.wrap(bytes).putLong(8, 3); // three entries claimed in the room of two
+    Files.write(dir.resolve("index.snapshot"), bytes);
+    IndexSnapshot.Invalid e = assertThrows(IndexSnapshot.Invalid.class,
+        () -> IndexSnapshot.read(dir.resolve("index.snapshot"), new SharedHeaders(), 1));
+    assertTrue(e.getMessage().contains("claims 3 entries"), e.getMessage());
+  }
+
+  @Test
   void anEmptyFileIsInvalidNotAnError() throws IOException {
     Files.write(dir.resolve("index.snapshot"), new byte[0]);
     IndexSnapshot.Invalid e = assertThrows(IndexSnapshot.Invalid.class,

@@ -147,6 +147,14 @@ class KeyIndexTest {
       expected.add(id(n));
     }
     assertEquals(expected, onBlob1, "eldest first");
+    List<String> onBlobs0And2 = index.keyIdsOnBlobs(java.util.Set.of(sha(2), sha(0), "not a sha"));
+    List<String> interleaved = new ArrayList<>();
+    for (int n = 0; n < 30; n++) {
+      if (n % 3 != 1) {
+        interleaved.add(id(n));
+      }
+    }
+    assertEquals(interleaved, onBlobs0And2, "keys on either blob, in one walk, eldest first");
     BlobCounts counts = new BlobCounts(1);
     assertEquals(10 + 11 + 12, index.referenceAll(counts), "each blob's size once");
     assertEquals(3, counts.size());
@@ -168,6 +176,23 @@ class KeyIndexTest {
     assertThrows(IllegalArgumentException.class, () -> index.put(
         new StoredArtifact("not-an-id", "k", sha(1), 1, List.of(), 1), 1));
     assertEquals(1, index.size());
+  }
+
+  /**
+   * Hash flooding: ids chosen offline so that a plain hash of their first long (here: its two
+   * halves alike, so that folding them gives 0) would all start at one place, making every lookup
+   * among them a long scan under the store's lock. Mixed with the process's secret they spread.
+   */
+  @Test
+  void idsChosenToCollideUnderAPlainHashStillSpreadOverTheTable() {
+    RowTable table = new RowTable(4096); // 16384 places
+    java.util.Set<Integer> homes = new java.util.HashSet<>();
+    for (long x = 1; x <= 2000; x++) {
+      long chosen = (x << 32) | x;
+      assertEquals(0, (int) (chosen ^ (chosen >>> 32)), "folds to one place");
+      homes.add(table.homeOf(chosen));
+    }
+    assertTrue(homes.size() > 1500, "2000 chosen ids start at " + homes.size() + " places");
   }
 
   @Test
