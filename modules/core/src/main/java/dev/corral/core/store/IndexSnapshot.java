@@ -63,7 +63,7 @@ final class IndexSnapshot {
       buf.putInt(MAGIC).putInt(VERSION).putLong(entries.size());
       KeyIndex.Cursor e = entries.eldestFirst();
       while (e.next()) {
-        byte[] key = utf8(e.key());
+        byte[] key = e.keyBytes();
         List<Header> headerList = e.headers();
         byte[][] headers = new byte[headerList.size() * 2][];
         int length = 32 + 32 + 8 + 8 + 8 + 4 + key.length + 2;
@@ -199,7 +199,7 @@ final class IndexSnapshot {
         if (size < 0) {
           throw new Invalid("entry " + n + " has size " + size);
         }
-        String key = string(b);
+        byte[] key = bytes(b);
         int from = b.arrayOffset() + b.position();
         int to = b.arrayOffset() + b.limit();
         List<Header> headers;
@@ -236,6 +236,16 @@ final class IndexSnapshot {
     String s = new String(b.array(), b.arrayOffset() + b.position(), length, StandardCharsets.UTF_8);
     b.position(b.position() + length);
     return s;
+  }
+
+  private static byte[] bytes(ByteBuffer b) {
+    int length = b.getInt();
+    if (length < 0 || length > b.remaining()) {
+      throw new IllegalArgumentException("a string of " + length + " bytes");
+    }
+    byte[] out = new byte[length];
+    b.get(out);
+    return out;
   }
 
   private static byte[] utf8(String s) {

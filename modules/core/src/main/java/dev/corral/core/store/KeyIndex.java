@@ -12,10 +12,9 @@ import java.util.List;
  * a record, a key id string and a SHA-256 string: about 490 bytes and 10 objects, which the
  * collector had to copy as the index loaded) but one row across a few primitive arrays: the key id
  * and the blob's SHA-256 as four longs each, size, fetch and last-use times, the LRU links as
- * slot numbers, and an open-addressing table of slot numbers keyed by the key id (itself a
- * SHA-256, so its first long is already a good hash). Only the canonical key and the header list
- * (shared between keys, {@link SharedHeaders}) are objects. A {@link StoredArtifact} is built when
- * one is asked for.
+ * row numbers, and a table of row numbers keyed by the key id ({@link RowTable}). Only the
+ * canonical key (as UTF-8 bytes) and the header list (shared between keys, {@link SharedHeaders})
+ * are objects. A {@link StoredArtifact} is built when one is asked for.
  *
  * <p>Key ids and SHA-256s are 64 lower-case hex digits; a key id that is not one is simply not
  * held. Not thread-safe: the store's lock guards it.
@@ -32,7 +31,7 @@ final class KeyIndex {
   private long[] sizes;
   private long[] fetchedAts;
   private long[] usedAts;
-  private String[] keys;
+  private byte[][] keys; // UTF-8: a String would add its own 24 bytes a key
   private Object[] headers;
   private int[] prev;
   private int[] next;
@@ -59,7 +58,7 @@ final class KeyIndex {
     sizes = new long[rows];
     fetchedAts = new long[rows];
     usedAts = new long[rows];
-    keys = new String[rows];
+    keys = new byte[rows][];
     headers = new Object[rows];
     prev = new int[rows];
     next = new int[rows];
@@ -130,7 +129,7 @@ final class KeyIndex {
     sizes[s] = artifact.size();
     fetchedAts[s] = artifact.fetchedAtMillis();
     usedAts[s] = usedAtMillis;
-    keys[s] = artifact.key();
+    keys[s] = artifact.key().getBytes(StandardCharsets.UTF_8);
     headers[s] = artifact.headers();
     return previous;
   }
@@ -140,7 +139,7 @@ final class KeyIndex {
    * made for the ids). Returns false, changing nothing, when the key is already held.
    */
   boolean addNewest(long[] id, long[] sha, long blobSize, long fetchedAtMillis, long usedAtMillis,
-      String key, List<Header> headerList) {
+      byte[] key, List<Header> headerList) {
     q0 = id[0];
     q1 = id[1];
     q2 = id[2];
@@ -254,6 +253,11 @@ final class KeyIndex {
     }
 
     String key() {
+      return new String(keys[current], StandardCharsets.UTF_8);
+    }
+
+    /** The canonical key as UTF-8; not to be changed. */
+    byte[] keyBytes() {
       return keys[current];
     }
 
@@ -285,7 +289,7 @@ final class KeyIndex {
 
   @SuppressWarnings("unchecked")
   private StoredArtifact artifact(int s, String keyId) {
-    return new StoredArtifact(keyId, keys[s], hex(shas, 4 * s), sizes[s], (List<Header>) headers[s], fetchedAts[s]);
+    return new StoredArtifact(keyId, new String(keys[s], StandardCharsets.UTF_8), hex(shas, 4 * s), sizes[s], (List<Header>) headers[s], fetchedAts[s]);
   }
 
   private int newRow() {

@@ -196,6 +196,17 @@ class KeyIndexTest {
   }
 
   @Test
+  void aKeyThatIsNotAsciiComesBackAsItWasPut() {
+    KeyIndex index = new KeyIndex(1);
+    StoredArtifact a = new StoredArtifact(id(1), "repo\nhttp://upstream.example/ключ/ü\u00e9\n\n", sha(1), 3, TYPE, 5);
+    index.put(a, 6);
+    assertEquals(a, index.get(id(1)));
+    KeyIndex.Cursor c = index.eldestFirst();
+    assertTrue(c.next());
+    assertEquals(a.key(), c.key());
+  }
+
+  @Test
   void hexRoundTrips() {
     long[] longs = new long[4];
     String s = "00ff" + "f".repeat(28) + "0123456789abcdef" + "fedcba9876543210";
