@@ -120,6 +120,6 @@ final class BlobCounts {
   }
 
   private int place(long[] q, int at) {
-    return table.place(shas, q[at], q[at + 1], q[at + 2], q[at + 3]);
+    return table.place(shas, q, at);
   }
 }

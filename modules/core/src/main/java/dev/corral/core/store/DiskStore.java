@@ -784,7 +784,7 @@ public final class DiskStore implements ArtifactStore {
       if (loading != null) {
         loading.bad.add(sha256);
       }
-      List<String> keyIds = index.keyIdsOnBlob(sha256);
+      List<String> keyIds = index.keyIdsOnBlobs(List.of(sha256));
       for (String keyId : keyIds) {
         dropKey(keyId, doomed);
       }

@@ -44,12 +44,6 @@ final class KeyIndex {
   /** The rows by key id. */
   private final RowTable table;
 
-  // The key id being looked up, parsed (under the store's lock, like everything here).
-  private long q0;
-  private long q1;
-  private long q2;
-  private long q3;
-
   /** An index with room for {@code expected} keys before it grows. */
   KeyIndex(int expected) {
     int rows = Math.max(16, Math.min(expected, MAX_ROWS));
@@ -102,35 +96,20 @@ final class KeyIndex {
    * @throws IllegalArgumentException if its key id or SHA-256 is not 64 lower-case hex digits
    */
   StoredArtifact put(StoredArtifact artifact, long usedAtMillis) {
-    if (!parse(artifact.keyId())) {
-      throw new IllegalArgumentException("not a key id: " + artifact.keyId());
-    }
+    long[] id = new long[4];
     long[] sha = new long[4];
-    if (!parseHex(artifact.sha256(), sha)) {
-      throw new IllegalArgumentException("not a SHA-256: " + artifact.sha256());
+    if (!parseHex(artifact.keyId(), id) || !parseHex(artifact.sha256(), sha)) {
+      throw new IllegalArgumentException("not a key id and a SHA-256: " + artifact.keyId() + ", " + artifact.sha256());
     }
-    int place = place();
-    StoredArtifact previous = null;
-    int s = table.rowAt(place);
-    if (s != NONE) {
-      previous = artifact(s, artifact.keyId());
-      moveToNewest(s);
-    } else {
-      s = newRow();
-      ids[4 * s] = q0;
-      ids[4 * s + 1] = q1;
-      ids[4 * s + 2] = q2;
-      ids[4 * s + 3] = q3;
-      table.put(ids, place, s);
-      linkNewest(s);
-      size++;
+    byte[] key = artifact.key().getBytes(StandardCharsets.UTF_8);
+    int s = table.rowAt(table.place(ids, id, 0));
+    if (s == NONE) {
+      addNewest(id, sha, artifact.size(), artifact.fetchedAtMillis(), usedAtMillis, key, artifact.headers());
+      return null;
     }
-    System.arraycopy(sha, 0, shas, 4 * s, 4);
-    sizes[s] = artifact.size();
-    fetchedAts[s] = artifact.fetchedAtMillis();
-    usedAts[s] = usedAtMillis;
-    keys[s] = artifact.key().getBytes(StandardCharsets.UTF_8);
-    headers[s] = artifact.headers();
+    StoredArtifact previous = artifact(s, artifact.keyId());
+    moveToNewest(s);
+    fill(s, sha, artifact.size(), artifact.fetchedAtMillis(), usedAtMillis, key, artifact.headers());
     return previous;
   }
 
@@ -140,26 +119,27 @@ final class KeyIndex {
    */
   boolean addNewest(long[] id, long[] sha, long blobSize, long fetchedAtMillis, long usedAtMillis,
       byte[] key, List<Header> headerList) {
-    q0 = id[0];
-    q1 = id[1];
-    q2 = id[2];
-    q3 = id[3];
-    int place = place();
+    int place = table.place(ids, id, 0);
     if (table.rowAt(place) != NONE) {
       return false;
     }
     int s = newRow();
     System.arraycopy(id, 0, ids, 4 * s, 4);
     table.put(ids, place, s);
+    fill(s, sha, blobSize, fetchedAtMillis, usedAtMillis, key, headerList);
+    linkNewest(s);
+    size++;
+    return true;
+  }
+
+  private void fill(int s, long[] sha, long blobSize, long fetchedAtMillis, long usedAtMillis, byte[] key,
+      List<Header> headerList) {
     System.arraycopy(sha, 0, shas, 4 * s, 4);
     sizes[s] = blobSize;
     fetchedAts[s] = fetchedAtMillis;
     usedAts[s] = usedAtMillis;
     keys[s] = key;
     headers[s] = headerList;
-    linkNewest(s);
-    size++;
-    return true;
   }
 
   /** Stops holding the key; returns what it held, or null. */
@@ -171,11 +151,6 @@ final class KeyIndex {
     StoredArtifact removed = artifact(s, keyId);
     removeRow(s);
     return removed;
-  }
-
-  /** The ids of the keys whose blob is {@code sha256}, eldest first. */
-  List<String> keyIdsOnBlob(String sha256) {
-    return keyIdsOnBlobs(List.of(sha256));
   }
 
   /** The ids of the keys whose blob is one of {@code sha256s}, eldest first, in one walk. */
@@ -317,11 +292,7 @@ final class KeyIndex {
   }
 
   private void removeRow(int s) {
-    q0 = ids[4 * s];
-    q1 = ids[4 * s + 1];
-    q2 = ids[4 * s + 2];
-    q3 = ids[4 * s + 3];
-    table.remove(ids, place());
+    table.remove(ids, table.place(ids, ids, 4 * s));
     unlink(s);
     keys[s] = null;
     headers[s] = null;
@@ -367,30 +338,14 @@ final class KeyIndex {
 
   /** The row of the key, or NONE (also for a string that is not a key id). */
   private int find(String keyId) {
-    if (keyId == null || !parse(keyId)) {
+    long[] id = new long[4];
+    if (keyId == null || !parseHex(keyId, id)) {
       return NONE;
     }
-    return table.rowAt(place());
-  }
-
-  /** The place of the parsed key id q0-q3 in the table. */
-  private int place() {
-    return table.place(ids, q0, q1, q2, q3);
+    return table.rowAt(table.place(ids, id, 0));
   }
 
   // ---- hex ----------------------------------------------------------------------------------------
-
-  private boolean parse(String keyId) {
-    long[] q = new long[4];
-    if (!parseHex(keyId, q)) {
-      return false;
-    }
-    q0 = q[0];
-    q1 = q[1];
-    q2 = q[2];
-    q3 = q[3];
-    return true;
-  }
 
   /** Parses 64 lower-case hex digits into four big-endian longs; false if {@code s} is not that. */
   static boolean parseHex(String s, long[] into) {

@@ -26,17 +26,17 @@ final class RowTable {
     shift = 64 - Integer.numberOfTrailingZeros(n);
   }
 
-  /** Where the key is, or the empty place it would take. */
-  int place(long[] keys, long q0, long q1, long q2, long q3) {
+  /** Where the key held as four longs from {@code at} in {@code q} is, or the empty place it would take. */
+  int place(long[] keys, long[] q, int at) {
     int mask = table.length - 1;
-    int i = home(q0, shift);
+    int i = home(q[at], shift);
     while (true) {
       int e = table[i];
       if (e == 0) {
         return i;
       }
-      int at = 4 * (e - 1);
-      if (keys[at] == q0 && keys[at + 1] == q1 && keys[at + 2] == q2 && keys[at + 3] == q3) {
+      int r = 4 * (e - 1);
+      if (keys[r] == q[at] && keys[r + 1] == q[at + 1] && keys[r + 2] == q[at + 2] && keys[r + 3] == q[at + 3]) {
         return i;
       }
       i = (i + 1) & mask;

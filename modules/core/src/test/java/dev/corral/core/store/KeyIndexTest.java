@@ -141,7 +141,7 @@ class KeyIndexTest {
     for (int n = 0; n < 30; n++) {
       index.put(artifact(n, n % 3, 10 + n % 3, n), n);
     }
-    List<String> onBlob1 = index.keyIdsOnBlob(sha(1));
+    List<String> onBlob1 = index.keyIdsOnBlobs(List.of(sha(1)));
     List<String> expected = new ArrayList<>();
     for (int n = 1; n < 30; n += 3) {
       expected.add(id(n));
