@@ -84,19 +84,40 @@ public final class AccessLog {
     if (who.isPresent()) {
       line = line.addKeyValue(KEY_USER, who.get());
     }
-    Optional<String> referer = request.getHeader("Referer").map(HttpHeader::value);
-    if (referer.isPresent()) {
-      line = line.addKeyValue(KEY_REFERER, referer.get());
+    String referer = null;
+    String agent = null;
+    for (HttpHeader h : request.getHeaders()) { // one pass for both (the first of each counts)
+      if (referer == null && h.is("referer")) {
+        referer = h.value();
+      } else if (agent == null && h.is("user-agent")) {
+        agent = h.value();
+      }
     }
-    Optional<String> agent = request.getHeader("User-Agent").map(HttpHeader::value);
-    if (agent.isPresent()) {
-      line = line.addKeyValue(KEY_USER_AGENT, agent.get());
+    if (referer != null) {
+      line = line.addKeyValue(KEY_REFERER, referer);
     }
-    line.log("{} repo={} path={} status={} cache={} bytes={} ms={} client={} who={}",
-        method, repo.isEmpty() ? "-" : repo, shownPath, status, cache.orElse("-"),
-        length.isPresent() ? String.valueOf(length.getAsLong()) : "-", ms,
-        client == null ? "-" : client.getHostString() + ":" + client.getPort(),
-        who.orElse("-"));
+    if (agent != null) {
+      line = line.addKeyValue(KEY_USER_AGENT, agent);
+    }
+    // Built here rather than by SLF4J's "{}" formatting: this runs on every request.
+    StringBuilder message = new StringBuilder(96 + shownPath.length()).append(method)
+        .append(" repo=").append(repo.isEmpty() ? "-" : repo)
+        .append(" path=").append(shownPath)
+        .append(" status=").append(status)
+        .append(" cache=").append(cache.orElse("-"))
+        .append(" bytes=");
+    if (length.isPresent()) {
+      message.append(length.getAsLong());
+    } else {
+      message.append('-');
+    }
+    message.append(" ms=").append(ms).append(" client=");
+    if (client == null) {
+      message.append('-');
+    } else {
+      message.append(client.getHostString()).append(':').append(client.getPort());
+    }
+    line.log(message.append(" who=").append(who.orElse("-")).toString());
     return response;
   }
 }

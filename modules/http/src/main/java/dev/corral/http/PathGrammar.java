@@ -4,13 +4,25 @@ import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
-import java.util.regex.Pattern;
 
 /** The character rules behind {@link RequestPath#parse}; not part of the API. */
 final class PathGrammar {
   private PathGrammar() {}
 
-  static final Pattern REPO = Pattern.compile("[a-z0-9][a-z0-9._-]*");
+  /** Whether {@code name} matches {@code [a-z0-9][a-z0-9._-]*} (checked by hand: on every request). */
+  static boolean isRepoName(String name) {
+    if (name.isEmpty()) {
+      return false;
+    }
+    for (int i = 0; i < name.length(); i++) {
+      char c = name.charAt(i);
+      boolean alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+      if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-'))) {
+        return false;
+      }
+    }
+    return true;
+  }
 
   /** Percent-decodes once and decodes the bytes as strict UTF-8. */
   static String decode(String rawSegment) {

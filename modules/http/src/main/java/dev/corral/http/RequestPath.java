@@ -104,7 +104,7 @@ public sealed interface RequestPath permits RequestPath.Ok, RequestPath.Rejected
     if (repo.isEmpty()) {
       return new Rejected("missing repository name");
     }
-    if (!PathGrammar.REPO.matcher(repo).matches()) {
+    if (!PathGrammar.isRepoName(repo)) {
       return new Rejected("repository name must match [a-z0-9][a-z0-9._-]*");
     }
     int last = raw.length - 1;

@@ -193,7 +193,7 @@ class RequestPathTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"/Maven/a", "/.m/a", "/-m/a", "/_m/a", "/m%61ven/a", "/m~/a", "/../a"})
+  @ValueSource(strings = {"/Maven/a", "/mA/a", "/.m/a", "/-m/a", "/_m/a", "/m%61ven/a", "/m~/a", "/../a", "/m:/a", "/m@/a"})
   void rejectsBadRepoNames(String raw) {
     assertTrue(rejected(raw, true).startsWith("repository name must match"), raw);
   }
@@ -202,6 +202,7 @@ class RequestPathTest {
   void acceptsRepoNameGrammar() {
     assertEquals("my-repo_2.x", ok("/my-repo_2.x/a", false).repo());
     assertEquals("0", ok("/0/a", false).repo());
+    assertEquals("a.-_", ok("/a.-_/x", false).repo());
   }
 
   @Test

@@ -224,8 +224,9 @@ public final class CorralServer implements AutoCloseable {
       PeerTransferMetrics transfers = new PeerTransferMetrics(metrics);
       ClusterPeers peers = new ClusterPeers(system, new HttpPeerBlobs(system, settings.cluster().tls(), transfers),
           frame / 2);
+      FetchPolicy unknownRepo = FetchPolicy.defaults(); // asked on every hit: made once
       Node node = new Node(store, new HotBlobs(settings.memoryCacheBytes()), KeyRecords.of(system), upstream, metrics,
-          name -> policies.getOrDefault(name, FetchPolicy.defaults()), ticker, scheduler, clock, io, peers);
+          name -> policies.getOrDefault(name, unknownRepo), ticker, scheduler, clock, io, peers);
       node.fanOut(settings.cluster().fanOut());
       UnusedCleanup cleanup = UnusedCleanup.of(store, settings.repos(), metrics.registry());
       if (cleanup != null) {

@@ -10,8 +10,22 @@ import org.apache.pekko.util.ByteString;
 public final class Sha256 {
   private Sha256() {}
 
+  /**
+   * Cloned for each digest: {@code getInstance} looks the algorithm up among the providers every
+   * time, which cost more than hashing a key (a key id is made on every request).
+   */
+  private static final MessageDigest PROTOTYPE = newDigest();
+
   /** A fresh digest (every JVM has SHA-256). */
   public static MessageDigest digest() {
+    try {
+      return (MessageDigest) PROTOTYPE.clone();
+    } catch (CloneNotSupportedException e) {
+      return newDigest(); // a provider whose digest cannot be cloned
+    }
+  }
+
+  private static MessageDigest newDigest() {
     try {
       return MessageDigest.getInstance("SHA-256");
     } catch (NoSuchAlgorithmException e) {

@@ -5,7 +5,6 @@ import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
 import java.util.List;
-import java.util.Locale;
 import java.util.Optional;
 
 /**
@@ -47,49 +46,101 @@ public record CacheDirectives(boolean noStore, boolean immutable, long lifetimeM
    * @param receivedAtMillis when the response arrived (stands in for a missing {@code Date})
    */
   public static CacheDirectives of(List<Header> headers, long receivedAtMillis) {
-    boolean noStore = false;
-    boolean noCache = false;
-    boolean immutable = false;
-    boolean mustRevalidate = false;
-    long maxAge = -1;
-    long sMaxAge = -1;
+    // Read on every hit of a repository whose freshness the upstream's headers set: no string is
+    // made here but a max-age's value and the two dates.
+    Said said = new Said();
     String expires = null;
     String date = null;
     for (Header h : headers) {
-      String name = h.name().toLowerCase(Locale.ROOT);
-      if (name.equals("expires") && expires == null) {
+      String name = h.name();
+      if (expires == null && is(name, 0, name.length(), "expires")) {
         expires = h.value();
-      } else if (name.equals("date") && date == null) {
+      } else if (date == null && is(name, 0, name.length(), "date")) {
         date = h.value();
-      } else if (name.equals("cache-control")) {
-        for (String part : h.value().split(",")) {
-          String directive = part.trim();
-          int eq = directive.indexOf('=');
-          String key = (eq < 0 ? directive : directive.substring(0, eq)).trim().toLowerCase(Locale.ROOT);
-          String value = eq < 0 ? null : directive.substring(eq + 1).trim();
-          switch (key) {
-            case "no-store", "private" -> noStore = true;
-            case "no-cache" -> noCache = true;
-            case "immutable" -> immutable = true;
-            case "must-revalidate", "proxy-revalidate" -> mustRevalidate = true;
-            case "max-age" -> maxAge = maxAge >= 0 ? maxAge : seconds(value);
-            case "s-maxage" -> sMaxAge = sMaxAge >= 0 ? sMaxAge : seconds(value);
-            default -> { } // other directives (public, stale-while-revalidate, ...) change nothing here
+      } else if (is(name, 0, name.length(), "cache-control")) {
+        String v = h.value();
+        for (int from = 0, comma; from <= v.length(); from = comma + 1) {
+          comma = v.indexOf(',', from);
+          if (comma < 0) {
+            comma = v.length();
           }
+          said.directive(v, from, comma);
         }
       }
     }
-    if (noCache) {
-      return new CacheDirectives(noStore, false, 0, true);
+    if (said.noCache) {
+      return new CacheDirectives(said.noStore, false, 0, true);
     }
-    if (immutable) {
-      return new CacheDirectives(noStore, true, -1, mustRevalidate);
+    if (said.immutable) {
+      return new CacheDirectives(said.noStore, true, -1, said.mustRevalidate);
     }
-    long lifetime = sMaxAge >= 0 ? sMaxAge * 1000 : maxAge >= 0 ? maxAge * 1000 : -1;
+    long lifetime = said.sMaxAge >= 0 ? said.sMaxAge * 1000 : said.maxAge >= 0 ? said.maxAge * 1000 : -1;
     if (lifetime < 0 && expires != null) {
       lifetime = expiresLifetime(expires, date, receivedAtMillis);
     }
-    return new CacheDirectives(noStore, false, lifetime, mustRevalidate);
+    return new CacheDirectives(said.noStore, false, lifetime, said.mustRevalidate);
+  }
+
+  /** The Cache-Control directives read so far. */
+  private static final class Said {
+    boolean noStore;
+    boolean noCache;
+    boolean immutable;
+    boolean mustRevalidate;
+    long maxAge = -1;
+    long sMaxAge = -1;
+
+    /** One directive, {@code v} from {@code from} to {@code to}: a name, then maybe {@code =value}. */
+    void directive(String v, int from, int to) {
+      while (from < to && v.charAt(from) <= ' ') {
+        from++;
+      }
+      while (to > from && v.charAt(to - 1) <= ' ') {
+        to--;
+      }
+      int eq = v.indexOf('=', from);
+      if (eq >= to) {
+        eq = -1;
+      }
+      int keyEnd = eq < 0 ? to : eq;
+      while (keyEnd > from && v.charAt(keyEnd - 1) <= ' ') {
+        keyEnd--;
+      }
+      if (is(v, from, keyEnd, "no-store") || is(v, from, keyEnd, "private")) {
+        noStore = true;
+      } else if (is(v, from, keyEnd, "no-cache")) {
+        noCache = true;
+      } else if (is(v, from, keyEnd, "immutable")) {
+        immutable = true;
+      } else if (is(v, from, keyEnd, "must-revalidate") || is(v, from, keyEnd, "proxy-revalidate")) {
+        mustRevalidate = true;
+      } else if (is(v, from, keyEnd, "max-age")) {
+        maxAge = maxAge >= 0 ? maxAge : seconds(eq < 0 ? null : v.substring(eq + 1, to).trim());
+      } else if (is(v, from, keyEnd, "s-maxage")) {
+        sMaxAge = sMaxAge >= 0 ? sMaxAge : seconds(eq < 0 ? null : v.substring(eq + 1, to).trim());
+      }
+      // other directives (public, stale-while-revalidate, ...) change nothing here
+    }
+  }
+
+  /**
+   * Whether {@code s} from {@code from} to {@code to} is {@code lower} (lower-case ASCII) in any
+   * ASCII case: what {@code toLowerCase(Locale.ROOT).equals(lower)} said, without the copy.
+   */
+  private static boolean is(String s, int from, int to, String lower) {
+    if (to - from != lower.length()) {
+      return false;
+    }
+    for (int i = 0; i < lower.length(); i++) {
+      char c = s.charAt(from + i);
+      if (c >= 'A' && c <= 'Z') {
+        c = (char) (c + ('a' - 'A'));
+      }
+      if (c != lower.charAt(i)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** Whether the headers say anything about storing or freshness. */

@@ -46,6 +46,19 @@ class CacheDirectivesTest {
   }
 
   @Test
+  void spacesEmptyDirectivesAndLookAlikeLettersAreReadAsBefore() {
+    assertEquals(45_000, of("CACHE-CONTROL", " ,, public ,\tmax-age = 45 ,").lifetimeMillis());
+    assertTrue(of("Cache-Control", "no-cache=\"Set-Cookie, X-Y\"").mustRevalidate());
+    assertEquals(0, of("Cache-Control", "max-age").lifetimeMillis()); // no value: stale
+    // Only ASCII letters fold: a dotless i (U+0131) or a Kelvin sign is not the directive's letter.
+    assertFalse(of("Cache-Control", "pr\u0131vate").noStore());
+    assertEquals(CacheDirectives.NONE, of("Cache-Control", "max-\u0131ge=5"));
+    assertEquals(CacheDirectives.NONE, of("Exp\u0131res", "Thu, 01 Jan 2099 00:00:00 GMT"));
+    assertEquals(30_000, of("Date", "Thu, 01 Jan 2099 00:00:00 GMT", "EXPIRES", "Thu, 01 Jan 2099 00:00:30 GMT")
+        .lifetimeMillis());
+  }
+
+  @Test
   void sMaxAgeWinsForASharedCache() {
     assertEquals(600_000, of("Cache-Control", "max-age=60, s-maxage=600").lifetimeMillis());
     assertEquals(0, of("Cache-Control", "s-maxage=0, max-age=600").lifetimeMillis());
