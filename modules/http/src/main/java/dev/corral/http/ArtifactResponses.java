@@ -277,8 +277,25 @@ final class ArtifactResponses {
         .addHeader(X_CACHE.get(via)).addHeader(ACCEPT_RANGES).addHeaders(p.replayed());
   }
 
+  /**
+   * The last lists asked for, one per place by identity hash, in front of {@link #PREPARED}: a hot
+   * hit's weak-keyed cache lookup cost more than the rest of building its answer. Each place is
+   * one immutable pair, so racing threads at worst replace each other's; at most 64 lists are
+   * held here beyond their time.
+   */
+  private record Recent(List<Header> headers, Prepared prepared) {}
+
+  private static final Recent[] RECENT = new Recent[64];
+
   private static Prepared prepared(List<Header> headers) {
-    return PREPARED.get(headers, ArtifactResponses::prepare);
+    int place = System.identityHashCode(headers) & (RECENT.length - 1);
+    Recent recent = RECENT[place];
+    if (recent != null && recent.headers() == headers) {
+      return recent.prepared();
+    }
+    Prepared p = PREPARED.get(headers, ArtifactResponses::prepare);
+    RECENT[place] = new Recent(headers, p);
+    return p;
   }
 
   private static Prepared prepare(List<Header> headers) {

@@ -42,7 +42,12 @@ public record ArtifactKey(String repo, String url, String variant, Digest expect
    * journal ids may not.
    */
   public String id() {
-    return Sha256.hex(canonical().getBytes(StandardCharsets.UTF_8));
+    return idOf(canonical());
+  }
+
+  /** The {@link #id()} of the key whose {@link #canonical()} form is {@code canonical}. */
+  public static String idOf(String canonical) {
+    return Sha256.hex(canonical.getBytes(StandardCharsets.UTF_8));
   }
 
   @Override

@@ -281,10 +281,12 @@ public final class DiskStore implements ArtifactStore {
 
   @Override
   public Optional<StoredArtifact> indexed(ArtifactKey key) {
-    String keyId = key.id();
+    String canonical = key.canonical();
+    String keyId = ArtifactKey.idOf(canonical);
     lock.lock();
     try {
-      return Optional.ofNullable(used(keyId)); // access order: marks it recently used
+      // access order: marks it recently used
+      return Optional.ofNullable(index.use(keyId, canonical, clock.millis()));
     } finally {
       lock.unlock();
     }
@@ -292,12 +294,13 @@ public final class DiskStore implements ArtifactStore {
 
   @Override
   public Optional<StoredArtifact> lookup(ArtifactKey key) {
-    String keyId = key.id();
+    String canonical = key.canonical();
+    String keyId = ArtifactKey.idOf(canonical);
     StoredArtifact found;
     boolean stillLoading;
     lock.lock();
     try {
-      found = used(keyId); // access order: marks it recently used
+      found = index.use(keyId, canonical, clock.millis()); // access order: marks it recently used
       stillLoading = loading != null;
     } finally {
       lock.unlock();

@@ -80,13 +80,21 @@ final class KeyIndex {
 
   /** The key's artifact, moved to the newest end and used at {@code nowMillis}; null when not held. */
   StoredArtifact use(String keyId, long nowMillis) {
+    return use(keyId, null, nowMillis);
+  }
+
+  /**
+   * The same, given the canonical key whose id {@code keyId} is (or null): a hit then decodes no
+   * copy of it from the row.
+   */
+  StoredArtifact use(String keyId, String key, long nowMillis) {
     int s = find(keyId);
     if (s == NONE) {
       return null;
     }
     moveToNewest(s);
     usedAts[s] = nowMillis;
-    return artifact(s, keyId);
+    return artifact(s, keyId, key);
   }
 
   /**
@@ -262,9 +270,14 @@ final class KeyIndex {
 
   // ---- rows ---------------------------------------------------------------------------------------
 
-  @SuppressWarnings("unchecked")
   private StoredArtifact artifact(int s, String keyId) {
-    return new StoredArtifact(keyId, new String(keys[s], StandardCharsets.UTF_8), hex(shas, 4 * s), sizes[s], (List<Header>) headers[s], fetchedAts[s]);
+    return artifact(s, keyId, null);
+  }
+
+  @SuppressWarnings("unchecked")
+  private StoredArtifact artifact(int s, String keyId, String key) {
+    return new StoredArtifact(keyId, key != null ? key : new String(keys[s], StandardCharsets.UTF_8), hex(shas, 4 * s),
+        sizes[s], (List<Header>) headers[s], fetchedAts[s]);
   }
 
   private int newRow() {

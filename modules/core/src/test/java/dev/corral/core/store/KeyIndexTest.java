@@ -207,6 +207,26 @@ class KeyIndexTest {
   }
 
   @Test
+  void aUseGivenTheCanonicalKeyAnswersWithItAndMarksTheUseAsAnyUse() {
+    KeyIndex index = new KeyIndex(2);
+    StoredArtifact a = artifact(1, 1, 3, 5);
+    StoredArtifact b = artifact(2, 2, 4, 6);
+    index.put(a, 1);
+    index.put(b, 1);
+    String key = new String(a.key()); // equal, not the same object
+    StoredArtifact used = index.use(id(1), key, 9);
+    assertEquals(a, used);
+    assertTrue(used.key() == key, "the key given is the key answered: no copy decoded from the row");
+    assertEquals(null, index.use(id(3), "repo\nother\n\n", 9));
+    KeyIndex.Cursor c = index.eldestFirst(); // a moved to the newest end, used at 9
+    assertTrue(c.next());
+    assertEquals(b.key(), c.key());
+    assertTrue(c.next());
+    assertEquals(a.key(), c.key());
+    assertEquals(9, c.usedAtMillis());
+  }
+
+  @Test
   void hexRoundTrips() {
     long[] longs = new long[4];
     String s = "00ff" + "f".repeat(28) + "0123456789abcdef" + "fedcba9876543210";
