@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
-# Profiles Corral's warm hit on CPU (issue 14: "profile first") with async-profiler.
+# Profiles Corral's warm hit, or its warm miss, on CPU (issue 14: "profile first") with
+# async-profiler.
 #
-#   bench/profile.sh [SIZE_BYTES] [SECONDS]     default 1024 bytes, 20 s
+#   bench/profile.sh [SIZE_BYTES] [SECONDS]          hits: default 1024 bytes, 20 s
+#   bench/profile.sh --miss [SIZE_BYTES] [SECONDS]   misses: every request a new key
 #
 # Starts the bench's fake origin (bench/origin.py) and one Corral node (./corral serve with its
-# defaults, a generic repository "bench"), fetches one key of SIZE bytes, warms the JVM for 20 s
-# with wrk (-t2 -c64), then profiles SECONDS of the same load and prints:
-#   - hits/s while profiled, and /-/health/live's (a trivial route in the same JVM) after it;
-#   - bench/hotspots.py's summary of the CPU samples.
-# It leaves hit.html (a flame graph) and hit.collapsed (folded stacks) in the printed directory.
+# defaults, a generic repository "bench"), then:
+#   - hits: fetches one key of SIZE bytes, warms the JVM for 20 s with wrk (-t2 -c64), profiles
+#     SECONDS of the same load and prints hits/s while profiled, and /-/health/live's (a trivial
+#     route in the same JVM) after it;
+#   - misses (--miss): 8 connections (wrk -t2 -c8, bench/misses.lua), each request for a key not
+#     asked before, so each is an upstream fetch, a store commit and a record write; warms for
+#     WARMUP seconds (default 75: the miss path keeps the JIT compilers busy for about a minute
+#     on 2 cores), profiles SECONDS of the same load and prints misses/s and the time to last byte
+#     (p50, p99) while profiled, and the node's CPU per miss;
+#   - then bench/hotspots.py's summary of the CPU samples.
+# It leaves a flame graph (hit.html or miss.html) and the folded stacks (.collapsed) in the
+# printed directory.
 #
 # async-profiler is the Maven artifact tools.profiler:async-profiler (version in the root pom,
 # property async-profiler.version), fetched with `mvn dependency:get` when missing; its native
@@ -18,6 +27,8 @@
 # python3, Maven and a JDK. Run it on a quiet machine: figures are only worth comparing within
 # one run.
 set -euo pipefail
+MODE=hit
+if [[ ${1:-} == --miss ]]; then MODE=miss; shift; fi
 SIZE=${1:-1024}
 SECONDS_PROFILED=${2:-20}
 BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -63,14 +74,38 @@ origin=$(wait_line "$TMP/origin.log" 'http://127\.0\.0\.1:[0-9]+' 30)
 PIDS+=($!)
 base=$(wait_line "$TMP/corral.log" 'listening on http://[^ :]+:[0-9]+' 300 | sed 's/listening on //')
 pid=$(pgrep -f "corral-server.*-all.jar.*$TMP/data" | head -1)
+# jcmd splits an unquoted option string at "=": the agent's options go in double quotes.
+profiler() { jcmd "$pid" JVMTI.agent_load "$agent" "\"$1\"" >/dev/null; }
+cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+
+if [[ $MODE == miss ]]; then
+  WARMUP=${WARMUP:-75}
+  echo "warming up ${WARMUP} s with misses ($base/bench/blob/<new key>?size=$SIZE)" >&2
+  SIZE=$SIZE wrk -t2 -c8 -d"${WARMUP}s" -s "$BENCH_DIR/misses.lua" "$base/" >/dev/null
+  profiler "start,event=cpu,interval=1ms"
+  echo "profiling ${SECONDS_PROFILED} s" >&2
+  c0=$(cpu)
+  out=$(SIZE=$SIZE wrk -t2 -c8 -d"${SECONDS_PROFILED}s" --latency -s "$BENCH_DIR/misses.lua" "$base/")
+  c1=$(cpu)
+  profiler "dump,collapsed,file=$TMP/miss.collapsed"
+  profiler "stop,file=$TMP/miss.html"
+  n=$(awk '/requests in/ {print $1}' <<<"$out")
+  echo "misses/s (${SIZE} B, while profiled): $(awk '/Requests\/sec/ {print $2}' <<<"$out")"
+  echo "time to last byte p50 / p99: $(awk '$1 == "50%" {print $2}' <<<"$out") / $(awk '$1 == "99%" {print $2}' <<<"$out")"
+  echo "node CPU per miss: $(python3 -c "print(round(($c1 - $c0) / $(getconf CLK_TCK) / $n * 1e6))") µs"
+  echo
+  python3 "$BENCH_DIR/hotspots.py" "$TMP/miss.collapsed"
+  echo
+  echo "flame graph: $TMP/miss.html; folded stacks: $TMP/miss.collapsed"
+  exit 0
+fi
+
 url="$base/bench/blob/hot?size=$SIZE"
 curl -sf -o /dev/null "$url"
 curl -sf -o /dev/null -D - "$url" | grep -i '^x-cache: HIT' >/dev/null || { echo "the key is not a HIT" >&2; exit 1; }
 
 echo "warming up 20 s ($url)" >&2
 wrk -t2 -c64 -d20s "$url" >/dev/null
-# jcmd splits an unquoted option string at "=": the agent's options go in double quotes.
-profiler() { jcmd "$pid" JVMTI.agent_load "$agent" "\"$1\"" >/dev/null; }
 profiler "start,event=cpu,interval=1ms"
 echo "profiling ${SECONDS_PROFILED} s" >&2
 hits=$(wrk -t2 -c64 -d"${SECONDS_PROFILED}s" "$url" | awk '/Requests\/sec/ {print $2}')

@@ -30,6 +30,12 @@ final class OwnerOnly {
 
   /** Creates {@code dir} and its missing parents, each {@code 0700}. */
   static void createDirectories(Path dir) throws IOException {
+    // Asked twice per commit, almost always of a directory already there: createDirectories alone
+    // tries to create it and catches the exception the JDK builds for "already exists" (with its
+    // stack trace), which cost more CPU than a stat.
+    if (Files.isDirectory(dir)) {
+      return;
+    }
     if (posix(dir)) {
       Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(DIR));
     } else {
