@@ -73,6 +73,13 @@ public final class FetchEntity {
   public sealed interface Command extends CborSerializable {}
 
   /**
+   * The messages every state handles alike: the key's record and its replica directory (see
+   * {@link #onRecord}). One handler for all of them, so an entity, which may idle for minutes, does
+   * not hold a handler object for each.
+   */
+  sealed interface RecordCommand extends Command {}
+
+  /**
    * A waiter asks for the key's outcome. {@code token} identifies it for {@link Leave}.
    * {@code lifetime}: how long a stored copy is fresh before it is revalidated ({@link Lifetime};
    * immutable artifacts never are). {@code mutable} is what older nodes read and send instead:
@@ -113,7 +120,7 @@ public final class FetchEntity {
   public record Leave(long token) implements Command {}
 
   /** Forget what is cached for the key (the node removed the bytes from its own store). */
-  public record Purge(ActorRef<Done> replyTo) implements Command {}
+  public record Purge(ActorRef<Done> replyTo) implements RecordCommand {}
 
   /**
    * Purge the key cluster-wide (issue 13 item 2): the record becomes a tombstone tagged
@@ -135,10 +142,10 @@ public final class FetchEntity {
       implements CborSerializable {}
 
   /** The node at {@code peerUrl} committed a verified copy of the key's bytes (replica directory). */
-  public record Holding(String peerUrl, String sha256) implements Command {}
+  public record Holding(String peerUrl, String sha256) implements RecordCommand {}
 
   /** The node at {@code peerUrl} no longer holds the key's bytes (it evicted them). */
-  public record Dropped(String peerUrl) implements Command {}
+  public record Dropped(String peerUrl) implements RecordCommand {}
 
   /**
    * Issue 17: the node at {@code peerUrl} is copying the key's bytes and its copy's headers have
@@ -146,10 +153,10 @@ public final class FetchEntity {
    * grows. Its {@link Holding} or {@link CopyEnded} ends the upload the entity pointed it at.
    * A node of an earlier build drops it (an unknown message), and only loses the fan-out.
    */
-  public record Copying(String peerUrl, long downloadId) implements Command {}
+  public record Copying(String peerUrl, long downloadId) implements RecordCommand {}
 
   /** Issue 17: the copy of the node at {@code peerUrl} ended without a commit ({@code reason}). */
-  public record CopyEnded(String peerUrl, String reason) implements Command {}
+  public record CopyEnded(String peerUrl, String reason) implements RecordCommand {}
 
   /**
    * A waiter's budget ran out: has the outcome of the fetch its {@code token} joined begun (status
@@ -174,20 +181,21 @@ public final class FetchEntity {
   /** Nobody reads the streaming body of fetch {@code fetchId} any more (C3). */
   private record Unread(long fetchId) implements Command {}
 
-  private record RecordWritten(long revision, Throwable failure) implements Command {}
+  private record RecordWritten(long revision, Throwable failure) implements RecordCommand {}
 
-  private enum RetryRecordWrite implements Command { INSTANCE }
+  private enum RetryRecordWrite implements RecordCommand { INSTANCE }
 
-  private enum StopNow implements Command { INSTANCE }
+  private enum StopNow implements RecordCommand { INSTANCE }
 
   /** The wait bound of a node waiting for an upload slot may have passed (issue 17). */
-  private enum SlotCheck implements Command { INSTANCE }
+  private enum SlotCheck implements RecordCommand { INSTANCE }
 
   /** The lease of the upload {@code requester} was pointed to ran out. */
-  private record LeaseOver(String requester, long lease) implements Command {}
+  private record LeaseOver(String requester, long lease) implements RecordCommand {}
 
   /** {@code got} is null when the read failed. */
-  private record PurgeRecordRead(PurgeAll purge, boolean fetchRunning, GetObjectResult<Record> got) implements Command {
+  private record PurgeRecordRead(PurgeAll purge, boolean fetchRunning, GetObjectResult<Record> got)
+      implements RecordCommand {
     Record record() {
       return got == null ? null : got.value().orElse(Record.EMPTY);
     }
@@ -793,60 +801,50 @@ public final class FetchEntity {
   // ---- in every state: the record and the replica directory -----------------------------------
 
   private BehaviorBuilder<Command> records(BehaviorBuilder<Command> b) {
-    return b
-        .onMessage(RecordWritten.class, w -> {
-          record.written(w.revision(), w.failure(), ctx.getSelf(), RecordWritten::new)
-              .ifPresent(pause -> ctx.scheduleOnce(pause, ctx.getSelf(), RetryRecordWrite.INSTANCE));
-          return stopIfSettled();
-        })
-        .onMessage(RetryRecordWrite.class, r -> {
-          record.retry(ctx.getSelf(), RecordWritten::new);
-          return Behaviors.same();
-        })
-        .onMessage(Holding.class, h -> {
-          record.update(r -> r.holding(h.peerUrl(), h.sha256()), ctx.getSelf(), RecordWritten::new);
-          sources.ended(h.peerUrl()); // its upload ended; it is a holder now (the record says so)
-          serveParked();
-          return Behaviors.same();
-        })
-        .onMessage(Dropped.class, d -> {
-          record.update(r -> r.dropped(d.peerUrl()), ctx.getSelf(), RecordWritten::new);
-          sources.dropped(d.peerUrl());
-          return Behaviors.same();
-        })
-        .onMessage(Copying.class, c -> {
-          if (node.fanOut().on()) {
-            sources.copying(c.peerUrl(), c.downloadId());
-            serveParked();
-          }
-          return Behaviors.same();
-        })
-        .onMessage(CopyEnded.class, c -> {
-          sources.ended(c.peerUrl());
-          serveParked();
-          return Behaviors.same();
-        })
-        .onMessage(LeaseOver.class, l -> {
-          if (sources.expired(l.requester(), l.lease())) {
-            log.info("the upload {} was pointed to for {} was not seen to end in time; its slot is free again",
-                l.requester(), entityId);
-            serveParked();
-          }
-          return Behaviors.same();
-        })
-        .onMessage(SlotCheck.class, c -> {
-          slotCheckDue = Long.MAX_VALUE;
-          serveParked();
-          return Behaviors.same();
-        })
-        .onMessage(PurgeRecordRead.class, this::purgeRead)
-        .onMessage(StopNow.class, n -> stopAsked ? Behaviors.stopped() : Behaviors.same())
-        .onMessage(Purge.class, p -> {
-          freshness.purged();
-          record.write(Record.EMPTY, ctx.getSelf(), RecordWritten::new);
-          p.replyTo().tell(Done.getInstance());
-          return Behaviors.same();
-        });
+    return b.onMessage(RecordCommand.class, this::onRecord);
+  }
+
+  private Behavior<Command> onRecord(RecordCommand c) {
+    if (c instanceof RecordWritten w) {
+      record.written(w.revision(), w.failure(), ctx.getSelf(), RecordWritten::new)
+          .ifPresent(pause -> ctx.scheduleOnce(pause, ctx.getSelf(), RetryRecordWrite.INSTANCE));
+      return stopIfSettled();
+    } else if (c instanceof RetryRecordWrite) {
+      record.retry(ctx.getSelf(), RecordWritten::new);
+    } else if (c instanceof Holding h) {
+      record.update(r -> r.holding(h.peerUrl(), h.sha256()), ctx.getSelf(), RecordWritten::new);
+      sources.ended(h.peerUrl()); // its upload ended; it is a holder now (the record says so)
+      serveParked();
+    } else if (c instanceof Dropped d) {
+      record.update(r -> r.dropped(d.peerUrl()), ctx.getSelf(), RecordWritten::new);
+      sources.dropped(d.peerUrl());
+    } else if (c instanceof Copying copying) {
+      if (node.fanOut().on()) {
+        sources.copying(copying.peerUrl(), copying.downloadId());
+        serveParked();
+      }
+    } else if (c instanceof CopyEnded ended) {
+      sources.ended(ended.peerUrl());
+      serveParked();
+    } else if (c instanceof LeaseOver l) {
+      if (sources.expired(l.requester(), l.lease())) {
+        log.info("the upload {} was pointed to for {} was not seen to end in time; its slot is free again",
+            l.requester(), entityId);
+        serveParked();
+      }
+    } else if (c instanceof SlotCheck) {
+      slotCheckDue = Long.MAX_VALUE;
+      serveParked();
+    } else if (c instanceof PurgeRecordRead read) {
+      return purgeRead(read);
+    } else if (c instanceof StopNow) {
+      return stopAsked ? Behaviors.stopped() : Behaviors.same();
+    } else if (c instanceof Purge p) {
+      freshness.purged();
+      record.write(Record.EMPTY, ctx.getSelf(), RecordWritten::new);
+      p.replyTo().tell(Done.getInstance());
+    }
+    return Behaviors.same();
   }
 
   /** No fetch runs: only a waiter the last one answered has seen its outcome begin. */
