@@ -24,7 +24,6 @@ import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
-import org.apache.pekko.actor.typed.javadsl.BehaviorBuilder;
 import org.apache.pekko.cluster.sharding.typed.ClusterShardingSettings;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
@@ -296,7 +295,8 @@ public final class FetchEntity {
 
   private Behavior<Command> idle() {
     ctx.setReceiveTimeout(idleTimeout, Idle.INSTANCE);
-    return records(Behaviors.receive(Command.class))
+    return Behaviors.receive(Command.class)
+        .onMessage(RecordCommand.class, this::onRecord)
         .onMessage(Join.class, this::joinIdle)
         .onMessage(PurgeAll.class, p -> purgeAll(p, false))
         .onMessage(AskBegun.class, this::begunBefore)
@@ -362,7 +362,8 @@ public final class FetchEntity {
   // ---- passivating: the shard is stopping this entity -----------------------------------------
 
   private Behavior<Command> passivating() {
-    return records(Behaviors.receive(Command.class))
+    return Behaviors.receive(Command.class)
+        .onMessage(RecordCommand.class, this::onRecord)
         // A fetch started now would be aborted by the stop. Asked again, the shard holds the
         // Join for the next incarnation.
         .onMessage(Join.class, join -> {
@@ -512,7 +513,8 @@ public final class FetchEntity {
   }
 
   private Behavior<Command> inFlight(Flight<ActorRef<Reply>> flight) {
-    return records(Behaviors.receive(Command.class))
+    return Behaviors.receive(Command.class)
+        .onMessage(RecordCommand.class, this::onRecord)
         .onMessage(Join.class, join -> joinInFlight(flight, join))
         .onMessage(PurgeAll.class, p -> purgeAll(p, true))
         .onMessage(Leave.class, leave -> leave(flight, leave))
@@ -799,10 +801,6 @@ public final class FetchEntity {
   }
 
   // ---- in every state: the record and the replica directory -----------------------------------
-
-  private BehaviorBuilder<Command> records(BehaviorBuilder<Command> b) {
-    return b.onMessage(RecordCommand.class, this::onRecord);
-  }
 
   private Behavior<Command> onRecord(RecordCommand c) {
     if (c instanceof RecordWritten w) {

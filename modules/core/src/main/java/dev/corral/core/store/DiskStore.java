@@ -285,8 +285,7 @@ public final class DiskStore implements ArtifactStore {
     String keyId = ArtifactKey.idOf(canonical);
     lock.lock();
     try {
-      // access order: marks it recently used
-      return Optional.ofNullable(index.use(keyId, canonical, clock.millis()));
+      return Optional.ofNullable(used(keyId, canonical)); // access order: marks it recently used
     } finally {
       lock.unlock();
     }
@@ -300,13 +299,13 @@ public final class DiskStore implements ArtifactStore {
     boolean stillLoading;
     lock.lock();
     try {
-      found = index.use(keyId, canonical, clock.millis()); // access order: marks it recently used
+      found = used(keyId, canonical); // access order: marks it recently used
       stillLoading = loading != null;
     } finally {
       lock.unlock();
     }
     if (found == null) {
-      return stillLoading ? Optional.ofNullable(onDisk(keyId)) : Optional.empty();
+      return stillLoading ? Optional.ofNullable(onDisk(keyId, canonical)) : Optional.empty();
     }
     if (blobIntact(found)) {
       return Optional.of(found);
@@ -532,14 +531,15 @@ public final class DiskStore implements ArtifactStore {
     } finally {
       lock.unlock();
     }
-    return stillLoading && HEX64.matcher(keyId).matches() ? Optional.ofNullable(onDisk(keyId)) : Optional.empty();
+    return stillLoading && HEX64.matcher(keyId).matches() ? Optional.ofNullable(onDisk(keyId, null)) : Optional.empty();
   }
 
   /**
    * While the index loads: the key's record read from disk, when it is sound and its blob is there
    * with its size, added to the index as just used; null when not held. Outside the lock.
+   * {@code canonical} as for {@link #used}.
    */
-  private StoredArtifact onDisk(String keyId) {
+  private StoredArtifact onDisk(String keyId, String canonical) {
     Path record = recordPath(keyId);
     byte[] bytes;
     try {
@@ -557,7 +557,7 @@ public final class DiskStore implements ArtifactStore {
     StoredArtifact found = withSharedHeaders(a);
     lock.lock();
     try {
-      StoredArtifact current = used(keyId);
+      StoredArtifact current = used(keyId, canonical);
       if (current != null || loading == null || loading.dropped.contains(keyId)) {
         return current; // the index knows better: loaded, committed or removed since
       }
@@ -869,9 +869,13 @@ public final class DiskStore implements ArtifactStore {
     }
   }
 
-  /** Under the lock: the key's artifact, marked used now (moved to the newest end), or null. */
-  private StoredArtifact used(String keyId) {
-    return index.use(keyId, clock.millis());
+  /**
+   * Under the lock: the key's artifact, marked used now (moved to the newest end), or null.
+   * {@code canonical} is the key whose id {@code keyId} is ({@link ArtifactKey#idOf}), or null when
+   * the caller has only the id.
+   */
+  private StoredArtifact used(String keyId, String canonical) {
+    return index.use(keyId, canonical, clock.millis());
   }
 
   /** Under the lock: the key's artifact, or null (the access order moves it, its use time stays). */

@@ -78,13 +78,9 @@ final class KeyIndex {
     return artifact(s, keyId);
   }
 
-  /** The key's artifact, moved to the newest end and used at {@code nowMillis}; null when not held. */
-  StoredArtifact use(String keyId, long nowMillis) {
-    return use(keyId, null, nowMillis);
-  }
-
   /**
-   * The same, given the canonical key whose id {@code keyId} is (or null): a hit then decodes no
+   * The key's artifact, moved to the newest end and used at {@code nowMillis}; null when not held.
+   * {@code key} is the canonical key whose id {@code keyId} is, or null: given, a hit decodes no
    * copy of it from the row.
    */
   StoredArtifact use(String keyId, String key, long nowMillis) {

@@ -60,7 +60,7 @@ class KeyIndexTest {
           if (h != null) {
             model.put(id, new Held(h.artifact(), step)); // moved, and used now
           }
-          assertEquals(h == null ? null : h.artifact(), index.use(id, step), "use " + n);
+          assertEquals(h == null ? null : h.artifact(), index.use(id, null, step), "use " + n);
         }
         case 3 -> {
           Held h = model.get(id);
@@ -172,7 +172,7 @@ class KeyIndexTest {
     assertFalse(index.contains(upper));
     assertNull(index.get(upper));
     assertNull(index.remove("../" + id(1).substring(3)));
-    assertNull(index.use(id(1) + "0", 2));
+    assertNull(index.use(id(1) + "0", null, 2));
     assertThrows(IllegalArgumentException.class, () -> index.put(
         new StoredArtifact("not-an-id", "k", sha(1), 1, List.of(), 1), 1));
     assertEquals(1, index.size());
