@@ -351,9 +351,15 @@ public final class FetchEntity {
     return true;
   }
 
+  /**
+   * L1: an idle entity passivates, but not while it still holds something a new incarnation would
+   * not know: a record write in flight, a not-found within its TTL or the pause after a failed
+   * revalidation ({@link Freshness}), or an upload it pointed a node at (issue 17). The next
+   * {@code Idle}, one idle timeout later, tries again.
+   */
   private Behavior<Command> passivateIfDone() {
-    if (record.writing()) {
-      return Behaviors.same(); // the next Idle tries again
+    if (record.writing() || freshness.remembers() || sources.uploading()) {
+      return Behaviors.same();
     }
     shard.tell(new ClusterSharding.Passivate<>(ctx.getSelf()));
     return passivating();

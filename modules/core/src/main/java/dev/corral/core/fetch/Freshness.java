@@ -63,6 +63,15 @@ final class Freshness {
     return !revalidationFailed || ticker.read() - revalidateNotBefore >= 0;
   }
 
+  /**
+   * Whether something is still remembered: a not-found within its TTL, or the pause after a failed
+   * revalidation. The entity does not passivate while it is (the memory dies with it).
+   */
+  boolean remembers() {
+    long now = ticker.read();
+    return notFound != null && now - notFoundUntil < 0 || revalidationFailed && now - revalidateNotBefore < 0;
+  }
+
   /** The key was purged: nothing is remembered. */
   void purged() {
     notFound = null;

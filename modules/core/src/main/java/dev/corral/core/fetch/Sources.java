@@ -82,6 +82,15 @@ final class Sources {
     receiving.clear();
   }
 
+  /**
+   * Whether an upload the entity pointed a node at has not ended: the entity does not passivate
+   * meanwhile (each ends, at the latest, when its lease runs out). Receiving rows do not count: a
+   * node that crashed mid-copy never ends its row.
+   */
+  boolean uploading() {
+    return !uploads.isEmpty();
+  }
+
   /** The nodes still receiving, as rows, in the order their copies began. */
   List<Row> receiving() {
     List<Row> out = new ArrayList<>(receiving.size());

@@ -103,7 +103,7 @@ abstract class EntityTestBase {
     dataDir = Files.createTempDirectory("corral-" + getClass().getSimpleName());
     store = new FaultyStore(DiskStore.open(dataDir, 1L << 30, ticker.clock()));
     node = new Node(store, new HotBlobs(0), KeyRecords.of(kit.system()), upstream, events,
-        r -> policies.getOrDefault(r, FetchPolicy.defaults()), ticker, scheduler, ticker.clock(),
+        this::policy, ticker, scheduler, ticker.clock(),
         kit.system().dispatchers().lookup(DispatcherSelector.blocking()), peers());
     initEntities();
     sharding = ClusterSharding.get(kit.system());
@@ -126,6 +126,11 @@ abstract class EntityTestBase {
 
   String repo() {
     return repo(FetchPolicy.defaults());
+  }
+
+  /** The policy of {@code repo} (see {@link #repo(FetchPolicy)}). */
+  FetchPolicy policy(String repo) {
+    return policies.getOrDefault(repo, FetchPolicy.defaults());
   }
 
   /** An upstream URL no other test uses. */

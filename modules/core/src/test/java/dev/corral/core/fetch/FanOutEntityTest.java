@@ -145,8 +145,14 @@ class FanOutEntityTest {
    * only when the returned future completes (never, in these tests).
    */
   private ActorRef<FetchEntity.Command> entity(Path dir, ArtifactKey key, FanOut fanOut) throws Exception {
+    return entity(dir, key, fanOut, new CompletableFuture<>(), Duration.ofHours(1), entityNode.createTestProbe());
+  }
+
+  /** The same, with the rest of the body when {@code rest} completes, and its own idle timeout and shard. */
+  private ActorRef<FetchEntity.Command> entity(Path dir, ArtifactKey key, FanOut fanOut,
+      CompletableFuture<ByteString> rest, Duration idle, TestProbe<ClusterSharding.ShardCommand> shard)
+      throws Exception {
     ScriptedUpstream upstream = new ScriptedUpstream();
-    CompletableFuture<ByteString> rest = new CompletableFuture<>();
     ByteString body = EntityTestBase.bytes(SIZE, 17);
     upstream.on(URL, r -> CompletableFuture.completedFuture(new UpstreamResponse(200,
         List.of(new Header("Content-Type", "application/octet-stream")), OptionalLong.of(SIZE),
@@ -156,8 +162,7 @@ class FanOutEntityTest {
         new KeyRecords(new OtherHoldersTest.Records(null)), upstream, new CountingEvents(), r -> small,
         ticker, scheduler, ticker.clock(), Runnable::run, new Cluster());
     node.fanOut(fanOut);
-    TestProbe<ClusterSharding.ShardCommand> shard = entityNode.createTestProbe();
-    return entityNode.spawn(FetchEntity.create(key.id(), node, Duration.ofHours(1), shard.ref()));
+    return entityNode.spawn(FetchEntity.create(key.id(), node, idle, shard.ref()));
   }
 
   private static Pointed pointed(Copier c) {
@@ -267,6 +272,26 @@ class FanOutEntityTest {
     c.probe().expectNoMessage(Duration.ofMillis(300));
     ticker.advance(Duration.ofSeconds(2));
     assertEquals(new Pointed(E, download, List.of()), pointed(c));
+  }
+
+  @Test
+  void anIdleEntityDoesNotPassivateWhileAnUploadItPointedAtIsOpen(@TempDir Path dir) throws Exception {
+    // L1: an idle entity passivates, but the uploads it pointed nodes at (and so its sources'
+    // slots) live in it alone: it stays until they end. Its idle timeout here is Pekko's real time.
+    ArtifactKey key = ArtifactKey.of("r", URL);
+    CompletableFuture<ByteString> rest = new CompletableFuture<>();
+    TestProbe<ClusterSharding.ShardCommand> shard = entityNode.createTestProbe();
+    ActorRef<FetchEntity.Command> entity = entity(dir, key, new FanOut(true, 2, Duration.ofSeconds(1)), rest,
+        Duration.ofMillis(100), shard);
+    Copier b = copier(B);
+    entity.tell(join(key, b));
+    assertEquals(E, pointed(b).peerUrl());
+    rest.complete(EntityTestBase.bytes(SIZE, 17).drop(1000)); // the fetch ends: the entity is idle
+    shard.expectNoMessage(Duration.ofSeconds(1)); // ten idle timeouts, B's upload still open
+
+    entity.tell(new FetchEntity.CopyEnded(B, "FAILED"));
+    ClusterSharding.ShardCommand stop = shard.expectMessageClass(ClusterSharding.Passivate.class, Duration.ofSeconds(10));
+    assertEquals(entity, ((ClusterSharding.Passivate<?>) stop).entity());
   }
 
   @Test

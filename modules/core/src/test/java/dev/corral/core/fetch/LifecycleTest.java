@@ -55,7 +55,7 @@ import org.junit.jupiter.api.Test;
  */
 class LifecycleTest extends EntityTestBase {
   /** A node's idle timeout ({@code CorralServer.ENTITY_IDLE}); on ManualTime it passes without being waited for. */
-  private static final Duration IDLE = Duration.ofMinutes(2);
+  private static final Duration IDLE = Duration.ofSeconds(30);
   /** The longest pause before the waiters of a stopped entity ask again (SharedAsks). */
   private static final Duration LONGEST_RETRY_PAUSE = Duration.ofMillis(500);
 
@@ -69,7 +69,7 @@ class LifecycleTest extends EntityTestBase {
     manual = ActorTestKit.create("LifecycleTestManualTime", ManualTime.config().withFallback(ConfigFactory.load()));
     time = ManualTime.get(manual.system());
     manualNode = new Node(store, new HotBlobs(0), new KeyRecords(records), upstream, events,
-        r -> FetchPolicy.defaults(), ticker, scheduler, ticker.clock(),
+        this::policy, ticker, scheduler, ticker.clock(),
         manual.system().dispatchers().lookup(DispatcherSelector.blocking()), Peers.NONE);
   }
 
@@ -146,6 +146,39 @@ class LifecycleTest extends EntityTestBase {
     next.tell(new FetchEntity.Join(key, 2, client.ref()));
     assertEquals(Via.HIT, client.expectMessageClass(Reply.Stored.class, WAIT).via());
     assertEquals(1, upstream.count(u));
+  }
+
+  @Test
+  void l1_anIdleEntityRemembersANotFoundForItsWholeTtlThenPassivates() {
+    // L1: An idle entity passivates. W2: a not-found is remembered for its own TTL, and that memory
+    // lives in the entity: one whose TTL outlasts the idle timeout keeps the entity until it ends.
+    Duration ttl = IDLE.multipliedBy(3);
+    FetchPolicy d = FetchPolicy.defaults();
+    String repo = repo(new FetchPolicy(d.inlineLimit(), ttl, d.waiterBudget(), false, d.maxWaiters(),
+        d.maxOrphanFetches()));
+    String u = url("gone-for-long");
+    ArtifactKey key = ArtifactKey.of(repo, u);
+    upstream.on(u, r -> CompletableFuture.completedFuture(
+        ScriptedUpstream.of(404, org.apache.pekko.stream.javadsl.Source.empty(), java.util.OptionalLong.of(0))));
+    TestProbe<Object> shard = manual.createTestProbe();
+    TestProbe<Reply> client = manual.createTestProbe();
+    ActorRef<FetchEntity.Command> entity = spawn(key, shard);
+    entity.tell(new FetchEntity.Join(key, 1, client.ref()));
+    client.expectMessageClass(Reply.NotFound.class, WAIT);
+    assertEquals(List.of(), toShardSoFar(entity, shard), "idle after the not-found");
+
+    for (int i = 1; i < 3; i++) { // the node's time and Pekko's pass together
+      ticker.advance(IDLE);
+      time.timePasses(IDLE);
+      assertEquals(List.of(), toShardSoFar(entity, shard), "passivated with its not-found remembered");
+    }
+    entity.tell(new FetchEntity.Join(key, 2, client.ref()));
+    assertEquals(Via.NEGATIVE, client.expectMessageClass(Reply.NotFound.class, WAIT).via());
+    assertEquals(1, upstream.count(u));
+
+    ticker.advance(IDLE); // the TTL is over: nothing left to remember
+    time.timePasses(IDLE);
+    assertPassivates(entity, toShardSoFar(entity, shard));
   }
 
   @Test
