@@ -76,13 +76,14 @@ public final class CorralServer implements AutoCloseable {
    */
   static final Map<Path, Executor> INDEX_LOADS_HELD = new java.util.concurrent.ConcurrentHashMap<>();
   /**
-   * How long an idle fetch entity lives before it passivates, unless it still remembers something
-   * (see {@code FetchEntity.passivateIfDone}). Long enough for the answers of its last fetch to
-   * reach their waiters before a waiter's budget asks whether its outcome began (W3); short,
-   * because every missed key leaves an entity (a few KB of heap) for this long, and a steady miss
-   * load keeps that many alive (docs/benchmarks.md, "Idle entities").
+   * How long an idle fetch entity lives before it passivates (see {@link FetchEntity.IdleTimeout}):
+   * with other nodes, long enough for its last answers to cross the network before a waiter's
+   * budget asks whether its outcome began (W3); on a node alone, a few seconds. Short, because
+   * every missed key leaves an entity (a few KB of heap) for this long, and a steady miss load
+   * keeps that many alive (docs/benchmarks.md, "Idle entities").
    */
-  static final Duration ENTITY_IDLE = Duration.ofSeconds(30);
+  static final FetchEntity.IdleTimeout ENTITY_IDLE =
+      new FetchEntity.IdleTimeout(Duration.ofSeconds(5), Duration.ofSeconds(30));
 
   private final ActorSystem<Void> system;
   private final FrontDoor frontDoor;

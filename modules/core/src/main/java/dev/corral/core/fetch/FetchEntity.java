@@ -228,7 +228,7 @@ public final class FetchEntity {
    *
    * @param idleTimeout how long an entity with no fetch and no waiter lives before passivating
    */
-  public static void init(ActorSystem<?> system, Node node, Duration idleTimeout) {
+  public static void init(ActorSystem<?> system, Node node, IdleTimeout idleTimeout) {
     ClusterSharding.get(system)
         .init(
             Entity.of(TYPE_KEY, ctx -> create(ctx.getEntityId(), node, idleTimeout, ctx.getShard()))
@@ -236,8 +236,23 @@ public final class FetchEntity {
                 .withStopMessage(Stop.INSTANCE));
   }
 
+  /**
+   * How long an idle entity lives without a message before it passivates (unless it still remembers
+   * something, see {@link #passivateIfDone}): {@code alone} on a node that is the only member of
+   * its cluster, {@code withOthers} otherwise. With other nodes, the answers of its last fetch cross
+   * the network before their waiters' budgets may ask whether the outcome began (W3), and their
+   * next requests find the key's record read already; alone, its answers are delivered in the
+   * process, and an entity kept for nothing costs a few KB of heap for every missed key.
+   */
+  public record IdleTimeout(Duration alone, Duration withOthers) {
+    /** The same timeout either way. */
+    public static IdleTimeout of(Duration both) {
+      return new IdleTimeout(both, both);
+    }
+  }
+
   static Behavior<Command> create(
-      String entityId, Node node, Duration idleTimeout,
+      String entityId, Node node, IdleTimeout idleTimeout,
       ActorRef<ClusterSharding.ShardCommand> shard) {
     return Behaviors.setup(ctx -> new FetchEntity(entityId, node, idleTimeout, shard, ctx).idle());
   }
@@ -248,7 +263,7 @@ public final class FetchEntity {
   static final Duration RECORD_READ_TIMEOUT = Duration.ofSeconds(1);
 
   private final Node node;
-  private final Duration idleTimeout;
+  private final IdleTimeout idleTimeout;
   private final ActorRef<ClusterSharding.ShardCommand> shard;
   private final ActorContext<Command> ctx;
   private final KeyRecords.Writer record;
@@ -279,7 +294,7 @@ public final class FetchEntity {
   /** A waiter on another node waiting for a source with a free upload slot. */
   private record Parked(long token, ActorRef<Reply> replyTo, String requester, Via via, long sinceNanos) {}
 
-  private FetchEntity(String entityId, Node node, Duration idleTimeout,
+  private FetchEntity(String entityId, Node node, IdleTimeout idleTimeout,
       ActorRef<ClusterSharding.ShardCommand> shard, ActorContext<Command> ctx) {
     this.node = node;
     this.entityId = entityId;
@@ -294,7 +309,8 @@ public final class FetchEntity {
   // ---- idle: no fetch -------------------------------------------------------------------------
 
   private Behavior<Command> idle() {
-    ctx.setReceiveTimeout(idleTimeout, Idle.INSTANCE);
+    ctx.setReceiveTimeout(node.peers().othersMayHold() ? idleTimeout.withOthers() : idleTimeout.alone(),
+        Idle.INSTANCE);
     return Behaviors.receive(Command.class)
         .onMessage(RecordCommand.class, this::onRecord)
         .onMessage(Join.class, this::joinIdle)

@@ -73,8 +73,8 @@ abstract class EntityTestBase {
    * enough that none passivates while a test runs. Idle passivation itself is tested on Pekko's
    * ManualTime ({@code LifecycleTest}).
    */
-  Duration idleTimeout() {
-    return Duration.ofHours(1);
+  FetchEntity.IdleTimeout idleTimeout() {
+    return FetchEntity.IdleTimeout.of(Duration.ofHours(1));
   }
 
   /** The node's view of the other nodes (a test may give a stand-in). */

@@ -162,7 +162,7 @@ class FanOutEntityTest {
         new KeyRecords(new OtherHoldersTest.Records(null)), upstream, new CountingEvents(), r -> small,
         ticker, scheduler, ticker.clock(), Runnable::run, new Cluster());
     node.fanOut(fanOut);
-    return entityNode.spawn(FetchEntity.create(key.id(), node, idle, shard.ref()));
+    return entityNode.spawn(FetchEntity.create(key.id(), node, FetchEntity.IdleTimeout.of(idle), shard.ref()));
   }
 
   private static Pointed pointed(Copier c) {

@@ -80,7 +80,44 @@ class LifecycleTest extends EntityTestBase {
 
   /** The key's entity on ManualTime; {@code shard} stands in for its shard. */
   private ActorRef<FetchEntity.Command> spawn(ArtifactKey key, TestProbe<Object> shard) {
-    return manual.spawn(FetchEntity.create(key.id(), manualNode, IDLE, shard.ref().narrow()));
+    return spawn(key, shard, manualNode, FetchEntity.IdleTimeout.of(IDLE));
+  }
+
+  private ActorRef<FetchEntity.Command> spawn(ArtifactKey key, TestProbe<Object> shard, Node on,
+      FetchEntity.IdleTimeout idle) {
+    return manual.spawn(FetchEntity.create(key.id(), on, idle, shard.ref().narrow()));
+  }
+
+  /** {@link #manualNode} in a cluster of several nodes (none of which holds anything). */
+  private Node withOthers() {
+    Peers others = new Peers() {
+      @Override
+      public Optional<String> self() {
+        return Peers.NONE.self();
+      }
+
+      @Override
+      public boolean othersMayHold() {
+        return true;
+      }
+
+      @Override
+      public Reply forAnotherNode(dev.corral.core.download.Outcome outcome, Via via, List<String> alsoHeldBy) {
+        return Peers.NONE.forAnotherNode(outcome, via, alsoHeldBy);
+      }
+
+      @Override
+      public Arrival arrived(Reply.ForAnotherNode reply) {
+        return Peers.NONE.arrived(reply);
+      }
+
+      @Override
+      public HolderCopy copy(List<String> holders, String sha256) {
+        return Peers.NONE.copy(holders, sha256);
+      }
+    };
+    return new Node(store, new HotBlobs(0), new KeyRecords(records), upstream, events, this::policy, ticker,
+        scheduler, ticker.clock(), manual.system().dispatchers().lookup(DispatcherSelector.blocking()), others);
   }
 
   /**
@@ -146,6 +183,31 @@ class LifecycleTest extends EntityTestBase {
     next.tell(new FetchEntity.Join(key, 2, client.ref()));
     assertEquals(Via.HIT, client.expectMessageClass(Reply.Stored.class, WAIT).via());
     assertEquals(1, upstream.count(u));
+  }
+
+  @Test
+  void l1_anIdleEntityPassivatesSoonerOnANodeAloneThanInACluster() {
+    // L1: An idle entity passivates: after the alone timeout on a node alone (its answers never
+    // leave the process), after the longer one when other nodes may ask it (W3: its last answers
+    // cross the network before their waiters' budgets ask whether the outcome began).
+    FetchEntity.IdleTimeout idle = new FetchEntity.IdleTimeout(Duration.ofSeconds(5), IDLE);
+    for (Node on : List.of(manualNode, withOthers())) {
+      Duration expected = on == manualNode ? idle.alone() : idle.withOthers();
+      String u = url("idle-" + expected.toSeconds());
+      ArtifactKey key = ArtifactKey.of("r", u);
+      upstream.serve(u, ByteString.fromString("fetched, then idle"));
+      TestProbe<Object> shard = manual.createTestProbe();
+      TestProbe<Reply> client = manual.createTestProbe();
+      ActorRef<FetchEntity.Command> entity = spawn(key, shard, on, idle);
+      entity.tell(new FetchEntity.Join(key, 1, client.ref()));
+      client.expectMessageClass(Reply.Body.class, WAIT);
+      assertEquals(List.of(), toShardSoFar(entity, shard), "fetched and idle");
+
+      time.timePasses(expected.minusMillis(1));
+      assertEquals(List.of(), toShardSoFar(entity, shard), "passivated before " + expected);
+      time.timePasses(Duration.ofMillis(1));
+      assertPassivates(entity, toShardSoFar(entity, shard));
+    }
   }
 
   @Test

@@ -157,7 +157,7 @@ class OtherHoldersTest {
         com.github.benmanes.caffeine.cache.Ticker.systemTicker(), Timers.system(), clock, Runnable::run,
         new Holders());
     TestProbe<ClusterSharding.ShardCommand> shard = entityNode.createTestProbe();
-    ActorRef<FetchEntity.Command> entity = entityNode.spawn(FetchEntity.create(key.id(), node, Duration.ofHours(1), shard.ref()));
+    ActorRef<FetchEntity.Command> entity = entityNode.spawn(FetchEntity.create(key.id(), node, FetchEntity.IdleTimeout.of(Duration.ofHours(1)), shard.ref()));
 
     // Fetched on the entity's node: committed, and its record written with this node added.
     TestProbe<Reply> local = entityNode.createTestProbe();

@@ -134,7 +134,7 @@ class PurgeAllTest {
         com.github.benmanes.caffeine.cache.Ticker.systemTicker(), Timers.system(), clock,
         Runnable::run, peers);
     TestProbe<ClusterSharding.ShardCommand> shard = kit.createTestProbe();
-    return kit.spawn(FetchEntity.create(id, node, Duration.ofHours(1), shard.ref()));
+    return kit.spawn(FetchEntity.create(id, node, FetchEntity.IdleTimeout.of(Duration.ofHours(1)), shard.ref()));
   }
 
   @Test
