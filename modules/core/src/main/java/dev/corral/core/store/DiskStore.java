@@ -362,12 +362,14 @@ public final class DiskStore implements ArtifactStore {
     Path recordTemp = writeRecordTemp(artifact);
     List<String> evicted = List.of();
     List<Path> doomed = new ArrayList<>();
+    boolean recordPlaced = false;
     lock.lock();
     try {
       forgetSnapshot();
       placeBlob(writer, blobPath, artifact.size(), doomed);
       try {
         moveAtomically(recordTemp, recordPath);
+        recordPlaced = true;
       } catch (IOException e) {
         if (loading != null) {
           loading.unreferenced.add(artifact.sha256()); // a key not loaded yet may refer to it
@@ -384,7 +386,9 @@ public final class DiskStore implements ArtifactStore {
       evicted = evict(keyId, doomed);
     } finally {
       lock.unlock();
-      Files.deleteIfExists(recordTemp);
+      if (!recordPlaced) { // placed, it is gone from tmp/ (the call cost a failed unlink per commit)
+        Files.deleteIfExists(recordTemp);
+      }
       writer.close();
       delete(doomed);
     }
@@ -422,6 +426,7 @@ public final class DiskStore implements ArtifactStore {
             keyId, current.key(), current.sha256(), current.size(), sharedHeaders.share(headers),
             fetchedAtMillis);
     Path recordTemp = writeRecordTemp(touched);
+    boolean recordPlaced = false;
     lock.lock();
     try {
       // A concurrent commit or removal wins over this revalidation of older bytes.
@@ -430,11 +435,14 @@ public final class DiskStore implements ArtifactStore {
       }
       forgetSnapshot();
       moveAtomically(recordTemp, recordPath(keyId));
+      recordPlaced = true;
       index.put(touched, clock.millis()); // a revalidation is a use
       return Optional.of(touched);
     } finally {
       lock.unlock();
-      Files.deleteIfExists(recordTemp);
+      if (!recordPlaced) {
+        Files.deleteIfExists(recordTemp);
+      }
     }
   }
 

@@ -272,6 +272,19 @@ class DiskStoreTest {
   }
 
   @Test
+  void aCommitWhoseRecordCannotBePlacedLeavesNoTemporaryFiles() throws IOException {
+    // The record's place is taken by a directory that is not empty: the record's move fails, the
+    // commit throws, and neither its record nor its blob stays in tmp/.
+    DiskStore store = open(BIG);
+    Path place = store.recordPath(key("a").id());
+    Files.createDirectories(place);
+    Files.writeString(place.resolve("in-the-way"), "x");
+    assertThrows(IOException.class, () -> put(store, key("a"), randomBytes(100, 10)));
+    assertEquals(List.of(), list(dir.resolve("tmp")));
+    assertEquals(0, store.keyCount());
+  }
+
+  @Test
   void aBlobIsCommittedOnlyOnce() throws IOException {
     DiskStore store = open(BIG);
     BlobWriter w = store.newBlob(null);
