@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# A steady miss load on one node, with its garbage collector watched (issue 14 items 3 and 6):
+#
+#   bench/misses.sh [WARMUP_SECONDS] [SECONDS]     default 60 and 60
+#
+# Starts the bench's fake origin (bench/origin.py) and one Corral node (./corral serve with its
+# defaults, a generic repository "bench"), sends WARMUP_SECONDS of misses (wrk -t2 -c8,
+# bench/misses.lua: every request a key not asked before, 1 KiB; SIZE sets another size), then
+# SECONDS more, measured, and prints for the measured part: misses/s, time to last byte (p50, p90,
+# p99), the GC pauses (count, p50, p99, longest, full collections) from the node's -Xlog:gc, and at
+# the end the fetch entities alive (corral_cluster_entities) and the node's resident memory.
+# JAVA_OPTS, when set, replaces ./corral's JVM flags (the GC log is added either way), e.g.
+#   JAVA_OPTS="-Xms32m -Xmx256m -XX:+UseG1GC -XX:MaxGCPauseMillis=10" bench/misses.sh
+# Loopback only. Needs wrk (Debian package wrk), python3, curl, Maven and a JDK. Run it on a
+# quiet machine; compare figures only within one sitting.
+set -euo pipefail
+WARMUP=${1:-60}
+MEASURED=${2:-60}
+SIZE=${SIZE:-1024}
+BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$BENCH_DIR/.." && pwd)"
+TMP=$(mktemp -d /tmp/corral-misses.XXXXXX)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+command -v wrk >/dev/null || { echo "wrk is missing (Debian package wrk)" >&2; exit 1; }
+
+wait_line() { # file regex seconds: prints the first matching line
+  for _ in $(seq 1 $(($3 * 10))); do
+    if grep -Eo "$2" "$1" 2>/dev/null | head -1; then return 0; fi
+    sleep 0.1
+  done
+  echo "timed out waiting for '$2' in $1" >&2
+  tail -n 20 "$1" >&2
+  return 1
+}
+
+python3 "$BENCH_DIR/origin.py" >"$TMP/origin.log" 2>&1 &
+PIDS+=($!)
+origin=$(wait_line "$TMP/origin.log" 'http://127\.0\.0\.1:[0-9]+' 30)
+
+flags=${JAVA_OPTS:-$(sed -n 's/^DEFAULT_JAVA_OPTS="\(.*\)"$/\1/p' "$ROOT/corral")}
+(cd "$ROOT" && JAVA_OPTS="$flags -Xlog:gc:file=$TMP/gc.log" exec ./corral serve --http-host 127.0.0.1 \
+  --http-port 0 --data-dir "$TMP/data" --repo "bench=generic:$origin") >"$TMP/corral.log" 2>&1 &
+PIDS+=($!)
+base=$(wait_line "$TMP/corral.log" 'listening on http://[^ :]+:[0-9]+' 300 | sed 's/listening on //')
+pid=$(pgrep -f "corral-server.*-all.jar.*$TMP/data" | head -1)
+
+echo "JVM flags: $flags" >&2
+echo "warming up ${WARMUP} s with misses ($base/bench/blob/<new key>?size=$SIZE)" >&2
+SIZE=$SIZE wrk -t2 -c8 -d"${WARMUP}s" -s "$BENCH_DIR/misses.lua" "$base/" >/dev/null
+gc_from=$(($(wc -l <"$TMP/gc.log") + 1))
+echo "measuring ${MEASURED} s" >&2
+out=$(SIZE=$SIZE wrk -t2 -c8 -d"${MEASURED}s" --latency -s "$BENCH_DIR/misses.lua" "$base/")
+entities=$(curl -sf "$base/-/metrics" | awk '$1 == "corral_cluster_entities" {printf "%d", $2}')
+
+echo "misses/s (${SIZE} B): $(awk '/Requests\/sec/ {print $2}' <<<"$out")"
+echo "time to last byte p50 / p90 / p99: $(awk '$1 == "50%" {print $2}' <<<"$out") /" \
+  "$(awk '$1 == "90%" {print $2}' <<<"$out") / $(awk '$1 == "99%" {print $2}' <<<"$out")"
+tail -n +"$gc_from" "$TMP/gc.log" | python3 -c '
+import re, sys
+pauses = []
+for line in sys.stdin:
+    m = re.search(r"Pause (\w+).* ([\d.]+)ms$", line.strip())
+    if m:
+        pauses.append((m.group(1), float(m.group(2))))
+ms = sorted(p for _, p in pauses)
+if not ms:
+    print("GC pauses: none")
+else:
+    full = [p for kind, p in pauses if kind == "Full"]
+    print("GC pauses: %d, p50 %.1f ms, p99 %.1f ms, longest %.1f ms; %d full collections"
+          % (len(ms), ms[len(ms) // 2], ms[min(len(ms) - 1, int(len(ms) * 0.99))], ms[-1], len(full)))
+'
+echo "fetch entities alive at the end: ${entities:-unknown}"
+echo "resident memory at the end: $(($(awk '/VmRSS/ {print $2}' "/proc/$pid/status") / 1024)) MiB"
