@@ -25,7 +25,8 @@
 #   BENCH_WRK_DURATION  seconds per wrk run (default 10; --quick: 3)
 #   BENCH_WRK_RUNS      wrk runs per URL, the median is reported (default 3; --quick: 1)
 #   BENCH_S1S_ROUNDS    S1s rounds of 50 clients (default 10)
-#   BENCH_SCENARIOS     comma list of scenarios to run (default S0,S1,S2,S1s,S3,S4,S5; O1, the OCI
+#   BENCH_S4W_SECONDS   seconds of unmeasured misses before S4w (default 60; --quick: 10)
+#   BENCH_SCENARIOS     comma list of scenarios to run (default S0,S1,S2,S1s,S3,S4,S4w,S5; O1, the OCI
 #                       fan-out of issue 15, runs only when listed: BENCH_SCENARIOS=O1 --cluster)
 #   BENCH_WARMUP_ROUNDS unmeasured S1s-like bursts before Corral's scenarios (default 600;
 #                       --quick: 30): a JVM compiles its hot paths only after thousands of calls
@@ -59,7 +60,8 @@ esac
 WRK_DURATION=${BENCH_WRK_DURATION:-10}
 WRK_RUNS=${BENCH_WRK_RUNS:-3}
 S1S_ROUNDS=${BENCH_S1S_ROUNDS:-10}
-SCENARIOS=${BENCH_SCENARIOS:-S0,S1,S2,S1s,S3,S4,S5}
+S4W_SECONDS=${BENCH_S4W_SECONDS:-60}
+SCENARIOS=${BENCH_SCENARIOS:-S0,S1,S2,S1s,S3,S4,S4w,S5}
 WARMUP_ROUNDS=${BENCH_WARMUP_ROUNDS:-600}
 WAIT_QUIET=${BENCH_WAIT_QUIET:-30}
 CORRAL_START_TIMEOUT=${BENCH_CORRAL_START_TIMEOUT:-120}
@@ -70,6 +72,7 @@ if ((QUICK)); then
   WRK_DURATION=${BENCH_WRK_DURATION:-3}
   WRK_RUNS=${BENCH_WRK_RUNS:-1}
   WARMUP_ROUNDS=${BENCH_WARMUP_ROUNDS:-30}
+  S4W_SECONDS=${BENCH_S4W_SECONDS:-10}
 fi
 PG_SCRIPT="$ROOT/modules/it/src/test/scripts/postgres.sh"
 PY=${PYTHON:-python3}
@@ -186,7 +189,7 @@ run_scenarios() { # target base[,base...] pgid[,pgid...] [more pgids to exclude 
   local out="$TMP/result-$1.json"
   "$PY" "$BENCH_DIR/scenarios.py" --target "$1" --base "$2" --origin "$ORIGIN" --pgid "$3" --exclude-pgids "$ORIGIN_PID${4:+,$4}" \
     --out "$out" --wrk-duration "$WRK_DURATION" --wrk-runs "$WRK_RUNS" --s1s-rounds "$S1S_ROUNDS" \
-    --scenarios "$SCENARIOS" --warmup-rounds "$([[ $1 == corral* ]] && echo "$WARMUP_ROUNDS" || echo 0)" --wait-quiet "$WAIT_QUIET" \
+    --s4w-seconds "$S4W_SECONDS" --scenarios "$SCENARIOS" --warmup-rounds "$([[ $1 == corral* ]] && echo "$WARMUP_ROUNDS" || echo 0)" --wait-quiet "$WAIT_QUIET" \
     ${GC_LOG:+--gc-log "$GC_LOG"} \
     --run-id "$STAMP" &
   SCENARIOS_PID=$! # waited on in the background, so a TERM or INT runs the trap at once

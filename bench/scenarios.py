@@ -26,6 +26,9 @@ S3   warm hits: wrk -t2 -c64 -d<duration>s --latency on a cached 1 KiB and 1 MiB
 S4   miss overhead: 8 clients, each on its own keep-alive connection, ask 500 new 1 KiB keys
      (origin delay 0) one after another; time to last byte against the origin's own for the
      same shape of load asked of the origin directly just before (1000 unmeasured misses first).
+S4w  S4 again after --s4w-seconds (60) of the same misses, unmeasured: the miss path as a node
+     that has served a minute of misses runs it (issue 14 items 3 and 4: S4 itself is mostly the
+     JIT compiling that path); its own keys, origin figure and CPU.
 S5   new connections: 10 rounds of 100 clients, each on a fresh connection, one hit each on a
      cached 1 KiB key (1000 connections): time to first byte.
 O1   OCI fan-out (issue 15, Corral only, not in the default list): --fanout-pulls clients
@@ -411,10 +414,22 @@ def sequential_misses(bases, names, clients, timeout):
     return times, statuses, errors
 
 
-def misses(args, origin, keys=500, clients=8, warmup=1000):
+def miss_warmup(args, origin, seconds, clients=8, chunk=1000):
+    """S4w's unmeasured part: S4's load (new keys one after another) for `seconds`."""
+    t = time.monotonic()
+    n, errors, rounds = 0, 0, 0
+    while time.monotonic() - t < seconds:
+        names = [f"{args.run_id}-s4ww-{rounds}-{k}" for k in range(chunk)]
+        _, _, err = sequential_misses(args.bases, names, clients, args.timeout)
+        n, errors, rounds = n + len(names), errors + len(err), rounds + 1
+    origin.reset()
+    return {"seconds": round(time.monotonic() - t, 1), "misses": n, "errors": errors}
+
+
+def misses(args, origin, keys=500, clients=8, warmup=1000, tag="s4"):
     """S4: what a miss adds to the origin's own time to last byte, for small bodies."""
     pcts = lambda v: {p: load.ms(load.percentile(v, q)) for p, q in (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100))}  # noqa: E731
-    name = lambda kind, k: f"{args.run_id}-s4{kind}-{k}"  # noqa: E731
+    name = lambda kind, k: f"{args.run_id}-{tag}{kind}-{k}"  # noqa: E731
     origin.reset()
     t = time.monotonic()
     _, _, werr = sequential_misses(args.bases, [name("w", k) for k in range(warmup)], clients, args.timeout)
@@ -435,7 +450,7 @@ def misses(args, origin, keys=500, clients=8, warmup=1000):
         "ttlb_ms": c,
         "overhead_ms": {p: round(c[p] - o[p], 3) if c[p] is not None and o[p] is not None else None for p in ("p50", "p90", "p99")},
         "cache": statuses,
-        "upstream_requests": origin.count(f"/blob/{args.run_id}-s4m-"),
+        "upstream_requests": origin.count(f"/blob/{args.run_id}-{tag}m-"),
         "seconds": round(seconds, 2),
         "errors": len(errors) + len(oerr),
         "error_samples": (errors + oerr)[:5],
@@ -633,7 +648,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--pgid", default="", help="the target's process group(s), comma list (peak RSS, excluded from other load)")
     ap.add_argument("--exclude-pgids", default="", help="comma list of our other process groups (origin)")
-    ap.add_argument("--scenarios", default="S0,S1,S2,S1s,S3,S4,S5")
+    ap.add_argument("--scenarios", default="S0,S1,S2,S1s,S3,S4,S4w,S5")
+    ap.add_argument("--s4w-seconds", type=float, default=60.0, help="S4w: seconds of misses before it")
     ap.add_argument("--wrk-duration", type=int, default=10)
     ap.add_argument("--wrk-runs", type=int, default=1)
     ap.add_argument("--s1s-rounds", type=int, default=3)
@@ -746,6 +762,9 @@ def main():
             res["S3_1KiB"] = res["S3_1MiB"] = {"error": "wrk not installed"}
     if "S4" in want:
         step("S4", lambda: misses(args, origin))
+    if "S4w" in want:
+        step("S4w_misses", lambda: miss_warmup(args, origin, args.s4w_seconds))
+        step("S4w", lambda: misses(args, origin, warmup=0, tag="s4w"))
     if "S5" in want:
         step("S5", lambda: new_connections(args, origin))
     if "O1" in want and args.target.startswith("corral"):
