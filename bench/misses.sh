@@ -25,26 +25,11 @@ cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 command -v wrk >/dev/null || { echo "wrk is missing (Debian package wrk)" >&2; exit 1; }
 
-wait_line() { # file regex seconds: prints the first matching line
-  for _ in $(seq 1 $(($3 * 10))); do
-    if grep -Eo "$2" "$1" 2>/dev/null | head -1; then return 0; fi
-    sleep 0.1
-  done
-  echo "timed out waiting for '$2' in $1" >&2
-  tail -n 20 "$1" >&2
-  return 1
-}
-
-python3 "$BENCH_DIR/origin.py" >"$TMP/origin.log" 2>&1 &
-PIDS+=($!)
-origin=$(wait_line "$TMP/origin.log" 'http://127\.0\.0\.1:[0-9]+' 30)
-
 flags=${JAVA_OPTS:-$(sed -n 's/^DEFAULT_JAVA_OPTS="\(.*\)"$/\1/p' "$ROOT/corral")}
-(cd "$ROOT" && JAVA_OPTS="$flags -Xlog:gc:file=$TMP/gc.log" exec ./corral serve --http-host 127.0.0.1 \
-  --http-port 0 --data-dir "$TMP/data" --repo "bench=generic:$origin") >"$TMP/corral.log" 2>&1 &
-PIDS+=($!)
-base=$(wait_line "$TMP/corral.log" 'listening on http://[^ :]+:[0-9]+' 300 | sed 's/listening on //')
-pid=$(pgrep -f "corral-server.*-all.jar.*$TMP/data" | head -1)
+export JAVA_OPTS="$flags -Xlog:gc:file=$TMP/gc.log"
+# shellcheck source=one-node.sh
+source "$BENCH_DIR/one-node.sh"
+start_origin_and_node
 
 echo "JVM flags: $flags" >&2
 echo "warming up ${WARMUP} s with misses ($base/bench/blob/<new key>?size=$SIZE)" >&2

@@ -55,25 +55,9 @@ arch=$(uname -m); case "$arch" in x86_64) arch=x64 ;; aarch64) arch=arm64 ;; esa
 (cd "$TMP" && unzip -q -o "$jar" "linux-$arch/libasyncProfiler.so")
 agent="$TMP/linux-$arch/libasyncProfiler.so"
 
-wait_line() { # file regex seconds: prints the first matching line
-  for _ in $(seq 1 $(($3 * 10))); do
-    if grep -Eo "$2" "$1" 2>/dev/null | head -1; then return 0; fi
-    sleep 0.1
-  done
-  echo "timed out waiting for '$2' in $1" >&2
-  tail -n 20 "$1" >&2
-  return 1
-}
-
-python3 "$BENCH_DIR/origin.py" >"$TMP/origin.log" 2>&1 &
-PIDS+=($!)
-origin=$(wait_line "$TMP/origin.log" 'http://127\.0\.0\.1:[0-9]+' 30)
-
-(cd "$ROOT" && exec ./corral serve --http-host 127.0.0.1 --http-port 0 --data-dir "$TMP/data" \
-  --repo "bench=generic:$origin") >"$TMP/corral.log" 2>&1 &
-PIDS+=($!)
-base=$(wait_line "$TMP/corral.log" 'listening on http://[^ :]+:[0-9]+' 300 | sed 's/listening on //')
-pid=$(pgrep -f "corral-server.*-all.jar.*$TMP/data" | head -1)
+# shellcheck source=one-node.sh
+source "$BENCH_DIR/one-node.sh"
+start_origin_and_node
 # jcmd splits an unquoted option string at "=": the agent's options go in double quotes.
 profiler() { jcmd "$pid" JVMTI.agent_load "$agent" "\"$1\"" >/dev/null; }
 cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
