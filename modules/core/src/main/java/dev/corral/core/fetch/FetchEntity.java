@@ -226,7 +226,8 @@ public final class FetchEntity {
    * the entity passivates itself when idle, and never mid-fetch (L1), whereas sharding's could
    * stop an entity whose download runs silently.
    *
-   * @param idleTimeout how long an entity with no fetch and no waiter lives before passivating
+   * @param idleTimeout how long an entity with no fetch and no waiter lives before passivating,
+   *     alone and with other nodes
    */
   public static void init(ActorSystem<?> system, Node node, IdleTimeout idleTimeout) {
     ClusterSharding.get(system)

@@ -68,8 +68,7 @@ final class Freshness {
    * revalidation. The entity does not passivate while it is (the memory dies with it).
    */
   boolean remembers() {
-    long now = ticker.read();
-    return notFound != null && now - notFoundUntil < 0 || revalidationFailed && now - revalidateNotBefore < 0;
+    return notFound().isPresent() || !mayRevalidate();
   }
 
   /** The key was purged: nothing is remembered. */

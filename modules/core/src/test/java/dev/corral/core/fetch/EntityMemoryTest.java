@@ -73,7 +73,7 @@ class EntityMemoryTest {
   }
 
   @Test
-  void aNodeStillReceivingAfterItsUploadEndedDoesNotCount() {
+  void aNodeStillReceivingWithNoOpenUploadDoesNotCount() {
     // A node that crashed mid-copy never ends its receiving row: it must not keep the entity.
     Sources s = new Sources();
     s.copying("http://127.0.0.1:4", 9);
