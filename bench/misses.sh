@@ -25,37 +25,34 @@ cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 command -v wrk >/dev/null || { echo "wrk is missing (Debian package wrk)" >&2; exit 1; }
 
-flags=${JAVA_OPTS:-$(sed -n 's/^DEFAULT_JAVA_OPTS="\(.*\)"$/\1/p' "$ROOT/corral")}
-export JAVA_OPTS="$flags -Xlog:gc:file=$TMP/gc.log"
+# The GC log as bench/run.sh adds it: JAVA_OPTS stays the caller's (or ./corral's defaults).
+export JDK_JAVA_OPTIONS="-Xlog:gc:file=$TMP/gc.log:time"
 # shellcheck source=one-node.sh
 source "$BENCH_DIR/one-node.sh"
 start_origin_and_node
 
-echo "JVM flags: $flags" >&2
+echo "JVM flags: ${JAVA_OPTS:-the defaults of ./corral}" >&2
 echo "warming up ${WARMUP} s with misses ($base/bench/blob/<new key>?size=$SIZE)" >&2
 SIZE=$SIZE wrk -t2 -c8 -d"${WARMUP}s" -s "$BENCH_DIR/misses.lua" "$base/" >/dev/null
-gc_from=$(($(wc -l <"$TMP/gc.log") + 1))
 echo "measuring ${MEASURED} s" >&2
+t0=$(date +%s.%N)
 out=$(SIZE=$SIZE wrk -t2 -c8 -d"${MEASURED}s" --latency -s "$BENCH_DIR/misses.lua" "$base/")
+t1=$(date +%s.%N)
 entities=$(curl -sf "$base/-/metrics" | awk '$1 == "corral_cluster_entities" {printf "%d", $2}')
 
 echo "misses/s (${SIZE} B): $(awk '/Requests\/sec/ {print $2}' <<<"$out")"
 echo "time to last byte p50 / p90 / p99: $(awk '$1 == "50%" {print $2}' <<<"$out") /" \
   "$(awk '$1 == "90%" {print $2}' <<<"$out") / $(awk '$1 == "99%" {print $2}' <<<"$out")"
-tail -n +"$gc_from" "$TMP/gc.log" | python3 -c '
-import re, sys
-pauses = []
-for line in sys.stdin:
-    m = re.search(r"Pause (\w+).* ([\d.]+)ms$", line.strip())
-    if m:
-        pauses.append((m.group(1), float(m.group(2))))
-ms = sorted(p for _, p in pauses)
-if not ms:
+python3 - "$BENCH_DIR" "$TMP/gc.log" "$t0" "$t1" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+from scenarios import gc_pauses  # the bench's own summary of a GC log
+p = gc_pauses(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]))
+if not p or not p["count"]:
     print("GC pauses: none")
 else:
-    full = [p for kind, p in pauses if kind == "Full"]
     print("GC pauses: %d, p50 %.1f ms, p99 %.1f ms, longest %.1f ms; %d full collections"
-          % (len(ms), ms[len(ms) // 2], ms[min(len(ms) - 1, int(len(ms) * 0.99))], ms[-1], len(full)))
-'
+          % (p["count"], p["p50_ms"], p["p99_ms"], p["max_ms"], p["full"]))
+EOF
 echo "fetch entities alive at the end: ${entities:-unknown}"
 echo "resident memory at the end: $(($(awk '/VmRSS/ {print $2}' "/proc/$pid/status") / 1024)) MiB"

@@ -590,15 +590,15 @@ def jit_cpu(pgids):
     return out
 
 
-_GC_PAUSE = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)([+-]\d{4})\].*Pause.* ([0-9.]+)ms$")
+_GC_PAUSE = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)([+-]\d{4})\].*Pause (\w+).* ([0-9.]+)ms$")
 
 
 def gc_pauses(path, t0, t1):
     """The JVM's GC pauses (-Xlog:gc:file=PATH:time) that began between t0 and t1 (epoch seconds):
-    count, p50, p99, max in ms; None without a log."""
+    count, p50, p99, max in ms, and how many were full collections; None without a log."""
     if not path or not os.path.exists(path):
         return None
-    out = []
+    out, full = [], 0
     with open(path) as f:
         for line in f:
             m = _GC_PAUSE.match(line.strip())
@@ -606,12 +606,13 @@ def gc_pauses(path, t0, t1):
                 continue
             stamp = datetime.datetime.strptime(m.group(1) + m.group(2), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
             if t0 <= stamp <= t1:
-                out.append(float(m.group(3)))
+                out.append(float(m.group(4)))
+                full += m.group(3) == "Full"
     out.sort()
     if not out:
         return {"count": 0}
     return {"count": len(out), "p50_ms": out[len(out) // 2], "p99_ms": out[min(len(out) - 1, int(len(out) * 0.99))],
-            "max_ms": out[-1], "total_ms": round(sum(out), 1)}
+            "max_ms": out[-1], "total_ms": round(sum(out), 1), "full": full}
 
 
 def rss_kib(pgids, field="VmRSS"):
