@@ -318,12 +318,20 @@ public final class CorralServer implements AutoCloseable {
    * benchmarks.md, "Start-up with the index loaded in the background"). A failed start after this
    * has consumed the snapshot: the next start rebuilds.
    */
+  /**
+   * The threads that make the store's commits durable after they return (DiskStore's class
+   * comment): the fsyncs of a few concurrent commits at a time, whose waits the file system's
+   * journal shares.
+   */
+  static final int STORE_SYNC_THREADS = 4;
+
   private static CompletableFuture<DiskStore> openStore(Path dir, long maxSizeBytes, Clock clock,
       Executor indexLoader) {
     CompletableFuture<DiskStore> opening = new CompletableFuture<>();
     Thread opener = new Thread(() -> {
       try {
-        DiskStore store = DiskStore.open(dir, maxSizeBytes, clock, indexLoader);
+        DiskStore store = DiskStore.open(dir, maxSizeBytes, clock, indexLoader,
+            DiskStore.syncThreads(STORE_SYNC_THREADS));
         opening.complete(store);
         store.warmUp(); // after the store is handed over: the start does not wait for it
       } catch (Throwable e) {

@@ -373,7 +373,7 @@ public final class Download {
   private Outcome commit(BlobWriter writer, long length, List<Header> headers, GrowingBlob stream,
       ByteStringBuilder memory, boolean fitsInline, String expectedSha256) {
     try {
-      writer.finish();
+      writer.seal(); // the store's commit makes it durable
       if (length >= 0 && writer.written() != length) {
         throw new IOException("upstream body ended at " + writer.written() + " of " + length + " bytes");
       }
@@ -416,7 +416,7 @@ public final class Download {
       ByteStringBuilder memory, boolean fitsInline, String expectedSha256) {
     boolean keepFile = false;
     try {
-      writer.finish();
+      writer.seal(); // never committed: never fsynced
       if (length >= 0 && writer.written() != length) {
         throw new IOException("upstream body ended at " + writer.written() + " of " + length + " bytes");
       }

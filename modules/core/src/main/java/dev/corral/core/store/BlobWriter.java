@@ -21,13 +21,16 @@ public interface BlobWriter extends AutoCloseable {
   /** The temporary file the bytes are going to, for readers that follow a download. */
   Path tempFile();
 
-  /** Flushes and fsyncs; afterwards the digests are final. Idempotent. */
-  void finish() throws IOException;
+  /**
+   * No more bytes: the digests are final, and the bytes can be verified before a commit. The
+   * commit makes the file durable (fsync), not this. Idempotent.
+   */
+  void seal() throws IOException;
 
-  /** Lower-case hex SHA-256 of everything written; valid after {@link #finish()}. */
+  /** Lower-case hex SHA-256 of everything written; valid after {@link #seal()}. */
   String sha256();
 
-  /** Lower-case hex digest in the extra algorithm asked for, or null; valid after finish. */
+  /** Lower-case hex digest in the extra algorithm asked for, or null; valid after {@link #seal()}. */
   String extraDigest();
 
   /** Deletes the temporary file unless it was committed. Idempotent; never throws. */

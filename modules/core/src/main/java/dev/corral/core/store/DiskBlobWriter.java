@@ -26,7 +26,7 @@ final class DiskBlobWriter implements BlobWriter {
   private final MessageDigest extra;
   private final AtomicLong written = new AtomicLong();
 
-  private boolean finished;
+  private boolean sealed;
   private String sha256Hex;
   private String extraHex;
   // Set by the store once the file has been moved away (or deduplicated); guarded by the store.
@@ -48,8 +48,8 @@ final class DiskBlobWriter implements BlobWriter {
 
   @Override
   public void write(ByteString bytes) throws IOException {
-    if (finished || closed) {
-      throw new IllegalStateException("blob already finished or closed: " + tempFile);
+    if (sealed || closed) {
+      throw new IllegalStateException("blob already sealed or closed: " + tempFile);
     }
     // getByteBuffers() hands out read-only views of the ByteString's chunks: no copy.
     for (ByteBuffer buf : bytes.getByteBuffers()) {
@@ -77,29 +77,27 @@ final class DiskBlobWriter implements BlobWriter {
   }
 
   @Override
-  public void finish() throws IOException {
-    if (finished) {
+  public void seal() {
+    if (sealed) {
       return;
     }
     if (closed) {
-      throw new IllegalStateException("blob closed before it was finished: " + tempFile);
+      throw new IllegalStateException("blob closed before it was sealed: " + tempFile);
     }
-    channel.force(true);
-    channel.close();
     sha256Hex = HexFormat.of().formatHex(sha256.digest());
     extraHex = extra == null ? null : HexFormat.of().formatHex(extra.digest());
-    finished = true;
+    sealed = true;
   }
 
   @Override
   public String sha256() {
-    requireFinished();
+    requireSealed();
     return sha256Hex;
   }
 
   @Override
   public String extraDigest() {
-    requireFinished();
+    requireSealed();
     return extraHex;
   }
 
@@ -123,10 +121,6 @@ final class DiskBlobWriter implements BlobWriter {
     }
   }
 
-  boolean isFinished() {
-    return finished;
-  }
-
   boolean isCommitted() {
     return committed;
   }
@@ -143,9 +137,9 @@ final class DiskBlobWriter implements BlobWriter {
     return store;
   }
 
-  private void requireFinished() {
-    if (!finished) {
-      throw new IllegalStateException("blob not finished: " + tempFile);
+  private void requireSealed() {
+    if (!sealed) {
+      throw new IllegalStateException("blob not sealed: " + tempFile);
     }
   }
 }

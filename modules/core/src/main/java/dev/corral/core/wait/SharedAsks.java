@@ -330,7 +330,7 @@ final class SharedAsks {
       try {
         writer = node.store().newBlob(key.expected() == null ? null : key.expected().jcaName());
         writer.write(in.reply().bytes());
-        writer.finish();
+        writer.seal();
         if (writer.sha256().equals(in.sha256())) {
           List<Header> headers = in.reply().headers();
           // as old as the holder's copy (mutable metadata stays stale), from the first moment

@@ -203,7 +203,7 @@ class DiskStoreTest {
     for (String algorithm : List.of("SHA-512", "SHA-1", "MD5")) {
       try (BlobWriter w = store.newBlob(algorithm)) {
         writeInPieces(w, bytes);
-        w.finish();
+        w.seal();
         assertEquals(sha256Hex(bytes), w.sha256());
         assertEquals(hex(algorithm, bytes), w.extraDigest(), algorithm);
         assertEquals(bytes.length, w.written());
@@ -211,8 +211,8 @@ class DiskStoreTest {
     }
     try (BlobWriter w = store.newBlob(null)) {
       w.write(ByteString.fromArray(bytes));
-      w.finish();
-      w.finish(); // idempotent
+      w.seal();
+      w.seal(); // idempotent
       assertEquals(sha256Hex(bytes), w.sha256());
       assertNull(w.extraDigest());
     }
@@ -257,7 +257,7 @@ class DiskStoreTest {
 
     BlobWriter finished = store.newBlob(null);
     finished.write(ByteString.fromString("x"));
-    finished.finish();
+    finished.seal();
     finished.close();
     assertEquals(List.of(), list(dir.resolve("tmp")));
   }
@@ -282,6 +282,128 @@ class DiskStoreTest {
     assertThrows(IOException.class, () -> put(store, key("a"), randomBytes(100, 10)));
     assertEquals(List.of(), list(dir.resolve("tmp")));
     assertEquals(0, store.keyCount());
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // A commit made durable after it returns (the server's store: DiskStore.syncThreads)
+
+  @Test
+  void aCommitIsServedAtOnceAndItsRecordIsPlacedByItsSync() throws IOException {
+    List<Runnable> held = new ArrayList<>();
+    DiskStore store = new DiskStore(dir, BIG, clock, Runnable::run, held::add);
+    byte[] bytes = randomBytes(1000, 21);
+    StoredArtifact a = put(store, key("a"), bytes);
+    assertEquals(Optional.of(a), store.lookup(key("a")), "served from the moment the commit returns");
+    assertArrayEquals(bytes, store.readAll(a).toArray());
+    assertFalse(Files.exists(store.recordPath(a.keyId())), "the record comes with the sync");
+    assertEquals(1, held.size());
+    held.remove(0).run();
+    assertTrue(Files.exists(store.recordPath(a.keyId())));
+    assertEquals(List.of(), list(dir.resolve("tmp")));
+  }
+
+  @Test
+  void aCrashBeforeTheSyncLosesTheCommitWholeAndNothingElse() throws IOException {
+    List<Runnable> held = new ArrayList<>();
+    DiskStore store = new DiskStore(dir, BIG, clock, Runnable::run, held::add);
+    StoredArtifact kept = put(store, key("kept"), randomBytes(500, 22));
+    held.remove(0).run();
+    StoredArtifact lost = put(store, key("lost"), randomBytes(600, 23));
+    // The process dies here: no close, and the second sync never runs.
+    DiskStore after = reopen(BIG);
+    assertEquals(Optional.of(kept), after.lookup(key("kept")));
+    assertTrue(after.lookup(key("lost")).isEmpty(), "lost, to be fetched again");
+    assertFalse(Files.exists(after.blobPath(lost.sha256())), "its blob, which no record refers to, is deleted");
+    assertEquals(List.of(), list(dir.resolve("tmp")));
+  }
+
+  @Test
+  void aKeyRemovedBeforeItsSyncGetsNoRecord() throws IOException {
+    List<Runnable> held = new ArrayList<>();
+    DiskStore store = new DiskStore(dir, BIG, clock, Runnable::run, held::add);
+    StoredArtifact a = put(store, key("a"), randomBytes(700, 24));
+    assertTrue(store.remove(key("a")));
+    held.remove(0).run(); // its blob went with it
+    assertFalse(Files.exists(store.recordPath(a.keyId())), "a purged key must not come back after a restart");
+    assertEquals(List.of(), list(dir.resolve("blobs")));
+
+    byte[] shared = randomBytes(800, 24);
+    put(store, key("same-bytes"), shared);
+    StoredArtifact b = put(store, key("b"), shared);
+    assertTrue(store.remove(key("b")));
+    held.forEach(Runnable::run); // b's blob stays, for the other key
+    assertFalse(Files.exists(store.recordPath(b.keyId())), "a purged key must not come back after a restart");
+    assertEquals(List.of(), list(dir.resolve("tmp")));
+  }
+
+  @Test
+  void theSyncOfAnOlderCommitNeverPlacesItsRecordOverTheNewerOne() throws IOException {
+    List<Runnable> held = new ArrayList<>();
+    DiskStore store = new DiskStore(dir, BIG, clock, Runnable::run, held::add);
+    byte[] older = randomBytes(100, 25);
+    put(store, key("same-bytes"), older); // keeps the older blob in place after "a" moves on
+    StoredArtifact v1 = put(store, key("a"), older);
+    StoredArtifact v2 = put(store, key("a"), randomBytes(200, 26));
+    held.get(2).run(); // v2's sync first, then v1's
+    held.get(1).run();
+    held.get(0).run();
+    // A crash now: the rebuild reads the records.
+    DiskStore after = reopen(BIG);
+    assertEquals(Optional.of(v2), after.lookup(key("a")));
+    assertTrue(after.lookup(key("same-bytes")).isPresent());
+    assertEquals(v1.sha256(), after.lookup(key("same-bytes")).get().sha256());
+  }
+
+  @Test
+  void aCommitThatCannotBeMadeDurableIsUndone() throws IOException {
+    List<Runnable> held = new ArrayList<>();
+    DiskStore store = new DiskStore(dir, BIG, clock, Runnable::run, held::add);
+    Path place = store.recordPath(key("a").id());
+    Files.createDirectories(place);
+    Files.writeString(place.resolve("in-the-way"), "x");
+    StoredArtifact a = put(store, key("a"), randomBytes(100, 27));
+    assertTrue(store.lookup(key("a")).isPresent(), "served until its sync fails");
+    held.remove(0).run(); // logs a warning; nothing is thrown at the sync thread
+    assertTrue(store.lookup(key("a")).isEmpty(), "not kept: it would not survive a restart");
+    assertEquals(0, store.keyCount());
+    assertFalse(Files.exists(store.blobPath(a.sha256())));
+    assertEquals(List.of(), list(dir.resolve("tmp")));
+    assertTrue(Files.exists(place.resolve("in-the-way")), "what was in the record's place is left alone");
+  }
+
+  @Test
+  void closeWaitsForTheSyncsBeforeItWritesTheSnapshot() throws Exception {
+    CountDownLatch gate = new CountDownLatch(1);
+    AtomicLong handedOver = new AtomicLong();
+    DiskStore store = new DiskStore(dir, BIG, clock, Runnable::run, r -> {
+      handedOver.incrementAndGet();
+      new Thread(() -> {
+        try {
+          gate.await();
+        } catch (InterruptedException e) {
+          return;
+        }
+        r.run();
+      }).start();
+    });
+    StoredArtifact a = put(store, key("a"), randomBytes(100, 28));
+    Thread closer = new Thread(store::close);
+    closer.start();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (closer.isAlive() && closer.getState() != Thread.State.TIMED_WAITING && System.nanoTime() < deadline) {
+      java.util.concurrent.locks.LockSupport.parkNanos(100_000); // a probe: the closer comes to wait for the sync
+    }
+    assertEquals(Thread.State.TIMED_WAITING, closer.getState(), "close waits for the sync");
+    assertFalse(Files.exists(dir.resolve(IndexSnapshot.FILE_NAME)), "no snapshot before the sync");
+    gate.countDown();
+    closer.join(10_000);
+    assertFalse(closer.isAlive());
+    assertTrue(Files.exists(store.recordPath(a.keyId())));
+    assertTrue(Files.exists(dir.resolve(IndexSnapshot.FILE_NAME)));
+
+    StoredArtifact late = put(store, key("late"), randomBytes(100, 29)); // after close: durable at once
+    assertEquals(1, handedOver.get());
+    assertTrue(Files.exists(store.recordPath(late.keyId())));
   }
 
   @Test
