@@ -78,12 +78,13 @@ public final class CorralServer implements AutoCloseable {
   /**
    * How long an idle fetch entity lives before it passivates (see {@link FetchEntity.IdleTimeout}):
    * with other nodes, long enough for its last answers to cross the network before a waiter's
-   * budget asks whether its outcome began (W3); on a node alone, a few seconds. Short, because
-   * every missed key leaves an entity (a few KB of heap) for this long, and a steady miss load
-   * keeps that many alive (docs/benchmarks.md, "Idle entities").
+   * budget asks whether its outcome began (W3); on a node alone, where answers arrive within
+   * milliseconds, a second. Short, because every missed key leaves an entity (a few KB of heap)
+   * for this long, and a steady miss load keeps that many alive for the collector to copy
+   * (docs/benchmarks.md, "Idle entities").
    */
   static final FetchEntity.IdleTimeout ENTITY_IDLE =
-      new FetchEntity.IdleTimeout(Duration.ofSeconds(5), Duration.ofSeconds(30));
+      new FetchEntity.IdleTimeout(Duration.ofSeconds(1), Duration.ofSeconds(30));
 
   private final ActorSystem<Void> system;
   private final FrontDoor frontDoor;
