@@ -17,8 +17,10 @@ import org.apache.pekko.util.ByteString;
  * <p>Contract:
  *
  * <ul>
- *   <li>A blob is written to a temporary file, fsynced and renamed into place, so a crash never
- *       leaves a half file that is served.
+ *   <li>A blob is written to a temporary file and renamed into place, and a crash never leaves a
+ *       half file that is served: what outlives a restart is only ever on disk whole. A commit
+ *       may become durable after it returns (DiskStore's sync threads): a crash then loses the
+ *       last commits whole, never half of one.
  *   <li>{@link #commit} makes a key visible atomically; after it returns, {@link #lookup} finds
  *       it (SEMANTICS F3).
  *   <li>The total size of blobs stays under the configured maximum by evicting the least
@@ -51,7 +53,7 @@ public interface ArtifactStore {
   BlobWriter newBlob(String extraAlgorithm) throws IOException;
 
   /**
-   * Moves a finished blob into place and records it as the key's bytes, replacing any earlier
+   * Moves a sealed blob into place and records it as the key's bytes, replacing any earlier
    * record of that key. Evicts least recently used keys if the store is over its maximum.
    */
   default StoredArtifact commit(ArtifactKey key, BlobWriter blob, List<Header> headers) throws IOException {
