@@ -290,7 +290,7 @@ class DiskStoreTest {
   @Test
   void aCommitIsServedAtOnceAndItsRecordIsPlacedByItsSync() throws IOException {
     List<Runnable> held = new ArrayList<>();
-    DiskStore store = new DiskStore(dir, BIG, clock, Runnable::run, held::add);
+    DiskStore store = syncingLater(held);
     byte[] bytes = randomBytes(1000, 21);
     StoredArtifact a = put(store, key("a"), bytes);
     assertEquals(Optional.of(a), store.lookup(key("a")), "served from the moment the commit returns");
@@ -305,7 +305,7 @@ class DiskStoreTest {
   @Test
   void aCrashBeforeTheSyncLosesTheCommitWholeAndNothingElse() throws IOException {
     List<Runnable> held = new ArrayList<>();
-    DiskStore store = new DiskStore(dir, BIG, clock, Runnable::run, held::add);
+    DiskStore store = syncingLater(held);
     StoredArtifact kept = put(store, key("kept"), randomBytes(500, 22));
     held.remove(0).run();
     StoredArtifact lost = put(store, key("lost"), randomBytes(600, 23));
@@ -320,7 +320,7 @@ class DiskStoreTest {
   @Test
   void aKeyRemovedBeforeItsSyncGetsNoRecord() throws IOException {
     List<Runnable> held = new ArrayList<>();
-    DiskStore store = new DiskStore(dir, BIG, clock, Runnable::run, held::add);
+    DiskStore store = syncingLater(held);
     StoredArtifact a = put(store, key("a"), randomBytes(700, 24));
     assertTrue(store.remove(key("a")));
     held.remove(0).run(); // its blob went with it
@@ -339,7 +339,7 @@ class DiskStoreTest {
   @Test
   void theSyncOfAnOlderCommitNeverPlacesItsRecordOverTheNewerOne() throws IOException {
     List<Runnable> held = new ArrayList<>();
-    DiskStore store = new DiskStore(dir, BIG, clock, Runnable::run, held::add);
+    DiskStore store = syncingLater(held);
     byte[] older = randomBytes(100, 25);
     put(store, key("same-bytes"), older); // keeps the older blob in place after "a" moves on
     StoredArtifact v1 = put(store, key("a"), older);
@@ -357,7 +357,7 @@ class DiskStoreTest {
   @Test
   void aCommitThatCannotBeMadeDurableIsUndone() throws IOException {
     List<Runnable> held = new ArrayList<>();
-    DiskStore store = new DiskStore(dir, BIG, clock, Runnable::run, held::add);
+    DiskStore store = syncingLater(held);
     Path place = store.recordPath(key("a").id());
     Files.createDirectories(place);
     Files.writeString(place.resolve("in-the-way"), "x");
@@ -1022,6 +1022,11 @@ class DiskStoreTest {
 
   private DiskStore open(long max) throws IOException {
     return new DiskStore(dir, max, clock);
+  }
+
+  /** A store whose commits are made durable when the test runs what lands in {@code held}. */
+  private DiskStore syncingLater(List<Runnable> held) throws IOException {
+    return new DiskStore(dir, BIG, clock, Runnable::run, held::add);
   }
 
   private DiskStore reopen(long max) throws IOException {
