@@ -310,6 +310,13 @@ public final class CorralServer implements AutoCloseable {
   }
 
   /**
+   * The threads that make the store's commits durable after they return (DiskStore's class
+   * comment): the fsyncs of a few concurrent commits at a time, whose waits the file system's
+   * journal shares.
+   */
+  static final int STORE_SYNC_THREADS = 4;
+
+  /**
    * Opens the store on a thread of its own, overlapping the start of the actor system, and loads
    * its index on {@code indexLoader}: another thread, once the node has started (a node of one:
    * once it is ready). The node does not wait for it,
@@ -319,13 +326,6 @@ public final class CorralServer implements AutoCloseable {
    * benchmarks.md, "Start-up with the index loaded in the background"). A failed start after this
    * has consumed the snapshot: the next start rebuilds.
    */
-  /**
-   * The threads that make the store's commits durable after they return (DiskStore's class
-   * comment): the fsyncs of a few concurrent commits at a time, whose waits the file system's
-   * journal shares.
-   */
-  static final int STORE_SYNC_THREADS = 4;
-
   private static CompletableFuture<DiskStore> openStore(Path dir, long maxSizeBytes, Clock clock,
       Executor indexLoader) {
     CompletableFuture<DiskStore> opening = new CompletableFuture<>();

@@ -415,7 +415,6 @@ public final class DiskStore implements ArtifactStore {
             fetchedAtMillis >= 0 ? fetchedAtMillis : clock.millis());
     Path blobPath = blobPath(artifact.sha256());
     OwnerOnly.createDirectories(blobPath.getParent());
-    OwnerOnly.createDirectories(recordPath(keyId).getParent());
     List<String> evicted = List.of();
     List<Path> doomed = new ArrayList<>();
     lock.lock();
@@ -485,6 +484,7 @@ public final class DiskStore implements ArtifactStore {
         }
         return; // removed meanwhile (a purge, an eviction)
       }
+      OwnerOnly.createDirectories(recordPath(artifact.keyId()).getParent());
       Path recordTemp = writeRecordTemp(artifact);
       boolean placed = false;
       lock.lock();
@@ -515,28 +515,13 @@ public final class DiskStore implements ArtifactStore {
     }
   }
 
-  /**
-   * A commit that could not be made durable leaves the index, unless the key changed meanwhile,
-   * with the key's older record when one is in its place (whatever else is there is not touched).
-   */
+  /** A commit that could not be made durable leaves the index, unless the key changed meanwhile. */
   private void undo(StoredArtifact artifact) {
     List<Path> doomed = new ArrayList<>();
     lock.lock();
     try {
       if (artifact.equals(artifact(artifact.keyId()))) {
-        if (loading != null) {
-          loading.dropped.add(artifact.keyId());
-        }
-        forgetSnapshot();
-        index.remove(artifact.keyId());
-        try {
-          Path record = recordPath(artifact.keyId());
-          if (Files.isRegularFile(record, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-            discard(record, doomed);
-          }
-        } finally {
-          release(artifact, doomed);
-        }
+        dropKey(artifact.keyId(), doomed);
       }
     } catch (IOException e) {
       log.warn("could not delete the files of key {}: {}", artifact.keyId(), e.toString());
@@ -870,7 +855,10 @@ public final class DiskStore implements ArtifactStore {
     }
   }
 
-  /** Removes a key from the index and discards its files. */
+  /**
+   * Removes a key from the index and discards its files: its record, when a file is in the
+   * record's place (whatever else is there is not the key's, and is left alone).
+   */
   private boolean dropKey(String keyId, List<Path> doomed) throws IOException {
     if (loading != null) {
       loading.dropped.add(keyId);
@@ -884,7 +872,10 @@ public final class DiskStore implements ArtifactStore {
     forgetSnapshot();
     StoredArtifact removed = index.remove(keyId);
     try {
-      discard(recordPath(keyId), doomed);
+      Path record = recordPath(keyId);
+      if (Files.isRegularFile(record, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+        discard(record, doomed);
+      }
     } finally {
       release(removed, doomed);
     }
