@@ -415,6 +415,8 @@ public final class DiskStore implements ArtifactStore {
             fetchedAtMillis >= 0 ? fetchedAtMillis : clock.millis());
     Path blobPath = blobPath(artifact.sha256());
     OwnerOnly.createDirectories(blobPath.getParent());
+    // Here, not in the sync: a revalidation's touch may place the key's record before it runs.
+    OwnerOnly.createDirectories(recordPath(keyId).getParent());
     List<String> evicted = List.of();
     List<Path> doomed = new ArrayList<>();
     lock.lock();
@@ -484,7 +486,6 @@ public final class DiskStore implements ArtifactStore {
         }
         return; // removed meanwhile (a purge, an eviction)
       }
-      OwnerOnly.createDirectories(recordPath(artifact.keyId()).getParent());
       Path recordTemp = writeRecordTemp(artifact);
       boolean placed = false;
       lock.lock();
