@@ -63,11 +63,13 @@ public final class AccessLog {
     String shownPath = path.length() > 1024 ? path.substring(0, 1024) + "..." : path;
     String method = request.method().name();
     int status = response.status().intValue();
-    Optional<String> cache = response.getHeader("X-Cache").map(HttpHeader::value);
+    // lower case: getHeader(String) makes a lower-cased copy of any other name, on every request
+    Optional<String> cache = response.getHeader("x-cache").map(HttpHeader::value);
     long ms = (System.nanoTime() - startedNanos) / 1_000_000;
+    String clientHost = client == null ? null : client.getHostString(); // formats the address on each call
     var line = log.atInfo();
     if (client != null) {
-      line = line.addKeyValue(KEY_CLIENT, client.getHostString()).addKeyValue(KEY_CLIENT_PORT, client.getPort());
+      line = line.addKeyValue(KEY_CLIENT, clientHost).addKeyValue(KEY_CLIENT_PORT, client.getPort());
     }
     line = line.addKeyValue(KEY_METHOD, method).addKeyValue(KEY_PATH, shownPath)
         .addKeyValue(KEY_PROTOCOL, request.protocol().value()).addKeyValue(KEY_STATUS, status);
@@ -115,7 +117,7 @@ public final class AccessLog {
     if (client == null) {
       message.append('-');
     } else {
-      message.append(client.getHostString()).append(':').append(client.getPort());
+      message.append(clientHost).append(':').append(client.getPort());
     }
     line.log(message.append(" who=").append(who.orElse("-")).toString());
     return response;

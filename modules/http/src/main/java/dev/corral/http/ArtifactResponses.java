@@ -388,7 +388,8 @@ final class ArtifactResponses {
    * that read only one.
    */
   static HttpResponse withTargetHeaders(HttpResponse r, List<Header> headers) {
-    Optional<HttpHeader> own = r.getHeader("Vary");
+    // lower case: getHeader(String) makes a lower-cased copy of any other name, on every request
+    Optional<HttpHeader> own = r.getHeader("vary");
     Optional<Header> theirs = headers.stream().filter(h -> h.name().equalsIgnoreCase("Vary")).findFirst();
     if (own.isEmpty() || theirs.isEmpty()) {
       return r.addHeaders(headers.stream().map(h -> (HttpHeader) RawHeader.create(h.name(), h.value())).toList());

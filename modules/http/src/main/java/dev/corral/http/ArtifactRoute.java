@@ -486,9 +486,10 @@ final class ArtifactRoute {
   /** The base URL clients reach this node at (see {@link PublicBase}). */
   private String baseUrl(HttpRequest request, PublicBase.Addresses addresses) {
     PublicBase.Addresses a = addresses == null ? new PublicBase.Addresses(null, null) : addresses;
-    Optional<String> host = request.getHeader("X-Forwarded-Host").map(HttpHeader::value)
-        .or(() -> request.getHeader("Host").map(HttpHeader::value));
-    return publicBase.of(a.local(), a.remote(), request.getHeader("X-Forwarded-Proto").map(HttpHeader::value), host);
+    // lower case: getHeader(String) makes a lower-cased copy of any other name, on every request
+    Optional<String> host = request.getHeader("x-forwarded-host").map(HttpHeader::value)
+        .or(() -> request.getHeader("host").map(HttpHeader::value));
+    return publicBase.of(a.local(), a.remote(), request.getHeader("x-forwarded-proto").map(HttpHeader::value), host);
   }
 
   private static HttpRequest withoutHeaders(HttpRequest request, String... names) {

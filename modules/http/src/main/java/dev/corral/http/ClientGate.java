@@ -24,7 +24,8 @@ final class ClientGate {
   }
 
   ClientAuth.Verdict check(HttpRequest request, String repo) {
-    return auth.check(repo, request.getHeader("Authorization").map(HttpHeader::value));
+    // lower case: getHeader(String) makes a lower-cased copy of any other name, on every request
+    return auth.check(repo, request.getHeader("authorization").map(HttpHeader::value));
   }
 
   /** The refusal for a verdict other than {@link ClientAuth.Verdict.Allowed}. */

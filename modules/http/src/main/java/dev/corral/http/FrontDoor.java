@@ -103,7 +103,7 @@ public final class FrontDoor {
     ByteBudget budget = new ByteBudget(limits.metadataMemoryBytes(), limits.metadataWait(), node.scheduler(), node.io());
     RewrittenMetadata metadata = new RewrittenMetadata(budget, node.store(), node.hot(), node.io());
     this.keys = new KeyServe(node, waiters, counts, bypass, missRates, r -> r.getAttribute(ADDRESSES)
-        .flatMap(a -> publicBase.client(a.remote(), r.getHeader("X-Forwarded-For").map(h -> h.value()))), metadata);
+        .flatMap(a -> publicBase.client(a.remote(), r.getHeader("x-forwarded-for").map(h -> h.value()))), metadata);
     this.artifacts = new ArtifactRoute(system, node, repos, keys, counts, publicBase, waiters, bypass, budget, metadata);
     this.admin = new AdminRoutes(system, node, metrics, repos, adminToken, artifacts, ready::get,
         clientAuth.required());
@@ -320,7 +320,8 @@ public final class FrontDoor {
   }
 
   private HttpResponse timed(String repo, HttpResponse response, long startedNanos) {
-    responseTimes.observe(repo, response.getHeader("X-Cache").map(HttpHeader::value).orElse(null),
+    // lower case: getHeader(String) makes a lower-cased copy of any other name, on every request
+    responseTimes.observe(repo, response.getHeader("x-cache").map(HttpHeader::value).orElse(null),
         System.nanoTime() - startedNanos);
     return response;
   }

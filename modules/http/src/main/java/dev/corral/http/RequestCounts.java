@@ -2,11 +2,16 @@ package dev.corral.http;
 
 import dev.corral.core.fetch.Via;
 import dev.corral.http.metrics.Metrics;
+import java.util.Arrays;
 import java.util.Locale;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 
 /** Counts each answered request by repository and result ({@code corral_requests_total}). */
 final class RequestCounts {
+  /** Each Via's label, lower-cased once rather than per request. */
+  private static final String[] RESULTS = Arrays.stream(Via.values())
+      .map(v -> v.name().toLowerCase(Locale.ROOT)).toArray(String[]::new);
+
   private final Metrics metrics;
 
   RequestCounts(Metrics metrics) {
@@ -18,7 +23,7 @@ final class RequestCounts {
     if (via == Via.COALESCED) {
       metrics.coalesced.labelValues(repo).inc();
     }
-    return count(repo, via.name().toLowerCase(Locale.ROOT), response);
+    return count(repo, RESULTS[via.ordinal()], response);
   }
 
   /** Any other answer: {@code error}, {@code rejected}, {@code bypass}, {@code hit} (made here). */

@@ -143,7 +143,8 @@ public sealed interface RequestPath permits RequestPath.Ok, RequestPath.Rejected
 
   /** The request target exactly as the client sent it (Raw-Request-URI), query included. */
   static String raw(HttpRequest request) {
-    return request.getHeader("Raw-Request-URI").map(h -> h.value())
+    // lower case: getHeader(String) makes a lower-cased copy of any other name, on every request
+    return request.getHeader("raw-request-uri").map(h -> h.value())
         .orElseGet(() -> request.getUri().getPathString()
             + request.getUri().rawQueryString().map(q -> "?" + q).orElse(""));
   }
