@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summarises CPU samples in async-profiler's folded ("collapsed") stack format as text.
 
-Usage: hotspots.py STACKS.collapsed [--top N]
+Usage: hotspots.py STACKS.collapsed [--top N] [--alloc REQUESTS]
 
 Each line of the input is "root;caller;...;leaf COUNT". Prints:
 - where the samples were, by code group of each sample's leaf frame: Corral's own code, Pekko
@@ -11,6 +11,10 @@ Each line of the input is "root;caller;...;leaf COUNT". Prints:
 - the top methods by self samples (the leaf);
 - Corral's methods by total samples (anywhere on the stack, once per sample): where Corral's own
   share of a request goes.
+With --alloc, the stacks are an allocation profile (event=alloc, dumped with "total": each line's
+count is bytes, its leaf the allocated class): the same tables in bytes per request (REQUESTS:
+how many were made while profiled), the allocating method standing for the leaf, plus the
+allocated classes.
 Python 3 standard library only.
 """
 import argparse
@@ -54,7 +58,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("stacks")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--alloc", type=int, metavar="REQUESTS",
+                    help="an allocation profile in bytes, made while REQUESTS requests were served")
     args = ap.parse_args()
+    classes = collections.Counter()
     selfs = collections.Counter()
     groups = collections.Counter()
     corral_total = collections.Counter()
@@ -68,6 +75,9 @@ def main():
             c = int(count)
             frames = [clean(x) for x in stack.split(";")]
             n += c
+            if args.alloc and len(frames) > 1:
+                classes[frames[-1]] += c
+                frames = frames[:-1]  # the allocating method stands for the allocated class
             selfs[frames[-1]] += c
             groups[group(frames[-1])] += c
             for name in set(frames):
@@ -76,16 +86,28 @@ def main():
     if n == 0:
         print("no samples in " + args.stacks, file=sys.stderr)
         return 1
-    print(f"{n} CPU samples\n")
-    print("| code group (leaf frame) | share |\n|---|---|")
+    if args.alloc:
+        per = max(args.alloc, 1)
+        unit, cell = "bytes per request", lambda c: f"{c / per:.0f} ({100.0 * c / n:.1f}%)"
+        print(f"{n / per:.0f} bytes allocated per request ({n} bytes, {args.alloc} requests)\n")
+        kinds = ("allocating method", "allocating methods", "allocations")
+    else:
+        unit, cell = "share", lambda c: f"{100.0 * c / n:.1f}%"
+        print(f"{n} CPU samples\n")
+        kinds = ("leaf frame", "methods by self samples", "samples")
+    print(f"| code group ({kinds[0]}) | {unit} |\n|---|---|")
     for label, c in groups.most_common():
-        print(f"| {label} | {100.0 * c / n:.1f}% |")
-    print(f"\n| top {args.top} methods by self samples | share |\n|---|---|")
+        print(f"| {label} | {cell(c)} |")
+    print(f"\n| top {args.top} {kinds[1]} | {unit} |\n|---|---|")
     for name, c in selfs.most_common(args.top):
-        print(f"| `{name}` | {100.0 * c / n:.1f}% |")
-    print("\n| Corral's methods by total samples (on the stack) | share |\n|---|---|")
+        print(f"| `{name}` | {cell(c)} |")
+    print(f"\n| Corral's methods by total {kinds[2]} (on the stack) | {unit} |\n|---|---|")
     for name, c in corral_total.most_common(args.top):
-        print(f"| `{name}` | {100.0 * c / n:.1f}% |")
+        print(f"| `{name}` | {cell(c)} |")
+    if args.alloc:
+        print(f"\n| top {args.top} allocated classes | {unit} |\n|---|---|")
+        for name, c in classes.most_common(args.top):
+            print(f"| `{name}` | {cell(c)} |")
     return 0
 
 
