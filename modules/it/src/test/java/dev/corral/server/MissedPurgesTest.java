@@ -15,6 +15,10 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.ActorNotFound;
+import org.apache.pekko.actor.typed.ActorSystem;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -89,5 +93,35 @@ class MissedPurgesTest {
     cluster.awaitUp();
     CorralServer again2 = cluster.restart(backDir);
     assertTrue(again2.node().store().lookup(key).isPresent(), "a copy fetched after the purge was dropped");
+  }
+
+  /**
+   * The check is a changes query, for which pekko-persistence-jdbc starts an actor that would go on
+   * reading every new record row every 200 ms (in a cluster: from the shared PostgreSQL, on every
+   * node) for as long as the node runs. Once the check is done, no such actor is left.
+   */
+  @Test
+  void noActorGoesOnReadingTheRecordsOnceTheStartHasChecked(@TempDir Path dir) throws Exception {
+    upstream = new FakeUpstream((exchange, n) -> TestNode.ok(exchange, body(exchange.getRequestURI().getPath(), n)));
+    try (CorralServer node = TestNode.start(dir, upstream.url("/"), "")) {
+      assertEquals(200, TestNode.get(client, node, "/up/m/one.bin").statusCode()); // a record is written
+      TestNode.await("the durable state sequence actor stopped", Duration.ofSeconds(20),
+          () -> !running(node.system(), "/system/*durable-state-sequence*"));
+    }
+  }
+
+  private static boolean running(ActorSystem<?> system, String pattern) {
+    try {
+      system.classicSystem().actorSelection(pattern).resolveOne(Duration.ofSeconds(2)).toCompletableFuture()
+          .get(5, TimeUnit.SECONDS);
+      return true;
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof ActorNotFound) {
+        return false;
+      }
+      throw new AssertionError(e);
+    } catch (Exception e) {
+      throw new AssertionError(e);
+    }
   }
 }

@@ -5,6 +5,8 @@ import dev.corral.core.store.StoredArtifact;
 import java.io.IOException;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
+import org.apache.pekko.actor.ActorRef;
+import org.apache.pekko.actor.PoisonPill;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.persistence.query.Offset;
 import org.apache.pekko.persistence.query.UpdatedDurableState;
@@ -27,6 +29,12 @@ import org.slf4j.LoggerFactory;
 public final class MissedPurges {
   private static final Logger log = LoggerFactory.getLogger(MissedPurges.class);
   private static final String PREFIX = "Fetch|";
+  /**
+   * The actor pekko-persistence-jdbc starts for the first changes query: it then reads every new
+   * record row, every {@code query-delay} (200 ms here), for as long as the node runs. This check
+   * is the node's only changes query, so the actor is stopped once the check has read the records.
+   */
+  static final String SEQUENCE_ACTOR = "/system/pekko-persistence-jdbc-durable-state-sequence-actor";
 
   private final DurableStateStoreQuery<Record> records;
   private final ArtifactStore store;
@@ -57,7 +65,9 @@ public final class MissedPurges {
             log.info("dropped {} local copies purged cluster-wide while this node was down", dropped);
           }
           return dropped;
-        });
+        })
+        .whenComplete((dropped, failed) -> system.classicSystem().actorSelection(SEQUENCE_ACTOR)
+            .tell(PoisonPill.getInstance(), ActorRef.noSender()));
   }
 
   private boolean dropIfPurged(String persistenceId, Record record) throws IOException {
