@@ -34,7 +34,7 @@ public final class MissedPurges {
    * record row, every {@code query-delay} (200 ms here), for as long as the node runs. This check
    * is the node's only changes query, so the actor is stopped once the check has read the records.
    */
-  static final String SEQUENCE_ACTOR = "/system/pekko-persistence-jdbc-durable-state-sequence-actor";
+  private static final String SEQUENCE_ACTOR = "/system/pekko-persistence-jdbc-durable-state-sequence-actor";
 
   private final DurableStateStoreQuery<Record> records;
   private final ArtifactStore store;

@@ -11,6 +11,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -874,7 +875,7 @@ public final class DiskStore implements ArtifactStore {
     StoredArtifact removed = index.remove(keyId);
     try {
       Path record = recordPath(keyId);
-      if (Files.isRegularFile(record, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      if (Files.isRegularFile(record, LinkOption.NOFOLLOW_LINKS)) {
         discard(record, doomed);
       }
     } finally {
