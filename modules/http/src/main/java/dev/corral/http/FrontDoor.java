@@ -15,7 +15,11 @@ import dev.corral.http.metrics.Metrics;
 import dev.corral.http.metrics.ResponseTimes;
 import dev.corral.registry.Repository;
 import dev.corral.registry.group.GroupRepository;
+import java.net.Inet6Address;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.security.SecureRandom;
+import java.util.HexFormat;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -72,6 +76,14 @@ public final class FrontDoor {
   private final AtomicBoolean draining = new AtomicBoolean(false);
   /** Response bodies being sent right now (streamed ones; strict bodies go out at once). */
   private final AtomicInteger streamingResponses = new AtomicInteger();
+
+  /**
+   * The target of this node's request to itself ({@link #warmUp}): the health check with a query
+   * of 128 random bits, new at every start. A request for exactly this target is not logged and not
+   * timed; no client can hide its requests behind it without knowing the bits.
+   */
+  private final String warmUpTarget = "/-/health/live?warm-up="
+      + HexFormat.of().formatHex(new SecureRandom().generateSeed(16));
 
   private static final AttributeKey<PublicBase.Addresses> ADDRESSES = AttributeKey.create("corral-addresses", PublicBase.Addresses.class);
 
@@ -177,6 +189,33 @@ public final class FrontDoor {
       }
     };
     return new AlpnServer(system, door, tls, limits).bind(host, port);
+  }
+
+  /**
+   * Asks this front door for its health check once, over a new connection from Pekko HTTP's client
+   * (plain HTTP only): a node's first requests otherwise pay for the first use of the server's and
+   * the client's connection code (classes initialised, lambdas and call sites linked), and its
+   * first miss waited about 60 ms more for its upstream request (docs/benchmarks.md, "A fresh
+   * node's first requests"). Sent without waiting, so the start does not wait for it either. The
+   * request is neither logged nor timed: it is not a client's.
+   *
+   * @param bound the address the front door listens on (a wildcard one is asked on loopback)
+   * @return the status of the answer
+   */
+  public CompletionStage<Integer> warmUp(InetSocketAddress bound) {
+    return Http.get(system).singleRequest(HttpRequest.GET("http://" + authority(bound) + warmUpTarget))
+        .thenApply(response -> {
+          response.discardEntityBytes(system);
+          return response.status().intValue();
+        });
+  }
+
+  /** host:port to reach {@code bound} from this process: a wildcard address is reached on loopback. */
+  static String authority(InetSocketAddress bound) {
+    InetAddress host = bound.getAddress();
+    boolean v6 = host instanceof Inet6Address;
+    String literal = host.isAnyLocalAddress() ? (v6 ? "::1" : "127.0.0.1") : host.getHostAddress();
+    return (v6 ? "[" + literal + "]" : literal) + ":" + bound.getPort();
   }
 
   /** Runs one connection; completes (never fails) when it has ended. */
@@ -300,6 +339,9 @@ public final class FrontDoor {
     PublicBase.Addresses addresses = request.getAttribute(ADDRESSES).orElse(null);
     InetSocketAddress client = addresses == null ? null : addresses.remote();
     if (raw.startsWith("/-/")) {
+      if (raw.equals(warmUpTarget)) {
+        return route(request, raw, addresses); // the node's own (warmUp): not a client's request
+      }
       return route(request, raw, addresses)
           .thenApply(r -> timed("", r, started))
           .thenApply(r -> AccessLog.log(request, path, "", r, started, client, Optional.empty()));

@@ -48,6 +48,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.Done;
@@ -96,6 +97,7 @@ public final class CorralServer implements AutoCloseable {
   private final String nodeName;
   private final ServerBinding peerBinding;
   private final PeerTransferMetrics transfers;
+  private final CompletionStage<Optional<Integer>> warmUp;
   /** See {@link #waitedForPeerUploads}. */
   private volatile boolean waitingForPeerUploads;
   /** When the drain timeout of this node's stop runs out ({@link System#nanoTime}); 0 before the stop. */
@@ -103,7 +105,8 @@ public final class CorralServer implements AutoCloseable {
 
   private CorralServer(ActorSystem<Void> system, FrontDoor frontDoor, ServerBinding binding, Node node,
       Metrics metrics, CancelRegistry cancels, Waiters waiters, String nodeName, ServerBinding peerBinding,
-      PeerTransferMetrics transfers) {
+      PeerTransferMetrics transfers, CompletionStage<Optional<Integer>> warmUp) {
+    this.warmUp = warmUp;
     this.peerBinding = peerBinding;
     this.transfers = transfers;
     this.metrics = metrics;
@@ -259,6 +262,14 @@ public final class CorralServer implements AutoCloseable {
           : frontDoor.bind(settings.httpHost(), settings.httpPort(), settings.connections(),
               settings.tls().map(ServerTls::connectionContext)))
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
+      CompletionStage<Optional<Integer>> warmUp = settings.tls().isPresent()
+          ? CompletableFuture.completedFuture(Optional.empty())
+          : frontDoor.warmUp(binding.localAddress()).handle((status, e) -> {
+            if (e != null) {
+              log.debug("the front door's warm-up request: {}", e.toString());
+            }
+            return Optional.ofNullable(status);
+          });
       ServerBinding peerBinding;
       try {
         peerBinding = connectPeers(system, settings, peers, store, node, transfers);
@@ -266,7 +277,7 @@ public final class CorralServer implements AutoCloseable {
         throw asSetting(e);
       }
       CorralServer server = new CorralServer(system, frontDoor, binding, node, metrics, cancels, waiters, nodeName,
-          peerBinding, transfers);
+          peerBinding, transfers, warmUp);
       server.drainOnShutdown(settings.drainTimeout());
       NodeName.register(metrics, nodeName);
       // Ready once this node is an Up member: a one-node cluster is Up at once (waited for
@@ -462,6 +473,14 @@ public final class CorralServer implements AutoCloseable {
 
   public InetSocketAddress address() {
     return binding.localAddress();
+  }
+
+  /**
+   * The status of the node's one request to its own front door as it started ({@link
+   * FrontDoor#warmUp}); empty when it was not sent (HTTPS) or got no answer. For tests.
+   */
+  public CompletionStage<Optional<Integer>> warmUp() {
+    return warmUp;
   }
 
   /**
