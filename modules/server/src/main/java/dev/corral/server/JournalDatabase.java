@@ -39,8 +39,19 @@ final class JournalDatabase {
     this.label = journal.map(JournalSettings::label).orElse(Setting.DATA_DIR.flag());
   }
 
+  /**
+   * The longest key record (bytes) the embedded database keeps in its table row. The payload column
+   * is a BLOB (pekko-persistence-jdbc's schema), which H2 keeps in its large-object store above 256
+   * bytes, and a record is a few hundred: a replaced record's removal then waited for H2's cleaner
+   * thread, which every commit meanwhile handed a task, refused with an exception while it was busy
+   * (docs/benchmarks.md, "The embedded journal's records in their rows"). A database setting H2
+   * keeps; records already in the large-object store stay readable there.
+   */
+  static final int H2_RECORD_IN_ROW = 4096;
+
   private static String h2Url(Path dataDir) {
-    return "jdbc:h2:file:" + dataDir.resolve("db").resolve("corral") + ";DB_CLOSE_ON_EXIT=FALSE;DATABASE_TO_UPPER=false";
+    return "jdbc:h2:file:" + dataDir.resolve("db").resolve("corral") + ";DB_CLOSE_ON_EXIT=FALSE;DATABASE_TO_UPPER=false"
+        + ";MAX_LENGTH_INPLACE_LOB=" + H2_RECORD_IN_ROW;
   }
 
   /**
