@@ -40,6 +40,7 @@ import org.apache.pekko.http.javadsl.model.HttpHeader;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.ResponseEntity;
+import org.apache.pekko.http.javadsl.model.headers.Connection;
 import org.apache.pekko.http.javadsl.model.headers.RawHeader;
 import org.apache.pekko.stream.KillSwitches;
 import org.apache.pekko.stream.Materializer;
@@ -203,7 +204,10 @@ public final class FrontDoor {
    * @return the status of the answer
    */
   public CompletionStage<Integer> warmUp(InetSocketAddress bound) {
-    return Http.get(system).singleRequest(HttpRequest.GET("http://" + authority(bound) + warmUpTarget))
+    // Connection: close, or the client's pool would keep a connection to this node open (and
+    // counted in corral_http_connections) for a minute.
+    return Http.get(system).singleRequest(HttpRequest.GET("http://" + authority(bound) + warmUpTarget)
+            .addHeader(Connection.create("close")))
         .thenApply(response -> {
           response.discardEntityBytes(system);
           return response.status().intValue();

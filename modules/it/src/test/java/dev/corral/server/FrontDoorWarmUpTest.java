@@ -6,9 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
+import dev.corral.testkit.TestNode;
 import dev.corral.testkit.TestNodeExtension;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
@@ -68,6 +70,9 @@ class FrontDoorWarmUpTest {
   @Order(1)
   void aStartingNodeAsksItsOwnFrontDoorOnceAndNeitherLogsNorTimesIt() throws Exception {
     assertEquals(Optional.of(200), node.server().warmUp().toCompletableFuture().get(30, TimeUnit.SECONDS));
+    // Closed once answered: the client's pool would otherwise keep it open for a minute.
+    TestNode.await("the warm-up's connection closed", Duration.ofSeconds(10),
+        () -> node.server().metrics().httpConnections.get() == 0);
     assertEquals(List.of(), healthLines(), "the node's own request has no access line");
     assertEquals(0, timedOwnRoutes(), "nor a response time");
   }
