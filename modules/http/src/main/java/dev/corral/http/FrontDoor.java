@@ -84,7 +84,13 @@ public final class FrontDoor {
    * timed; no client can hide its requests behind it without knowing the bits.
    */
   private final String warmUpTarget = "/-/health/live?warm-up="
-      + HexFormat.of().formatHex(new SecureRandom().generateSeed(16));
+      + HexFormat.of().formatHex(randomBits());
+
+  private static byte[] randomBits() {
+    byte[] bits = new byte[16];
+    new SecureRandom().nextBytes(bits);
+    return bits;
+  }
 
   private static final AttributeKey<PublicBase.Addresses> ADDRESSES = AttributeKey.create("corral-addresses", PublicBase.Addresses.class);
 
@@ -195,23 +201,27 @@ public final class FrontDoor {
   /**
    * Asks this front door for its health check once, over a new connection from Pekko HTTP's client
    * (plain HTTP only): a node's first requests otherwise pay for the first use of the server's and
-   * the client's connection code (classes initialised, lambdas and call sites linked), and its
-   * first miss waited about 60 ms more for its upstream request (docs/benchmarks.md, "A fresh
-   * node's first requests"). Sent without waiting, so the start does not wait for it either. The
-   * request is neither logged nor timed: it is not a client's.
+   * the client's connection code (classes initialised, lambdas and call sites linked): a fresh
+   * node's first miss waited 20-30 ms longer for its upstream request, a burst of 50 about 100 ms
+   * (docs/benchmarks.md, "A fresh node's first requests"). Sent without waiting, so the start does
+   * not wait for it either. The request is neither logged nor timed: it is not a client's.
    *
    * @param bound the address the front door listens on (a wildcard one is asked on loopback)
-   * @return the status of the answer
+   * @return the status of the answer; failed (never thrown) when it could not be asked
    */
   public CompletionStage<Integer> warmUp(InetSocketAddress bound) {
-    // Connection: close, or the client's pool would keep a connection to this node open (and
-    // counted in corral_http_connections) for a minute.
-    return Http.get(system).singleRequest(HttpRequest.GET("http://" + authority(bound) + warmUpTarget)
-            .addHeader(Connection.create("close")))
-        .thenApply(response -> {
-          response.discardEntityBytes(system);
-          return response.status().intValue();
-        });
+    try {
+      // Connection: close, or the client's pool would keep a connection to this node open (and
+      // counted in corral_http_connections) for a minute.
+      return Http.get(system).singleRequest(HttpRequest.GET("http://" + authority(bound) + warmUpTarget)
+              .addHeader(Connection.create("close")))
+          .thenApply(response -> {
+            response.discardEntityBytes(system);
+            return response.status().intValue();
+          });
+    } catch (RuntimeException e) { // e.g. a link-local IPv6 address whose scope no URI takes as it is
+      return CompletableFuture.failedFuture(e);
+    }
   }
 
   /** host:port to reach {@code bound} from this process: a wildcard address is reached on loopback. */
