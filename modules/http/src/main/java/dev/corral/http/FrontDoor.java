@@ -24,6 +24,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.net.ssl.SSLContext;
@@ -76,7 +77,11 @@ public final class FrontDoor {
   private final AtomicBoolean ready = new AtomicBoolean(false);
   private final AtomicBoolean draining = new AtomicBoolean(false);
   /** Response bodies being sent right now (streamed ones; strict bodies go out at once). */
-  private final AtomicInteger streamingResponses = new AtomicInteger();
+  /** Connections answering a request (their {@link HeadDeadline}s count them): a graceful stop waits for 0. */
+  private final AtomicInteger answeringConnections = new AtomicInteger();
+  /** Each open HTTP/1.1 connection's switch, to end it the graceful way ({@link #closeConnections}). */
+  private final java.util.Set<UniqueKillSwitch> openConnections = ConcurrentHashMap.newKeySet();
+  private final AtomicBoolean closingConnections = new AtomicBoolean();
 
   /**
    * The target of this node's request to itself ({@link #warmUp}): the health check with a query
@@ -172,7 +177,8 @@ public final class FrontDoor {
       public AlpnServer.Connection open(InetSocketAddress local, InetSocketAddress remote) {
         metrics.httpConnections.inc();
         return new AlpnServer.Connection(new ConnectionScope(waiters.cancels()), new PublicBase.Addresses(local, remote),
-            new HeadDeadline(connectionTimers, Ticker.systemTicker(), limits.headerReadTimeout(), limits.idleTimeout()));
+            new HeadDeadline(connectionTimers, Ticker.systemTicker(), limits.headerReadTimeout(), limits.idleTimeout(),
+                answeringConnections));
       }
 
       @Override
@@ -257,14 +263,20 @@ public final class FrontDoor {
       InetSocketAddress remote, ConnectionLimits limits) {
     ConnectionScope scope = new ConnectionScope(waiters.cancels());
     PublicBase.Addresses addresses = new PublicBase.Addresses(local, remote);
-    HeadDeadline deadline = new HeadDeadline(connectionTimers, Ticker.systemTicker(), limits.headerReadTimeout(), limits.idleTimeout());
+    HeadDeadline deadline = new HeadDeadline(connectionTimers, Ticker.systemTicker(), limits.headerReadTimeout(),
+        limits.idleTimeout(), answeringConnections);
     return Flow.of(HttpRequest.class)
         .viaMat(KillSwitches.single(), Keep.right())
         .watchTermination((UniqueKillSwitch kill, CompletionStage<Done> done) -> {
+          openConnections.add(kill);
           done.whenComplete((d, e) -> {
+            openConnections.remove(kill);
             deadline.closed();
             scope.closed();
           });
+          if (closingConnections.get()) {
+            kill.shutdown(); // accepted as the node began to close its connections
+          }
           deadline.start(first -> {
             metrics.httpHeadTimeouts.labelValues(first ? "first-request" : "next-request").inc();
             kill.shutdown();
@@ -290,6 +302,7 @@ public final class FrontDoor {
     return handle(scoped).whenComplete((response, e) -> {
       if (e != null) {
         metrics.httpRequestsInFlight.dec();
+        deadline.responseSent(); // Pekko answers 500 for it
       }
     }).thenApply(response -> sent(response, r.method() == HttpMethods.HEAD, deadline));
   }
@@ -310,19 +323,47 @@ public final class FrontDoor {
   }
 
   /**
-   * How many response bodies are still streaming to clients. A graceful stop waits for this to
-   * reach 0: Pekko's {@code ServerBinding.terminate} only waits for responses not yet begun and
-   * cuts connections whose streamed body is still on its way.
+   * How many connections are answering a request: from a request's arrival until its response
+   * has been sent, a streamed body to its end (or until the connection ends). A graceful stop waits
+   * for this to reach 0: Pekko's {@code ServerBinding.terminate} cuts a connection whose streamed
+   * body is still on its way. Counting only bodies being streamed left a gap: a response already
+   * answered but whose body Pekko had not begun yet was counted nowhere (a draining node's 4 MiB
+   * body was cut that way on a busy machine, ClusterDrainTest).
    */
-  public int streamingResponses() {
-    return streamingResponses.get();
+  public int answeringConnections() {
+    return answeringConnections.get();
   }
 
   /**
-   * Counts a streamed body from the moment it is materialised until it ends, however it ends, and
-   * tells the connection's deadline (and the requests in flight) when the response is out: at once
+   * Ends every open HTTP/1.1 connection the graceful way, for a stop that has waited for its
+   * responses ({@link #answeringConnections}): no further request is read, a response still on
+   * its way is sent whole, then the connection is closed once its bytes are written. Pekko's
+   * {@code ServerBinding.terminate} instead fails a connection with no request pending at once,
+   * which resets it and loses bytes of a response still being written: a response held whole
+   * (a small hit, a body under the inline limit) counts as sent when handed to Pekko, so a slow
+   * client lost its end (DrainAnsweredBodyTest).
+   *
+   * @return how many connections were asked to close
+   */
+  public int closeConnections() {
+    closingConnections.set(true);
+    int asked = 0;
+    for (UniqueKillSwitch kill : openConnections) {
+      kill.shutdown();
+      asked++;
+    }
+    return asked;
+  }
+
+  /** HTTP/1.1 connections not ended yet (see {@link #closeConnections}). */
+  public int openConnections() {
+    return openConnections.size();
+  }
+
+  /**
+   * Tells the connection's deadline (and the requests in flight) when the response is out: at once
    * for a strict body or an answer to HEAD (whose body Pekko may never materialise), else when the
-   * body has ended.
+   * body has ended, however it ends.
    */
   private HttpResponse sent(HttpResponse response, boolean head, HeadDeadline deadline) {
     ResponseEntity entity = response.entity();
@@ -332,9 +373,7 @@ public final class FrontDoor {
       return response;
     }
     var body = entity.getDataBytes().watchTermination((mat, done) -> {
-      streamingResponses.incrementAndGet();
       done.whenComplete((d, e) -> {
-        streamingResponses.decrementAndGet();
         metrics.httpRequestsInFlight.dec();
         deadline.responseSent();
       });

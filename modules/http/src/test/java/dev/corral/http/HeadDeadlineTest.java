@@ -11,12 +11,14 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
  * A connection's head deadline on a hand-moved scheduler: the first head is due within the
  * header-read timeout, none while a request is answered, the next within the idle timeout once
- * every response is out; a deadline expires once, and never after the connection ended.
+ * every response is out; a deadline expires once, and never after the connection ended. And the
+ * node's count of connections answering, which a graceful stop waits on.
  */
 class HeadDeadlineTest {
   private static final Duration HEADER = Duration.ofSeconds(10);
@@ -64,7 +66,8 @@ class HeadDeadlineTest {
 
   private final HandScheduler scheduler = new HandScheduler();
   private final List<Boolean> expired = new ArrayList<>();
-  private final HeadDeadline deadline = new HeadDeadline(scheduler, scheduler, HEADER, IDLE);
+  private final AtomicInteger answering = new AtomicInteger();
+  private final HeadDeadline deadline = new HeadDeadline(scheduler, scheduler, HEADER, IDLE, answering);
 
   @Test
   void aConnectionThatSendsNoHeadExpiresAtTheHeaderReadTimeout() {
@@ -150,7 +153,7 @@ class HeadDeadlineTest {
   @Test
   void aClosedConnectionIsNotKeptInMemoryByItsQueuedTimer() {
     HandScheduler scheduler = new HandScheduler();
-    HeadDeadline deadline = new HeadDeadline(scheduler, scheduler, HEADER, IDLE);
+    HeadDeadline deadline = new HeadDeadline(scheduler, scheduler, HEADER, IDLE, new AtomicInteger());
     java.util.function.Consumer<Boolean> expire = new java.util.function.Consumer<>() {
       final byte[] stream = new byte[1 << 20];
 
@@ -171,5 +174,50 @@ class HeadDeadlineTest {
     assertEquals(null, connection.get(), "the closed connection is still reachable from its queued timer");
     java.lang.ref.Reference.reachabilityFence(deadline);
     java.lang.ref.Reference.reachabilityFence(scheduler);
+  }
+
+  /**
+   * A connection counts as answering from a request's arrival until its last response is sent,
+   * pipelined requests and all: a graceful stop must not see it idle in between (a response
+   * answered but whose streamed body Pekko has not begun was counted nowhere before).
+   */
+  @Test
+  void aConnectionCountsAsAnsweringFromItsRequestUntilItsLastResponseIsSent() {
+    AtomicInteger node = new AtomicInteger();
+    HeadDeadline other = new HeadDeadline(scheduler, scheduler, HEADER, IDLE, node);
+    HeadDeadline mine = new HeadDeadline(scheduler, scheduler, HEADER, IDLE, node);
+    mine.start(expired::add);
+    other.start(expired::add);
+    assertEquals(0, node.get(), "no request yet");
+    mine.requestArrived();
+    assertEquals(1, node.get(), "a request arrived");
+    mine.requestArrived(); // pipelined (or an HTTP/2 stream)
+    other.requestArrived();
+    assertEquals(2, node.get(), "two connections answering, one of them two requests");
+    mine.responseSent();
+    assertEquals(2, node.get(), "one response of two sent");
+    mine.responseSent();
+    assertEquals(1, node.get(), "every response of the connection sent");
+    mine.responseSent(); // a stray one (Pekko's 500 after a failure) counts nothing twice
+    assertEquals(1, node.get());
+    other.responseSent();
+    assertEquals(0, node.get());
+    mine.requestArrived();
+    assertEquals(1, node.get(), "the next request on a keep-alive connection");
+  }
+
+  /** A response whose body is never begun (its client gone) is let go when its connection ends. */
+  @Test
+  void aClosedConnectionNoLongerCountsAsAnswering() {
+    deadline.start(expired::add);
+    deadline.requestArrived();
+    deadline.requestArrived();
+    assertEquals(1, answering.get());
+    deadline.closed();
+    assertEquals(0, answering.get(), "released by the end of the connection");
+    deadline.responseSent();
+    deadline.closed();
+    deadline.requestArrived();
+    assertEquals(0, answering.get(), "nothing counted after the end, nothing released twice");
   }
 }

@@ -389,10 +389,14 @@ public final class CorralServer implements AutoCloseable {
    * and responses finish up to the drain timeout, then let sharding hand its shards off.
    *
    * <p>{@code binding.terminate} alone is not enough: it waits only for responses not yet begun
-   * and cuts a connection whose streamed body is still being sent, and it knows nothing of
-   * fetches whose waiters have left (C3). So the drain first waits, bounded by the drain timeout,
-   * until no fetch runs on this node and no response body is streaming, then terminates the
-   * binding with what is left of the timeout. The phase's own timeout is raised to match in
+   * and resets a connection with none pending, losing the bytes of a response still on their way
+   * to a slow client, and it knows nothing of fetches whose waiters have left (C3). So the drain
+   * first waits, bounded by the drain timeout, until no fetch runs on this node and no connection
+   * is answering a request (from the request's arrival until its response has been handed to
+   * Pekko, a streamed body to its end); then it ends every connection the graceful way (the
+   * bytes still on their way are written, then the connection is closed:
+   * {@link FrontDoor#closeConnections}), and only then terminates the binding with what is left of
+   * the timeout, for HTTP/2 connections and whatever did not end in time. The phase's own timeout is raised to match in
    * {@link #pekkoConfig}.
    */
   private void drainOnShutdown(Duration drainTimeout) {
@@ -426,7 +430,13 @@ public final class CorralServer implements AutoCloseable {
       drainDeadline = deadline;
       CompletableFuture<Done> idle = new CompletableFuture<>();
       awaitIdle(idle, deadline);
-      return idle.thenCompose(d -> binding.terminate(
+      return idle.thenCompose(d -> {
+            frontDoor.closeConnections();
+            CompletableFuture<Done> closed = new CompletableFuture<>();
+            awaitConnectionsClosed(closed, deadline);
+            return closed;
+          })
+          .thenCompose(d -> binding.terminate(
               Duration.ofNanos(Math.max(deadline - System.nanoTime(), TimeUnit.MILLISECONDS.toNanos(100)))))
           .thenApply(t -> Done.getInstance());
     });
@@ -435,16 +445,30 @@ public final class CorralServer implements AutoCloseable {
   /** Completes {@code idle} once nothing is in flight, or at the deadline (checked every 50 ms). */
   private void awaitIdle(CompletableFuture<Done> idle, long deadline) {
     int fetches = node.fetchesInFlight();
-    int streams = frontDoor.streamingResponses();
-    if (fetches <= 0 && streams <= 0) {
+    int answering = frontDoor.answeringConnections();
+    if (fetches <= 0 && answering <= 0) {
       idle.complete(Done.getInstance());
     } else if (System.nanoTime() - deadline >= 0) {
-      log.warn("drain timeout reached with {} fetches and {} responses still running; stopping anyway",
-          fetches, streams);
+      log.warn("drain timeout reached with {} fetches running and {} connections still answering; stopping anyway",
+          fetches, answering);
       idle.complete(Done.getInstance());
     } else {
       CompletableFuture.delayedExecutor(50, TimeUnit.MILLISECONDS)
           .execute(() -> awaitIdle(idle, deadline));
+    }
+  }
+
+  /** Completes {@code closed} once every connection the front door closed has ended, or at the deadline (checked every 50 ms). */
+  private void awaitConnectionsClosed(CompletableFuture<Done> closed, long deadline) {
+    int open = frontDoor.openConnections();
+    if (open <= 0) {
+      closed.complete(Done.getInstance());
+    } else if (System.nanoTime() - deadline >= 0) {
+      log.warn("drain timeout reached with {} connections still sending their last response; stopping anyway", open);
+      closed.complete(Done.getInstance());
+    } else {
+      CompletableFuture.delayedExecutor(50, TimeUnit.MILLISECONDS)
+          .execute(() -> awaitConnectionsClosed(closed, deadline));
     }
   }
 
