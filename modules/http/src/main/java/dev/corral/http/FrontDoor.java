@@ -22,6 +22,7 @@ import java.security.SecureRandom;
 import java.util.HexFormat;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
@@ -76,11 +77,10 @@ public final class FrontDoor {
   private final ClientGate gate;
   private final AtomicBoolean ready = new AtomicBoolean(false);
   private final AtomicBoolean draining = new AtomicBoolean(false);
-  /** Response bodies being sent right now (streamed ones; strict bodies go out at once). */
   /** Connections answering a request (their {@link HeadDeadline}s count them): a graceful stop waits for 0. */
   private final AtomicInteger answeringConnections = new AtomicInteger();
   /** Each open HTTP/1.1 connection's switch, to end it the graceful way ({@link #closeConnections}). */
-  private final java.util.Set<UniqueKillSwitch> openConnections = ConcurrentHashMap.newKeySet();
+  private final Set<UniqueKillSwitch> openConnections = ConcurrentHashMap.newKeySet();
   private final AtomicBoolean closingConnections = new AtomicBoolean();
 
   /**
@@ -324,11 +324,10 @@ public final class FrontDoor {
 
   /**
    * How many connections are answering a request: from a request's arrival until its response
-   * has been sent, a streamed body to its end (or until the connection ends). A graceful stop waits
-   * for this to reach 0: Pekko's {@code ServerBinding.terminate} cuts a connection whose streamed
-   * body is still on its way. Counting only bodies being streamed left a gap: a response already
-   * answered but whose body Pekko had not begun yet was counted nowhere (a draining node's 4 MiB
-   * body was cut that way on a busy machine, ClusterDrainTest).
+   * has been handed to Pekko, a streamed body until it ends (or until the connection ends). A
+   * graceful stop waits for this to reach 0 before it ends the connections. Counting only bodies
+   * being streamed, as before, missed a request still waiting for a fetch on another node and a
+   * response answered whose body Pekko had not begun (waiting behind another on its connection).
    */
   public int answeringConnections() {
     return answeringConnections.get();
@@ -339,9 +338,8 @@ public final class FrontDoor {
    * responses ({@link #answeringConnections}): no further request is read, a response still on
    * its way is sent whole, then the connection is closed once its bytes are written. Pekko's
    * {@code ServerBinding.terminate} instead fails a connection with no request pending at once,
-   * which resets it and loses bytes of a response still being written: a response held whole
-   * (a small hit, a body under the inline limit) counts as sent when handed to Pekko, so a slow
-   * client lost its end (DrainAnsweredBodyTest).
+   * which resets it: the last bytes of a streamed body whose source had ended, still on their way
+   * to a slow client, were lost (DrainAnsweredBodyTest; ClusterDrainTest's cut 4 MiB body).
    *
    * @return how many connections were asked to close
    */

@@ -37,7 +37,6 @@ import org.junit.jupiter.api.io.TempDir;
  * starts no new fetch for them: such a Join is told to ask again, and is answered by the key's
  * next entity on a node that stays.
  */
-@org.junit.jupiter.api.parallel.Isolated // runs alone: see modules/it/pom.xml
 class ClusterDrainTest {
   private final Map<String, FakeUpstream.Handler> paths = new ConcurrentHashMap<>();
   private final CountDownLatch release = new CountDownLatch(1);
