@@ -396,7 +396,8 @@ public final class CorralServer implements AutoCloseable {
    * Pekko, a streamed body to its end); then it ends every connection the graceful way (the
    * bytes still on their way are written, then the connection is closed:
    * {@link FrontDoor#closeConnections}), and only then terminates the binding with what is left of
-   * the timeout, for HTTP/2 connections and whatever did not end in time. The phase's own timeout is raised to match in
+   * the timeout, for the TLS port with HTTP/2 (whose connections {@code AlpnServer} ends) and
+   * whatever did not end in time. The phase's own timeout is raised to match in
    * {@link #pekkoConfig}.
    */
   private void drainOnShutdown(Duration drainTimeout) {
