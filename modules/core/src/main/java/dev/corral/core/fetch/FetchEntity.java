@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.CoordinatedShutdown;
@@ -289,6 +290,8 @@ public final class FetchEntity {
   private int purgesReading;
   /** The shard asked this entity to stop (passivation, hand-off) while a purge was unfinished. */
   private boolean stopAsked;
+  /** The hand-off's grace ({@link #stopMidFetch}), cancelled when the fetch ends within it. */
+  private Future<?> handoffGrace;
   /** Issue 17: the nodes that can serve the key's bytes and the uploads pointed at each. */
   private final Sources sources = new Sources();
   /** The asking node of each waiter of the current flight (its Join's {@code from}), by token. */
@@ -795,7 +798,8 @@ public final class FetchEntity {
       stopAsked = true;
       ActorRef<Command> self = ctx.getSelf();
       // On the node's scheduler, in the node's time (a manual one in tests).
-      node.scheduler().schedule(node.io(), () -> self.tell(StopNow.INSTANCE), HANDOFF_GRACE.toNanos(), TimeUnit.NANOSECONDS);
+      handoffGrace = node.scheduler().schedule(node.io(), () -> self.tell(StopNow.INSTANCE), HANDOFF_GRACE.toNanos(),
+          TimeUnit.NANOSECONDS);
     }
     return Behaviors.same();
   }
@@ -804,6 +808,11 @@ public final class FetchEntity {
   private Behavior<Command> afterFlight() {
     if (!stopAsked) {
       return idle();
+    }
+    if (handoffGrace != null) {
+      // Left running, it would tell a stopped entity StopNow (a dead letter) when it falls due.
+      handoffGrace.cancel(false);
+      handoffGrace = null;
     }
     return settled() ? Behaviors.stopped() : passivating();
   }

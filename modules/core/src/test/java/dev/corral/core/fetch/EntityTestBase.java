@@ -96,6 +96,9 @@ abstract class EntityTestBase {
         pekko.cluster.sharding.passivation.strategy = none
         pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
         pekko.actor.serialization-bindings { "dev.corral.core.CborSerializable" = jackson-cbor }
+        # The cluster's leave at the end of the class took more than the default 10 s once on a
+        # loaded machine (WaitingTest, 2026-12-07): what the class tests had passed.
+        pekko.actor.testkit.typed.system-shutdown-default = 30s
         """).withFallback(PersistenceTestKitDurableStateStorePlugin.getInstance().config())
         .withFallback(ConfigFactory.load()));
     Cluster cluster = Cluster.get(kit.system());

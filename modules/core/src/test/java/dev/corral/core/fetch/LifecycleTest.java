@@ -375,6 +375,10 @@ class LifecycleTest extends EntityTestBase {
     awaitAssert(() -> assertEquals(0.0, inflight(repo)));
     assertEquals(body, node.store().readAll(reply(ask(key), Reply.Stored.class).artifact()));
     assertEquals(1, upstream.count(u), "fetched again after the hand-off");
+    // Its grace was let go with the fetch's end: left pending, it told the stopped entity StopNow
+    // later (a dead letter), and a later test's wait for "the grace is running" saw it instead of
+    // its own (LifecycleTest's flake of 2026-12-07).
+    awaitAssert(() -> assertEquals(0, scheduler.pendingWithDelay(FetchEntity.HANDOFF_GRACE), "the hand-off's grace still pending"));
   }
 
   @Test
