@@ -51,6 +51,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntConsumer;
+import java.util.function.IntSupplier;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -443,48 +445,41 @@ public final class CorralServer implements AutoCloseable {
     });
   }
 
-  /** Completes {@code idle} once nothing is in flight, or at the deadline (checked every 50 ms). */
+  /** Completes {@code idle} once no fetch runs and no connection answers, or at the deadline. */
   private void awaitIdle(CompletableFuture<Done> idle, long deadline) {
-    int fetches = node.fetchesInFlight();
-    int answering = frontDoor.answeringConnections();
-    if (fetches <= 0 && answering <= 0) {
-      idle.complete(Done.getInstance());
-    } else if (System.nanoTime() - deadline >= 0) {
-      log.warn("drain timeout reached with {} fetches running and {} connections still answering; stopping anyway",
-          fetches, answering);
-      idle.complete(Done.getInstance());
-    } else {
-      CompletableFuture.delayedExecutor(50, TimeUnit.MILLISECONDS)
-          .execute(() -> awaitIdle(idle, deadline));
-    }
+    awaitNone(idle, deadline, () -> Math.max(0, node.fetchesInFlight()) + Math.max(0, frontDoor.answeringConnections()),
+        () -> { }, left -> log.warn("drain timeout reached with {} fetches running and {} connections still answering;"
+            + " stopping anyway", node.fetchesInFlight(), frontDoor.answeringConnections()));
   }
 
-  /** Completes {@code closed} once every connection the front door closed has ended, or at the deadline (checked every 50 ms). */
+  /** Completes {@code closed} once every connection the front door closed has ended, or at the deadline. */
   private void awaitConnectionsClosed(CompletableFuture<Done> closed, long deadline) {
-    int open = frontDoor.openConnections();
-    if (open <= 0) {
-      closed.complete(Done.getInstance());
-    } else if (System.nanoTime() - deadline >= 0) {
-      log.warn("drain timeout reached with {} connections still sending their last response; stopping anyway", open);
-      closed.complete(Done.getInstance());
-    } else {
-      CompletableFuture.delayedExecutor(50, TimeUnit.MILLISECONDS)
-          .execute(() -> awaitConnectionsClosed(closed, deadline));
-    }
+    awaitNone(closed, deadline, frontDoor::openConnections, () -> { }, left -> log.warn(
+        "drain timeout reached with {} connections still sending their last response; stopping anyway", left));
   }
 
-  /** Completes {@code sent} once no copy is being sent to another node, or at the deadline (checked every 50 ms). */
+  /** Completes {@code sent} once no copy is being sent to another node, or at the deadline. */
   private void awaitUploadsSent(CompletableFuture<Done> sent, long deadline) {
-    int uploads = transfers.uploadsNow();
-    if (uploads <= 0) {
-      sent.complete(Done.getInstance());
+    awaitNone(sent, deadline, transfers::uploadsNow, () -> waitingForPeerUploads = true, left -> log.warn(
+        "drain timeout reached with {} copies to other nodes still being sent; closing the peer port", left));
+  }
+
+  /**
+   * Completes {@code done} once {@code left} is 0 or less, checked every 50 ms, or at the deadline,
+   * telling {@code late} what was left then; {@code waiting} runs at each check that finds some.
+   */
+  private static void awaitNone(CompletableFuture<Done> done, long deadline, IntSupplier left, Runnable waiting,
+      IntConsumer late) {
+    int now = left.getAsInt();
+    if (now <= 0) {
+      done.complete(Done.getInstance());
     } else if (System.nanoTime() - deadline >= 0) {
-      log.warn("drain timeout reached with {} copies to other nodes still being sent; closing the peer port", uploads);
-      sent.complete(Done.getInstance());
+      late.accept(now);
+      done.complete(Done.getInstance());
     } else {
-      waitingForPeerUploads = true;
+      waiting.run();
       CompletableFuture.delayedExecutor(50, TimeUnit.MILLISECONDS)
-          .execute(() -> awaitUploadsSent(sent, deadline));
+          .execute(() -> awaitNone(done, deadline, left, waiting, late));
     }
   }
 
