@@ -271,6 +271,9 @@ class ClusterDataTest {
     CorralServer s = cluster.node(0);
     assertEquals(200, TestNode.get(client, s, "/up/peer/a.bin").statusCode());
     String sha = sha256(body);
+    // The store's commit may follow the response to the client (it failed here once, 2026-12-07).
+    dev.corral.testkit.Await.until(Duration.ofSeconds(20), () -> "node 1 holds the blob",
+        () -> peer(s, "/-/peer/blobs/" + sha).statusCode() == 200);
     HttpResponse<byte[]> blob = peer(s, "/-/peer/blobs/" + sha);
     assertEquals(200, blob.statusCode());
     assertArrayEquals(body, blob.body());
