@@ -106,7 +106,10 @@ final class AlpnServer {
 
   /**
    * Unbinds and closes the connections still open. The node's drain has already waited for
-   * fetches and streamed responses (docs/operations.md), so what is left is idle keep-alives.
+   * fetches and for connections answering a request (docs/operations.md), so what is left is idle
+   * keep-alives and responses whose last bytes are still on their way: whether this shutdown
+   * cuts those, as Pekko's terminate did on the plain port (FrontDoor.closeConnections), is not
+   * tested.
    */
   private CompletionStage<org.apache.pekko.http.scaladsl.Http.HttpTerminated> terminate(Tcp.ServerBinding tcp) {
     return tcp.unbind().thenApply(v -> {
