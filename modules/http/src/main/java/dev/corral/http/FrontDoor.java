@@ -340,17 +340,10 @@ public final class FrontDoor {
    * {@code ServerBinding.terminate} instead fails a connection with no request pending at once,
    * which resets it: the last bytes of a streamed body whose source had ended, still on their way
    * to a slow client, were lost (DrainAnsweredBodyTest; ClusterDrainTest's cut 4 MiB body).
-   *
-   * @return how many connections were asked to close
    */
-  public int closeConnections() {
+  public void closeConnections() {
     closingConnections.set(true);
-    int asked = 0;
-    for (UniqueKillSwitch kill : openConnections) {
-      kill.shutdown();
-      asked++;
-    }
-    return asked;
+    openConnections.forEach(UniqueKillSwitch::shutdown);
   }
 
   /** HTTP/1.1 connections not ended yet (see {@link #closeConnections}). */
