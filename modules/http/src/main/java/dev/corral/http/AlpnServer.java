@@ -47,15 +47,16 @@ import scala.jdk.javaapi.FutureConverters;
  * per-connection hook. This class assembles the same per-connection stack Pekko's own binding
  * does (TLS with an ALPN selector; then Pekko's HTTP/1.1 server layer joined with the front
  * door's request flow, or Pekko's HTTP/2 server stack with a handler of this connection) and so
- * uses Pekko HTTP internal API ({@code Http2Blueprint}, {@code Http2Ext}, the same Pekko's own
- * binding uses), written against pekko-http 1.3: {@code TlsIT} and {@code TlsCancellationHttpTest}
+ * uses Pekko HTTP internal API ({@code Http2Blueprint}, {@code Http2Ext}, and the HTTP/2 stack's
+ * {@code ServerTerminator} for a graceful stop, the same Pekko's own binding uses), written against
+ * pekko-http 1.3: {@code TlsIT}, {@code TlsCancellationHttpTest} and {@code TlsDrainAnsweredBodyTest}
  * fail if an upgrade changes it ({@code --tls-http2 off} avoids it altogether).
  */
 final class AlpnServer {
   private static final Logger log = LoggerFactory.getLogger(AlpnServer.class);
 
-  /** A connection's state: its waiters, addresses and head deadline. */
-  record Connection(ConnectionScope scope, PublicBase.Addresses addresses, HeadDeadline deadline) {}
+  /** A connection's state: its waiters, addresses, head deadline and graceful end. */
+  record Connection(ConnectionScope scope, PublicBase.Addresses addresses, HeadDeadline deadline, ConnectionEnd end) {}
 
   /** What the front door gives each connection (it implements this for its TLS port). */
   interface Door {
@@ -69,7 +70,8 @@ final class AlpnServer {
 
     void headTimedOut(boolean first);
 
-    void closed();
+    /** The connection has ended, TCP included. */
+    void closed(Connection c);
   }
 
   private final ActorSystem<?> system;
@@ -105,12 +107,9 @@ final class AlpnServer {
   }
 
   /**
-   * Unbinds and closes the connections still open. The node's drain has already waited for
-   * fetches and for connections answering a request (docs/operations.md), so what is left is idle
-   * keep-alives and responses whose last bytes are still on their way. This shutdown can reset
-   * those, as Pekko's terminate did on the plain port (FrontDoor.closeConnections): a trial
-   * (2026-12-07, HTTP/1.1 over this port, a 12 MiB body read slowly across the stop) lost the
-   * body's end in one run of two. Not mended yet.
+   * Unbinds and cuts the connections still open. The node's drain has already ended every
+   * connection the graceful way ({@link ConnectionEnd}, set for each below) and waited for them to
+   * close, so this cuts only what did not close within the drain timeout.
    */
   private CompletionStage<org.apache.pekko.http.scaladsl.Http.HttpTerminated> terminate(Tcp.ServerBinding tcp) {
     return tcp.unbind().thenApply(v -> {
@@ -122,28 +121,33 @@ final class AlpnServer {
 
   /** Runs one connection; completes (never fails) when it has ended. */
   private CompletionStage<Done> serve(Tcp.IncomingConnection c) {
+    Connection conn = door.open(c.localAddress(), c.remoteAddress());
     CompletionStage<Done> ended;
     try {
-      ended = c.handleWith(connection(c), mat);
+      ended = c.handleWith(connection(c, conn), mat);
     } catch (RuntimeException e) {
       log.error("could not serve a TLS connection from {}", c.remoteAddress(), e);
       ended = CompletableFuture.completedFuture(Done.getInstance());
     }
     return ended.handle((d, e) -> {
-      door.closed();
+      door.closed(conn);
       return Done.getInstance();
     });
   }
 
   /** The bytes of one connection: idle timeout, kill switches, TLS, then HTTP/2 or HTTP/1.1. */
-  private Flow<ByteString, ByteString, CompletionStage<Done>> connection(Tcp.IncomingConnection c) {
-    Connection conn = door.open(c.localAddress(), c.remoteAddress());
+  private Flow<ByteString, ByteString, CompletionStage<Done>> connection(Tcp.IncomingConnection c, Connection conn) {
     SSLEngine engine = context.createSSLEngine();
     engine.setUseClientMode(false);
     engine.setHandshakeApplicationProtocolSelector((e, offered) ->
         offered.contains("h2") ? "h2" : offered.contains("http/1.1") ? "http/1.1" : "");
+    // IgnoreBoth, not Pekko's IgnoreComplete: HTTP/2's graceful end completes its output and
+    // cancels its input at once, and the cancel, overtaking the last frames, closed the TLS session
+    // before they were written (a stream's end lost in 1 of 4 tries, TlsDrainAnsweredBodyTest). The
+    // session now closes once both have come, so after the last bytes; a closed or stalled client
+    // still ends it from below (the TCP side, the head deadline, the idle timeout).
     BidiFlow<TLSProtocol.SslTlsOutbound, ByteString, ByteString, TLSProtocol.SslTlsInbound, NotUsed> tls =
-        TLS.create(() -> engine, org.apache.pekko.stream.IgnoreComplete$.MODULE$);
+        TLS.create(() -> engine, org.apache.pekko.stream.IgnoreBoth$.MODULE$);
     Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, NotUsed> protocols =
         Flow.of(TLSProtocol.SslTlsInbound.class)
             .prefixAndTail(1)
@@ -166,14 +170,22 @@ final class AlpnServer {
             door.headTimedOut(first);
             kill.shutdown();
           });
+          conn.end().endBy(kill::shutdown); // until the handshake has chosen the protocol
           return done;
         })
         .via(BidiFlow.<ByteString, ByteString>bidirectionalIdleTimeout(idle).join(tls.reversed().join(protocols)));
   }
 
   private Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, NotUsed> http1(Connection conn) {
+    Flow<HttpRequest, HttpResponse, NotUsed> requests = Flow.of(HttpRequest.class)
+        .viaMat(KillSwitches.single(), Keep.right())
+        .mapMaterializedValue(kill -> {
+          conn.end().endBy(kill::shutdown); // as on the plain port (FrontDoor.connectionFlow)
+          return NotUsed.getInstance();
+        })
+        .via(door.requests(conn));
     return Http.get(system).serverLayer(settings, java.util.Optional.of(conn.addresses().remote()), pekkoLog)
-        .reversed().join(door.requests(conn));
+        .reversed().join(requests);
   }
 
   @SuppressWarnings("unchecked")
@@ -186,6 +198,13 @@ final class AlpnServer {
         http2.telemetry(), http2.http().dateHeaderRendering());
     var handled = Http2Blueprint.handleWithStreamIdHeader(settings.getHttp2Settings().getMaxConcurrentStreams(), handler,
         system.executionContext());
-    return handled.join(stack).asJava();
+    // Pekko's HTTP/2 stack ends its connection the graceful way through its ServerTerminator:
+    // GOAWAY, then its streams' end, then the close (given at most the idle timeout for it).
+    scala.concurrent.duration.FiniteDuration grace =
+        scala.concurrent.duration.FiniteDuration.fromNanos(limits.idleTimeout().toNanos());
+    return handled.asJava().joinMat(stack, Keep.right()).mapMaterializedValue(terminator -> {
+      conn.end().endBy(() -> terminator.terminate(grace, system.executionContext()));
+      return NotUsed.getInstance();
+    });
   }
 }

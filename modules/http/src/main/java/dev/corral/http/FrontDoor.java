@@ -79,8 +79,8 @@ public final class FrontDoor {
   private final AtomicBoolean draining = new AtomicBoolean(false);
   /** Connections answering a request (their {@link HeadDeadline}s count them): a graceful stop waits for 0. */
   private final AtomicInteger answeringConnections = new AtomicInteger();
-  /** Each open HTTP/1.1 connection's switch, to end it the graceful way ({@link #closeConnections}). */
-  private final Set<UniqueKillSwitch> openConnections = ConcurrentHashMap.newKeySet();
+  /** Each open connection's graceful end ({@link #closeConnections}). */
+  private final Set<ConnectionEnd> openConnections = ConcurrentHashMap.newKeySet();
   private final AtomicBoolean closingConnections = new AtomicBoolean();
 
   /**
@@ -176,9 +176,11 @@ public final class FrontDoor {
       @Override
       public AlpnServer.Connection open(InetSocketAddress local, InetSocketAddress remote) {
         metrics.httpConnections.inc();
-        return new AlpnServer.Connection(new ConnectionScope(waiters.cancels()), new PublicBase.Addresses(local, remote),
-            new HeadDeadline(connectionTimers, Ticker.systemTicker(), limits.headerReadTimeout(), limits.idleTimeout(),
-                answeringConnections));
+        AlpnServer.Connection c = new AlpnServer.Connection(new ConnectionScope(waiters.cancels()),
+            new PublicBase.Addresses(local, remote), new HeadDeadline(connectionTimers, Ticker.systemTicker(),
+                limits.headerReadTimeout(), limits.idleTimeout(), answeringConnections), new ConnectionEnd(() -> { }));
+        opened(c.end());
+        return c;
       }
 
       @Override
@@ -197,7 +199,8 @@ public final class FrontDoor {
       }
 
       @Override
-      public void closed() {
+      public void closed(AlpnServer.Connection c) {
+        openConnections.remove(c.end());
         metrics.httpConnections.dec();
       }
     };
@@ -268,15 +271,13 @@ public final class FrontDoor {
     return Flow.of(HttpRequest.class)
         .viaMat(KillSwitches.single(), Keep.right())
         .watchTermination((UniqueKillSwitch kill, CompletionStage<Done> done) -> {
-          openConnections.add(kill);
+          ConnectionEnd end = new ConnectionEnd(kill::shutdown);
+          opened(end);
           done.whenComplete((d, e) -> {
-            openConnections.remove(kill);
+            openConnections.remove(end);
             deadline.closed();
             scope.closed();
           });
-          if (closingConnections.get()) {
-            kill.shutdown(); // accepted as the node began to close its connections
-          }
           deadline.start(first -> {
             metrics.httpHeadTimeouts.labelValues(first ? "first-request" : "next-request").inc();
             kill.shutdown();
@@ -334,19 +335,28 @@ public final class FrontDoor {
   }
 
   /**
-   * Ends every open HTTP/1.1 connection the graceful way, for a stop that has waited for its
-   * responses ({@link #answeringConnections}): no further request is read, a response still on
-   * its way is sent whole, then the connection is closed once its bytes are written. Pekko's
-   * {@code ServerBinding.terminate} instead fails a connection with no request pending at once,
-   * which resets it: the last bytes of a streamed body whose source had ended, still on their way
-   * to a slow client, were lost (DrainAnsweredBodyTest; ClusterDrainTest's cut 4 MiB body).
+   * Ends every open connection the graceful way, for a stop that has waited for its responses
+   * ({@link #answeringConnections}): no further request is read (HTTP/2: GOAWAY), a response still
+   * on its way is sent whole, then the connection is closed once its bytes are written
+   * ({@link ConnectionEnd}). Pekko's {@code ServerBinding.terminate} instead fails a connection with
+   * no request pending at once, which resets it, and so did the TLS port's byte-level switch: the
+   * last bytes of a streamed body whose source had ended, still on their way to a slow client, were
+   * lost (DrainAnsweredBodyTest, TlsDrainAnsweredBodyTest; ClusterDrainTest's cut 4 MiB body).
    */
   public void closeConnections() {
     closingConnections.set(true);
-    openConnections.forEach(UniqueKillSwitch::shutdown);
+    openConnections.forEach(ConnectionEnd::end);
   }
 
-  /** HTTP/1.1 connections not ended yet (see {@link #closeConnections}). */
+  /** Counts a connection as open until it has ended; ends it at once if the node is closing them. */
+  private void opened(ConnectionEnd end) {
+    openConnections.add(end);
+    if (closingConnections.get()) {
+      end.end(); // accepted as the node began to close its connections
+    }
+  }
+
+  /** Connections not ended yet (see {@link #closeConnections}). */
   public int openConnections() {
     return openConnections.size();
   }
