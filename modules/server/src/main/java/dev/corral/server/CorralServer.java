@@ -397,10 +397,9 @@ public final class CorralServer implements AutoCloseable {
    * is answering a request (from the request's arrival until its response has been handed to
    * Pekko, a streamed body to its end); then it ends every connection the graceful way (the
    * bytes still on their way are written, then the connection is closed:
-   * {@link FrontDoor#closeConnections}), and only then terminates the binding with what is left of
-   * the timeout, for the TLS port with HTTP/2 (whose connections {@code AlpnServer} ends) and
-   * whatever did not end in time. The phase's own timeout is raised to match in
-   * {@link #pekkoConfig}.
+   * {@link FrontDoor#closeConnections}: HTTP/1.1 and HTTP/2, plain and TLS), and only then
+   * terminates the binding with what is left of the timeout, for whatever did not end in time. The
+   * phase's own timeout is raised to match in {@link #pekkoConfig}.
    */
   private void drainOnShutdown(Duration drainTimeout) {
     CoordinatedShutdown cs = CoordinatedShutdown.get(system);
