@@ -31,7 +31,7 @@ free_port() {
 # one start beforehand: builds the jar and the class data sharing archive if they are stale
 port=$(free_port)
 (cd "$ROOT" && exec timeout 300 ./corral serve --http-host 127.0.0.1 --http-port "$port" --cluster-port 0 \
-  --peer-port 0 --management-port 0 --data-dir "$TMP/warm") >"$TMP/warm.log" 2>&1 &
+  --peer-port 0 --data-dir "$TMP/warm") >"$TMP/warm.log" 2>&1 &
 warm=$!
 for _ in $(seq 1 3000); do curl -sf -o /dev/null "http://127.0.0.1:$port/-/health/ready" && break; sleep 0.1; done
 kill "$warm" 2>/dev/null || true
@@ -47,14 +47,11 @@ start() {
   local data=$1 log=$2 n=$3 pid t0 ready="" rss stopped loaded="" hit_t0
   port=$(free_port)
   t0=$(date +%s.%N)
+  # No --management-port: it is off by default (0 would turn it on, on a free port).
   (cd "$ROOT" && exec ./corral serve --http-host 127.0.0.1 --http-port "$port" --cluster-port 0 --peer-port 0 \
-    --management-port 0 --data-dir "$data" --repo "bench=generic:$UPSTREAM") >"$log" 2>&1 &
+    --data-dir "$data" --repo "bench=generic:$UPSTREAM") >"$log" 2>&1 &
   pid=$!
-  for _ in $(seq 1 60000); do
-    if curl -sf -o /dev/null "http://127.0.0.1:$port/-/health/ready"; then ready=$(date +%s.%N); break; fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.01
-  done
+  ready=$(python3 "$BENCH_DIR/startwait.py" ready "$port" "$pid")
   rss=$(ps -o rss= -p "$pid" 2>/dev/null || echo 0)
   HIT="-"
   if [[ -n "$ready" && "$n" -gt 0 ]]; then
@@ -63,11 +60,7 @@ start() {
       | awk 'NR==1{s=$2} tolower($1)=="x-cache:"{x=$2} END{gsub(/\r/,"",x); printf "%s %s", s, x}')
     HIT="$HIT in $(python3 -c "print(f'{($(date +%s.%N)-$hit_t0)*1000:.0f} ms')")"
   fi
-  for _ in $(seq 1 30000); do
-    if grep -q "store index loaded" "$log"; then loaded=$(date +%s.%N); break; fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.01
-  done
+  loaded=$(python3 "$BENCH_DIR/startwait.py" logged "$log" "store index loaded" "$pid")
   RSS_LOADED=$(( $(ps -o rss= -p "$pid" 2>/dev/null || echo 0) / 1024 ))
   stopped=$(date +%s.%N)
   kill "$pid" 2>/dev/null || true
