@@ -50,7 +50,8 @@ import scala.jdk.javaapi.FutureConverters;
  * uses Pekko HTTP internal API ({@code Http2Blueprint}, {@code Http2Ext}, and the HTTP/2 stack's
  * {@code ServerTerminator} for a graceful stop, the same Pekko's own binding uses), written against
  * pekko-http 1.3: {@code TlsIT}, {@code TlsCancellationHttpTest} and {@code TlsDrainAnsweredBodyTest}
- * fail if an upgrade changes it ({@code --tls-http2 off} avoids it altogether).
+ * fail if an upgrade changes it. With {@code --tls-http2 off} no ALPN is answered and only the
+ * HTTP/1.1 path runs: public API alone.
  */
 final class AlpnServer {
   private static final Logger log = LoggerFactory.getLogger(AlpnServer.class);
@@ -81,10 +82,15 @@ final class AlpnServer {
   private final Materializer mat;
   private final ServerSettings settings;
   private final LoggingAdapter pekkoLog;
+  /** Pekko's HTTP/2 extension, or null when HTTP/2 is off (then no internal API is used). */
   private final Http2Ext http2;
   private final SharedKillSwitch all = KillSwitches.shared("corral-tls-connections");
 
-  AlpnServer(ActorSystem<?> system, Door door, SSLContext context, ConnectionLimits limits) {
+  /**
+   * @param http2 whether HTTP/2 is offered by ALPN ({@code --tls-http2}); without it every
+   *     connection speaks HTTP/1.1 and no ALPN is answered, through Pekko's public API alone
+   */
+  AlpnServer(ActorSystem<?> system, Door door, SSLContext context, ConnectionLimits limits, boolean http2) {
     this.system = system;
     this.door = door;
     this.context = context;
@@ -92,7 +98,7 @@ final class AlpnServer {
     this.mat = Materializer.matFromSystem(system);
     this.settings = ServerSettings.create(Adapter.toClassic(system)).withMaxConnections(limits.maxConnections());
     this.pekkoLog = Adapter.toClassic(system).log();
-    this.http2 = Http2$.MODULE$.get(Adapter.toClassic(system));
+    this.http2 = http2 ? Http2$.MODULE$.get(Adapter.toClassic(system)) : null;
   }
 
   CompletionStage<ServerBinding> bind(String host, int port) {
@@ -139,8 +145,10 @@ final class AlpnServer {
   private Flow<ByteString, ByteString, CompletionStage<Done>> connection(Tcp.IncomingConnection c, Connection conn) {
     SSLEngine engine = context.createSSLEngine();
     engine.setUseClientMode(false);
-    engine.setHandshakeApplicationProtocolSelector((e, offered) ->
-        offered.contains("h2") ? "h2" : offered.contains("http/1.1") ? "http/1.1" : "");
+    if (http2 != null) {
+      engine.setHandshakeApplicationProtocolSelector((e, offered) ->
+          offered.contains("h2") ? "h2" : offered.contains("http/1.1") ? "http/1.1" : "");
+    }
     // IgnoreBoth, not Pekko's IgnoreComplete: HTTP/2's graceful end completes its output and
     // cancels its input at once, and the cancel, overtaking the last frames, closed the TLS session
     // before they were written (a stream's end lost in 1 of 4 tries, TlsDrainAnsweredBodyTest). The
@@ -154,7 +162,7 @@ final class AlpnServer {
             .flatMapConcat(pair -> {
               // The protocol is chosen in the handshake, which is over once application bytes arrive.
               Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, ?> http =
-                  "h2".equals(engine.getApplicationProtocol()) ? http2(conn) : http1(conn);
+                  http2 != null && "h2".equals(engine.getApplicationProtocol()) ? http2(conn) : http1(conn);
               return Source.from(pair.first()).concat(pair.second()).via(http);
             });
     Duration idle = limits.idleTimeout();

@@ -32,7 +32,6 @@ import javax.net.ssl.SSLContext;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
-import org.apache.pekko.http.javadsl.HttpsConnectionContext;
 import org.apache.pekko.http.javadsl.IncomingConnection;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.AttributeKey;
@@ -144,20 +143,9 @@ public final class FrontDoor {
    * wait in the kernel's accept backlog and take no descriptor of this process.
    */
   public CompletionStage<ServerBinding> bind(String host, int port, ConnectionLimits limits) {
-    return bind(host, port, limits, Optional.empty());
-  }
-
-  /**
-   * The same, with {@code https}: HTTPS with HTTP/1.1 only, every connection's flow still this
-   * front door's own (the cap, the head deadline and the connection scope as in plain HTTP; the
-   * head deadline's clock includes the TLS handshake). {@link #bindTls} adds HTTP/2.
-   */
-  public CompletionStage<ServerBinding> bind(String host, int port, ConnectionLimits limits,
-      Optional<HttpsConnectionContext> https) {
     Materializer mat = Materializer.matFromSystem(system);
     OpenFileLimit.warnIfBelow(limits.maxConnections());
-    var builder = Http.get(system).newServerAt(host, port);
-    return https.map(builder::enableHttps).orElse(builder)
+    return Http.get(system).newServerAt(host, port)
         .connectionSource()
         .mapAsyncUnordered(limits.maxConnections(), (IncomingConnection c) -> serve(c, limits, mat))
         .to(Sink.ignore())
@@ -165,12 +153,14 @@ public final class FrontDoor {
   }
 
   /**
-   * Binds HTTPS with HTTP/2 negotiated by ALPN and HTTP/1.1 beside it, each connection with the
-   * same cap, head deadline and connection scope as plain HTTP ({@link AlpnServer};
-   * docs/security.md, "TLS"). {@code --tls-http2 off} binds through
-   * {@link #bind(String, int, ConnectionLimits, Optional)} instead.
+   * Binds HTTPS with HTTP/2 negotiated by ALPN and HTTP/1.1 beside it ({@code http2}), or HTTP/1.1
+   * alone, each connection with the same cap, head deadline, connection scope and graceful end as
+   * plain HTTP ({@link AlpnServer}; docs/security.md, "TLS"). Not Pekko's {@code enableHttps}: its
+   * TLS stage closes eagerly, on the first of the HTTP layer's two ends, and a stopping node's
+   * connection then lost the end of a response on its way (TlsDrainAnsweredBodyTest).
    */
-  public CompletionStage<ServerBinding> bindTls(String host, int port, ConnectionLimits limits, SSLContext tls) {
+  public CompletionStage<ServerBinding> bindTls(String host, int port, ConnectionLimits limits, SSLContext tls,
+      boolean http2) {
     OpenFileLimit.warnIfBelow(limits.maxConnections());
     AlpnServer.Door door = new AlpnServer.Door() {
       @Override
@@ -204,7 +194,7 @@ public final class FrontDoor {
         metrics.httpConnections.dec();
       }
     };
-    return new AlpnServer(system, door, tls, limits).bind(host, port);
+    return new AlpnServer(system, door, tls, limits, http2).bind(host, port);
   }
 
   /**

@@ -20,7 +20,6 @@ import dev.corral.core.store.DiskStore;
 import dev.corral.core.store.HotBlobs;
 import dev.corral.http.FrontDoor;
 import dev.corral.http.PublicBase;
-import dev.corral.http.tls.ServerTls;
 import dev.corral.cluster.ClusterPeers;
 import dev.corral.cluster.HttpPeerBlobs;
 import dev.corral.cluster.PeerPort;
@@ -258,11 +257,10 @@ public final class CorralServer implements AutoCloseable {
               ? new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()).overTls()
               : new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()),
           settings.serveLimits(), settings.clientAuth());
-      ServerBinding binding = (settings.tls().isPresent() && settings.tlsHttp2()
+      ServerBinding binding = (settings.tls().isPresent()
           ? frontDoor.bindTls(settings.httpHost(), settings.httpPort(), settings.connections(),
-              settings.tls().get().sslContext())
-          : frontDoor.bind(settings.httpHost(), settings.httpPort(), settings.connections(),
-              settings.tls().map(ServerTls::connectionContext)))
+              settings.tls().get().sslContext(), settings.tlsHttp2())
+          : frontDoor.bind(settings.httpHost(), settings.httpPort(), settings.connections()))
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
       CompletionStage<Optional<Integer>> warmUp = settings.tls().isPresent()
           ? CompletableFuture.completedFuture(Optional.empty())

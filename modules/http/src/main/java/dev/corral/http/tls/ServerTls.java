@@ -5,8 +5,6 @@ import java.security.GeneralSecurityException;
 import java.time.Duration;
 import javax.net.ssl.KeyManager;
 import javax.net.ssl.SSLContext;
-import org.apache.pekko.http.javadsl.ConnectionContext;
-import org.apache.pekko.http.javadsl.HttpsConnectionContext;
 
 /**
  * The client port's TLS: the certificate and key from {@code --tls-cert} and {@code --tls-key}
@@ -43,11 +41,6 @@ public final class ServerTls {
 
   public SSLContext sslContext() {
     return context;
-  }
-
-  /** For Pekko HTTP's server: ALPN (h2, http/1.1) is added by Pekko when HTTP/2 is enabled. */
-  public HttpsConnectionContext connectionContext() {
-    return ConnectionContext.httpsServer(context);
   }
 
   public ReloadingKeyManager keys() {
