@@ -8,10 +8,6 @@ import dev.corral.testkit.ManualScheduler;
 import dev.corral.testkit.ManualTicker;
 import dev.corral.testkit.TestNode;
 import dev.corral.testkit.TestNodeExtension;
-import dev.corral.testkit.upstream.TestCertificates;
-import dev.corral.testkit.upstream.TestCertificates.KeyFormat;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -28,24 +24,11 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class TlsCancellationHttpTest {
-  private static final TestCertificates CA;
-  private static final TestCertificates.Pair PAIR;
-
-  static {
-    try {
-      Path dir = Files.createTempDirectory("corral-tls-");
-      CA = TestCertificates.newCa(dir, "corral");
-      PAIR = CA.leaf("node", KeyFormat.RSA_PKCS8);
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
-    }
-  }
-
   private final ManualTicker ticker = new ManualTicker();
 
   @RegisterExtension
   final TestNodeExtension node = TestNodeExtension.routed().manualTime(new ManualScheduler(ticker))
-      .args(n -> new String[] {"--tls-cert", PAIR.cert().toString(), "--tls-key", PAIR.key().toString()});
+      .args(n -> NodeTls.args());
 
   private int base;
 
@@ -70,7 +53,7 @@ class TlsCancellationHttpTest {
       ok(exchange, TestNode.bytes(1024, 3));
     });
     String url = "https://127.0.0.1:" + node.server().address().getPort() + "/up" + path;
-    Process curl = new ProcessBuilder("curl", "-sS", version, "--cacert", CA.caCert().toString(), "-o", "/dev/null", url)
+    Process curl = new ProcessBuilder("curl", "-sS", version, "--cacert", NodeTls.CA.caCert().toString(), "-o", "/dev/null", url)
         .redirectErrorStream(true).start();
     try {
       await(arrived);

@@ -6,9 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.corral.testkit.TestNode;
 import dev.corral.testkit.upstream.FakeUpstream;
-import dev.corral.testkit.upstream.TestCertificates;
-import dev.corral.testkit.upstream.TestCertificates.KeyFormat;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -34,19 +33,6 @@ import org.junit.jupiter.params.provider.ValueSource;
 class TlsDrainAnsweredBodyTest {
   /** Streamed from disk once stored, and more than the socket buffers and curl's window hold. */
   private static final int LARGE = 16 * 1024 * 1024;
-  private static final TestCertificates CA;
-  private static final TestCertificates.Pair PAIR;
-
-  static {
-    try {
-      Path dir = Files.createTempDirectory("corral-tls-");
-      CA = TestCertificates.newCa(dir, "corral");
-      PAIR = CA.leaf("node", KeyFormat.RSA_PKCS8);
-    } catch (IOException e) {
-      throw new java.io.UncheckedIOException(e);
-    }
-  }
-
   private final byte[] large = TestNode.bytes(LARGE, 33);
   private FakeUpstream upstream;
   private CorralServer server;
@@ -72,8 +58,9 @@ class TlsDrainAnsweredBodyTest {
   void theLastBytesOfStreamedBodiesStillOnTheirWayWhenTheNodeStopsReachTheirTlsClients(String http2,
       @TempDir Path dir) throws Exception {
     upstream = new FakeUpstream((exchange, n) -> TestNode.ok(exchange, large));
-    server = TestNode.start(dir, upstream.url("/"), "", "--drain-timeout", "60s", "--tls-http2", http2,
-        "--tls-cert", PAIR.cert().toString(), "--tls-key", PAIR.key().toString());
+    List<String> args = new ArrayList<>(List.of("--drain-timeout", "60s", "--tls-http2", http2));
+    args.addAll(List.of(NodeTls.args()));
+    server = TestNode.start(dir, upstream.url("/"), "", args.toArray(new String[0]));
     String url = "https://127.0.0.1:" + server.address().getPort() + "/up/d/large.bin";
     TestNode.await("the large artifact stored", Duration.ofSeconds(30),
         () -> curl(url, dir.resolve("warm.bin"), "--http1.1", "-D", "-").contains("x-cache: hit"));
@@ -128,7 +115,7 @@ class TlsDrainAnsweredBodyTest {
   }
 
   private static List<String> command(String url, Path out, String... more) {
-    List<String> command = new ArrayList<>(List.of("curl", "-sS", "--cacert", CA.caCert().toString(),
+    List<String> command = new ArrayList<>(List.of("curl", "-sS", "--cacert", NodeTls.CA.caCert().toString(),
         "-o", out.toString()));
     command.addAll(List.of(more));
     command.add(url);
@@ -143,7 +130,7 @@ class TlsDrainAnsweredBodyTest {
       p.waitFor(30, TimeUnit.SECONDS);
       return printed;
     } catch (IOException e) {
-      throw new java.io.UncheckedIOException(e);
+      throw new UncheckedIOException(e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException(e);
