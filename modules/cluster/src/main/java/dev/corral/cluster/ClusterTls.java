@@ -19,6 +19,8 @@ import java.security.interfaces.RSAPrivateKey;
 import java.security.interfaces.RSAPublicKey;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.function.Supplier;
+import javax.net.ssl.SSLEngine;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.ConnectionContext;
 import org.apache.pekko.http.javadsl.HttpsConnectionContext;
@@ -110,9 +112,9 @@ public final class ClusterTls {
    * The peer port's server side: each connection's engine from the current files, requiring a
    * client certificate signed by the CA. The system must run with {@link #pekkoConfig()}.
    */
-  public HttpsConnectionContext serverContext(ActorSystem<?> system, String host, int port) {
+  public Supplier<SSLEngine> serverEngines(ActorSystem<?> system, String host, int port) {
     RotatingKeysSSLEngineProvider engines = new RotatingKeysSSLEngineProvider(system.classicSystem());
-    return ConnectionContext.httpsServer(() -> engines.createServerSSLEngine(host, port));
+    return () -> engines.createServerSSLEngine(host, port);
   }
 
   /** The peer channel's client side: presents this node's certificate, trusts only the CA. */

@@ -3,42 +3,85 @@ package dev.corral.cluster;
 import dev.corral.core.fetch.Node;
 import java.net.BindException;
 import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
+import javax.net.ssl.SSLEngine;
+import org.apache.pekko.Done;
+import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.event.LoggingAdapter;
 import org.apache.pekko.http.javadsl.Http;
-import org.apache.pekko.http.javadsl.ServerBinding;
-import org.apache.pekko.http.javadsl.ServerBuilder;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
+import org.apache.pekko.http.javadsl.settings.ServerSettings;
+import org.apache.pekko.stream.IgnoreBoth$;
+import org.apache.pekko.stream.KillSwitches;
+import org.apache.pekko.stream.Materializer;
+import org.apache.pekko.stream.SharedKillSwitch;
+import org.apache.pekko.stream.TLSProtocol;
+import org.apache.pekko.stream.UniqueKillSwitch;
+import org.apache.pekko.stream.javadsl.BidiFlow;
+import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.javadsl.Keep;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.TLS;
+import org.apache.pekko.stream.javadsl.TLSPlacebo;
+import org.apache.pekko.stream.javadsl.Tcp;
+import org.apache.pekko.util.ByteString;
 
 /**
  * The peer copy channel's own listener: {@link PeerEndpoint} on {@code --peer-port} at the
  * cluster host, never on the client port. With the cluster's identity ({@link ClusterTls}) it is
  * HTTPS and every connection must present a certificate from the cluster's CA; without it, plain
  * HTTP (a loopback cluster host, or {@code --cluster-insecure}).
+ *
+ * <p>A stopping node ends the port's connections the graceful way ({@link #closeConnections}),
+ * as its front door ends the client ports' (SEMANTICS L4): a copy on its way to another node is
+ * sent whole. So each connection runs Pekko HTTP's public server layer over TCP (and TLS) here,
+ * not in Pekko's {@code bind}, whose {@code terminate} reset a connection with no request pending
+ * while the last bytes of a copy were still on their way (PeerDrainAnsweredBodyTest: a reader of
+ * four cut in every run, plain and TLS alike).
  */
 public final class PeerPort {
-  private PeerPort() {}
+  private final ActorSystem<?> system;
+  private final PeerEndpoint endpoint;
+  private final ServerSettings settings;
+  private final Optional<Supplier<SSLEngine>> tls;
+  private final LoggingAdapter pekkoLog;
+  /** The connections not ended yet. */
+  private final Set<Connection> open = ConcurrentHashMap.newKeySet();
+  private final AtomicBoolean closing = new AtomicBoolean();
+  /** Cuts whatever is still open when the port is terminated. */
+  private final SharedKillSwitch all = KillSwitches.shared("corral-peer-connections");
+  private final Tcp.ServerBinding tcp;
 
-  /** Binds the peer endpoint; a port that cannot be bound is a {@link ClusterJoin.CannotListen}. */
-  public static ServerBinding bind(ActorSystem<?> system, Node node, ClusterSettings c) throws Exception {
-    return bind(system, node, c, PeerTransfers.NONE);
-  }
-
-  /** The same, telling each transfer the endpoint serves to {@code transfers}. */
-  public static ServerBinding bind(ActorSystem<?> system, Node node, ClusterSettings c, PeerTransfers transfers)
-      throws Exception {
-    PeerEndpoint endpoint = new PeerEndpoint(node, transfers);
-    ServerBuilder builder = Http.get(system).newServerAt(c.host(), c.peerPort());
-    if (c.tls().isPresent()) {
-      builder = builder.enableHttps(c.tls().get().serverContext(system, c.host(), c.peerPort()));
-    }
+  private PeerPort(ActorSystem<?> system, PeerEndpoint endpoint, ClusterSettings c) throws Exception {
+    this.system = system;
+    this.endpoint = endpoint;
+    this.settings = ServerSettings.create(Adapter.toClassic(system));
+    this.tls = c.tls().map(t -> t.serverEngines(system, c.host(), c.peerPort()));
+    this.pekkoLog = Adapter.toClassic(system).log();
     try {
-      return builder.bindSync(request -> answer(endpoint, request)).toCompletableFuture().get(30, TimeUnit.SECONDS);
+      // At most max-connections at once, as Pekko's bindings do: the next connection is accepted
+      // only while fewer are open; the rest wait in the kernel's backlog.
+      this.tcp = Tcp.get(Adapter.toClassic(system))
+          .bind(c.host(), c.peerPort(), settings.getBacklog(), List.of(), false, Optional.empty())
+          .mapAsyncUnordered(settings.getMaxConnections(), this::serve)
+          .to(Sink.ignore())
+          .run(Materializer.matFromSystem(system))
+          .toCompletableFuture().get(30, TimeUnit.SECONDS);
     } catch (ExecutionException e) {
       if (ClusterJoin.causes(e, BindException.class)) {
         throw new ClusterJoin.CannotListen(ClusterJoin.CannotListen.Port.PEER,
@@ -46,6 +89,131 @@ public final class PeerPort {
       }
       throw e;
     }
+  }
+
+  /** Binds the peer endpoint; a port that cannot be bound is a {@link ClusterJoin.CannotListen}. */
+  public static PeerPort bind(ActorSystem<?> system, Node node, ClusterSettings c) throws Exception {
+    return bind(system, node, c, PeerTransfers.NONE);
+  }
+
+  /** The same, telling each transfer the endpoint serves to {@code transfers}. */
+  public static PeerPort bind(ActorSystem<?> system, Node node, ClusterSettings c, PeerTransfers transfers)
+      throws Exception {
+    return new PeerPort(system, new PeerEndpoint(node, transfers), c);
+  }
+
+  /** Where the port listens. */
+  public InetSocketAddress localAddress() {
+    return tcp.localAddress();
+  }
+
+  /**
+   * Ends every open connection the graceful way: no further request is read, the response on its
+   * way is sent whole, then the connection closes; one accepted from now on is ended at once. A
+   * stopping node calls it once no copy is being sent ({@link PeerTransfers#sendingEnded}: a copy's
+   * body has left the store, not yet the node), then waits for {@link #openConnections} to reach 0.
+   */
+  public void closeConnections() {
+    closing.set(true);
+    open.forEach(Connection::end);
+  }
+
+  /** Connections not ended yet. */
+  public int openConnections() {
+    return open.size();
+  }
+
+  /** Stops listening and cuts the connections still open (those that did not end in time). */
+  public CompletionStage<Done> terminate() {
+    return tcp.unbind().handle((v, e) -> {
+      all.shutdown();
+      return Done.getInstance();
+    });
+  }
+
+  /** Runs one connection; completes (never fails) when it has ended. */
+  private CompletionStage<Done> serve(Tcp.IncomingConnection c) {
+    Connection connection = new Connection();
+    open.add(connection);
+    if (closing.get()) {
+      connection.end(); // accepted as the node began to close its connections
+    }
+    try {
+      return c.handleWith(bytes(c.remoteAddress(), connection), Materializer.matFromSystem(system))
+          .handle((d, e) -> Done.getInstance());
+    } catch (RuntimeException e) {
+      open.remove(connection);
+      pekkoLog.error(e, "could not serve a peer connection from {}", c.remoteAddress());
+      return CompletableFuture.completedFuture(Done.getInstance());
+    }
+  }
+
+  /**
+   * One connection's bytes: the idle timeout, TLS or none, Pekko HTTP's server layer, the endpoint.
+   * Open until its last bytes have gone to TCP (which closes after writing them): counted so
+   * rather than until its requests end (at once on {@link #closeConnections}), or the port's
+   * terminate cut the response still on its way.
+   */
+  private Flow<ByteString, ByteString, CompletionStage<Done>> bytes(InetSocketAddress remote, Connection connection) {
+    Flow<HttpRequest, HttpResponse, NotUsed> requests = Flow.of(HttpRequest.class)
+        .viaMat(KillSwitches.single(), Keep.right())
+        .mapMaterializedValue(kill -> {
+          connection.endBy(kill);
+          return NotUsed.getInstance();
+        })
+        .map(r -> answer(endpoint, r));
+    Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, NotUsed> http =
+        Http.get(system).serverLayer(settings, Optional.of(remote), pekkoLog).reversed().join(requests);
+    Flow<ByteString, ByteString, NotUsed> session = transport().reversed().join(http);
+    scala.concurrent.duration.Duration idle = settings.getTimeouts().idleTimeout();
+    if (idle.isFinite()) {
+      session = BidiFlow.<ByteString, ByteString>bidirectionalIdleTimeout(java.time.Duration.ofNanos(idle.toNanos()))
+          .join(session);
+    }
+    return Flow.of(ByteString.class).via(all.flow()).via(session).watchTermination((m, done) -> {
+      done.whenComplete((d, e) -> open.remove(connection));
+      return done;
+    });
+  }
+
+  /**
+   * One connection's graceful end: its requests' kill switch (no further request read, the
+   * response on its way sent whole, then the close), which exists only once the connection's
+   * stream runs; an end asked before then happens when it does.
+   */
+  private static final class Connection {
+    private volatile UniqueKillSwitch kill;
+    private volatile boolean ending;
+
+    void endBy(UniqueKillSwitch kill) {
+      this.kill = kill;
+      if (ending) {
+        kill.shutdown();
+      }
+    }
+
+    void end() {
+      ending = true;
+      UniqueKillSwitch k = kill;
+      if (k != null) {
+        k.shutdown();
+      }
+    }
+  }
+
+  /**
+   * TLS with a client certificate required, closing once both of the HTTP layer's sides have
+   * ended (Pekko's {@code IgnoreBoth}, as the client TLS port: there HTTP/2's end lost bytes with
+   * the close at the first; HTTP/1.1 here lost none with it either); or plain bytes.
+   */
+  @SuppressWarnings("unchecked")
+  private BidiFlow<TLSProtocol.SslTlsOutbound, ByteString, ByteString, TLSProtocol.SslTlsInbound, NotUsed> transport() {
+    if (tls.isPresent()) {
+      return TLS.create(tls.get()::get, IgnoreBoth$.MODULE$);
+    }
+    // The placebo's inbound elements are SessionBytes, an SslTlsInbound: the cast only widens.
+    return (BidiFlow<TLSProtocol.SslTlsOutbound, ByteString, ByteString, TLSProtocol.SslTlsInbound, NotUsed>)
+        (BidiFlow<?, ?, ?, ?, ?>) TLSPlacebo.getInstance();
   }
 
   static HttpResponse answer(PeerEndpoint endpoint, HttpRequest request) {

@@ -96,7 +96,7 @@ public final class CorralServer implements AutoCloseable {
   private final CancelRegistry cancels;
   private final Waiters waiters;
   private final String nodeName;
-  private final ServerBinding peerBinding;
+  private final PeerPort peerPort;
   private final PeerTransferMetrics transfers;
   private final CompletionStage<Optional<Integer>> warmUp;
   /** See {@link #waitedForPeerUploads}. */
@@ -105,10 +105,10 @@ public final class CorralServer implements AutoCloseable {
   private volatile long drainDeadline;
 
   private CorralServer(ActorSystem<Void> system, FrontDoor frontDoor, ServerBinding binding, Node node,
-      Metrics metrics, CancelRegistry cancels, Waiters waiters, String nodeName, ServerBinding peerBinding,
+      Metrics metrics, CancelRegistry cancels, Waiters waiters, String nodeName, PeerPort peerPort,
       PeerTransferMetrics transfers, CompletionStage<Optional<Integer>> warmUp) {
     this.warmUp = warmUp;
-    this.peerBinding = peerBinding;
+    this.peerPort = peerPort;
     this.transfers = transfers;
     this.metrics = metrics;
     this.waiters = waiters;
@@ -270,14 +270,14 @@ public final class CorralServer implements AutoCloseable {
             }
             return Optional.ofNullable(status);
           });
-      ServerBinding peerBinding;
+      PeerPort peerPort;
       try {
-        peerBinding = connectPeers(system, settings, peers, store, node, transfers);
+        peerPort = connectPeers(system, settings, peers, store, node, transfers);
       } catch (ClusterJoin.CannotListen e) {
         throw asSetting(e);
       }
       CorralServer server = new CorralServer(system, frontDoor, binding, node, metrics, cancels, waiters, nodeName,
-          peerBinding, transfers, warmUp);
+          peerPort, transfers, warmUp);
       server.drainOnShutdown(settings.drainTimeout());
       NodeName.register(metrics, nodeName);
       // Ready once this node is an Up member: a one-node cluster is Up at once (waited for
@@ -372,16 +372,16 @@ public final class CorralServer implements AutoCloseable {
    * ({@link PeerPort}; never the client port) and sets this node's peer URL, listed in key records
    * as a holder. Evictions tell the key's entity that this node no longer holds the bytes.
    */
-  private static ServerBinding connectPeers(ActorSystem<?> system, CorralSettings settings, ClusterPeers peers,
+  private static PeerPort connectPeers(ActorSystem<?> system, CorralSettings settings, ClusterPeers peers,
       DiskStore store, Node node, PeerTransfers transfers) throws Exception {
-    ServerBinding peerBinding = PeerPort.bind(system, node, settings.cluster(), transfers);
-    String selfUrl = PeerPort.url(settings.cluster(), peerBinding.localAddress());
+    PeerPort peerPort = PeerPort.bind(system, node, settings.cluster(), transfers);
+    String selfUrl = PeerPort.url(settings.cluster(), peerPort.localAddress());
     peers.bound(selfUrl);
     ClusterSharding sharding = ClusterSharding.get(system);
     store.onEvicted(keyId -> sharding.entityRefFor(FetchEntity.TYPE_KEY, keyId).tell(new FetchEntity.Dropped(selfUrl)));
     log.info("peer endpoint for other nodes: {}/-/peer/ ({})", selfUrl, settings.cluster().tls().isPresent()
         ? "client certificates from the cluster's CA required" : "no TLS: firewall it to the cluster's nodes");
-    return peerBinding;
+    return peerPort;
   }
 
   /**
@@ -408,14 +408,22 @@ public final class CorralServer implements AutoCloseable {
     });
     // The peer port stays open while the node drains and hands its shards off: other nodes may
     // still be copying from it (with fan-out, from any node). Copies still being sent then are let
-    // finish, within what is left of the drain timeout (one budget for the whole stop): terminate
-    // alone would cut them a second later, and a copy that cannot resume elsewhere fails its
-    // node's clients.
+    // finish, within what is left of the drain timeout (one budget for the whole stop), and their
+    // connections are ended as the client ports' are: the last bytes on their way written, then
+    // closed (PeerDrainAnsweredBodyTest). Terminating at once would cut them, and a copy that
+    // cannot resume elsewhere fails its node's clients.
     cs.addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(), "corral-peer-unbind", () -> {
       CompletableFuture<Done> sent = new CompletableFuture<>();
-      long deadline = drainDeadline;
-      awaitUploadsSent(sent, deadline != 0 ? deadline : System.nanoTime() + drainTimeout.toNanos());
-      return sent.thenCompose(d -> peerBinding.terminate(Duration.ofSeconds(1))).thenApply(t -> Done.getInstance());
+      long deadline = drainDeadline != 0 ? drainDeadline : System.nanoTime() + drainTimeout.toNanos();
+      awaitUploadsSent(sent, deadline);
+      return sent.thenCompose(d -> {
+            peerPort.closeConnections();
+            CompletableFuture<Done> closed = new CompletableFuture<>();
+            awaitNone(closed, deadline, peerPort::openConnections, () -> { }, left -> log.warn(
+                "drain timeout reached with {} peer connections still sending their last copy; closing the peer port", left));
+            return closed;
+          })
+          .thenCompose(d -> peerPort.terminate());
     });
     // After a drain, the client pools (upstreams, peers) are closed here rather than by the actor
     // system's end, which would log each live pool as "shut down unexpectedly". Waited for at most
@@ -510,7 +518,7 @@ public final class CorralServer implements AutoCloseable {
 
   /** Where the peer port listens (the cluster host). */
   public InetSocketAddress peerAddress() {
-    return peerBinding.localAddress();
+    return peerPort.localAddress();
   }
 
   /** The node's stable name ({@code --node-name}, else its cluster host:port). */

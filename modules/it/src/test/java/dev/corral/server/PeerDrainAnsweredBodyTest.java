@@ -1,0 +1,161 @@
+package dev.corral.server;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.corral.testkit.TestNode;
+import dev.corral.testkit.upstream.FakeUpstream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * SEMANTICS L4 on the peer port, plain and with the cluster's TLS identity: a stopping node sends
+ * the last bytes of every copy it is sending to another node (here the real curl, rate limited,
+ * reading {@code /-/peer/blobs/<sha256>} as a peer does), then closes the connection. The stop
+ * waited for each copy's body to have left the store and then terminated the port, which reset a
+ * connection whose last bytes were still on their way (as the client ports' drain did:
+ * DrainAnsweredBodyTest, TlsDrainAnsweredBodyTest); with the cluster's TLS the port went through
+ * Pekko's {@code enableHttps}, whose TLS stage closes at the first of the HTTP layer's two ends.
+ * A copy cut so fails its checks on the receiving node, which must then get the bytes again.
+ */
+class PeerDrainAnsweredBodyTest {
+  /** Streamed from disk, and more than the socket buffers and curl's window hold. */
+  private static final int LARGE = 16 * 1024 * 1024;
+  private static final int READERS = 4;
+  private final byte[] large = TestNode.bytes(LARGE, 34);
+  private FakeUpstream upstream;
+  private CorralServer server;
+
+  @AfterEach
+  void stop() throws Exception {
+    if (server != null) {
+      server.close();
+    }
+    if (upstream != null) {
+      upstream.close();
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"plain", "tls"})
+  void theLastBytesOfCopiesStillOnTheirWayWhenTheNodeStopsReachTheirPeers(String port, @TempDir Path dir)
+      throws Exception {
+    upstream = new FakeUpstream((exchange, n) -> TestNode.ok(exchange, large));
+    List<String> args = new ArrayList<>(List.of("--drain-timeout", "60s"));
+    boolean tls = port.equals("tls");
+    Path identity = dir.resolve("cluster-tls");
+    if (tls) {
+      ClusterCertificates.write(identity, List.of(), false);
+      args.addAll(List.of("--cluster-tls-dir", identity.toString()));
+    }
+    // A peer's side of the cluster's TLS: the node's certificate presented, the cluster's CA trusted.
+    List<String> curlTls = tls ? List.of("--cacert", identity.resolve("ca.crt").toString(),
+        "--cert", identity.resolve("tls.crt").toString(), "--key", identity.resolve("tls.key").toString()) : List.of();
+    String scheme = tls ? "https" : "http";
+    server = TestNode.start(dir, upstream.url("/"), "", args.toArray(new String[0]));
+    assertEquals(200, TestNode.get(TestNode.client(), server, "/up/d/large.bin").statusCode());
+    String url = scheme + "://127.0.0.1:" + server.peerAddress().getPort() + "/-/peer/blobs/" + ClusterDataTest.sha256(large);
+    // The store's commit may follow the client's response.
+    Path warm = dir.resolve("warm.bin");
+    TestNode.await("the blob on the peer port", Duration.ofSeconds(30),
+        () -> run(command(curlTls, warm, url)) == 0 && size(warm) == LARGE);
+    TestNode.await("the warm-up's copy sent", Duration.ofSeconds(30), () -> server.metrics().peerUploads.get() == 0);
+
+    List<Process> slow = new ArrayList<>();
+    List<Path> outs = new ArrayList<>();
+    try {
+      for (int i = 0; i < READERS; i++) {
+        Path out = dir.resolve("out-" + i + ".bin");
+        outs.add(out);
+        List<String> command = command(curlTls, out, url);
+        command.addAll(1, List.of("--limit-rate", "2M"));
+        slow.add(new ProcessBuilder(command).redirectErrorStream(true)
+            .redirectOutput(dir.resolve("curl-" + i + ".log").toFile()).start());
+      }
+      dev.corral.testkit.Await.until(Duration.ofSeconds(30), () -> "every reader receiving its copy: "
+              + server.metrics().peerUploads.get() + " copies being sent, read " + outs.stream().map(o -> size(o)).toList()
+              + "; curl: " + logs(dir),
+          // Not "every copy still being sent": a copy counts as sent once its body has left the
+          // store, while the socket buffers still hold megabytes of it.
+          () -> outs.stream().allMatch(out -> size(out) > 1024 * 1024 && size(out) < LARGE));
+      CompletableFuture<Void> stopped = CompletableFuture.runAsync(() -> {
+        try {
+          server.close();
+        } catch (Exception e) {
+          throw new IllegalStateException(e);
+        }
+      });
+      for (Process p : slow) {
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "curl still reading after 60 s");
+      }
+      stopped.get(60, TimeUnit.SECONDS);
+      server = null;
+      for (int i = 0; i < READERS; i++) {
+        String what = "reader " + i + " on the " + port + " peer port";
+        assertEquals(0, slow.get(i).exitValue(),
+            what + ": " + Files.readString(dir.resolve("curl-" + i + ".log"), StandardCharsets.UTF_8));
+        byte[] body = Files.readAllBytes(outs.get(i));
+        assertEquals(LARGE, body.length, what + ": the copy's length");
+        assertArrayEquals(large, body, what);
+      }
+    } finally {
+      slow.forEach(Process::destroyForcibly);
+    }
+  }
+
+  private static List<String> command(List<String> tls, Path out, String url) {
+    List<String> command = new ArrayList<>(List.of("curl", "-sS", "-o", out.toString()));
+    command.addAll(tls);
+    command.add(url);
+    return command;
+  }
+
+  private static int run(List<String> command) {
+    try {
+      Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD)
+          .start();
+      if (!p.waitFor(30, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+        return -1;
+      }
+      return p.exitValue();
+    } catch (IOException e) {
+      return -1;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return -1;
+    }
+  }
+
+  private static String logs(Path dir) {
+    StringBuilder b = new StringBuilder();
+    for (int i = 0; i < READERS; i++) {
+      try {
+        b.append(i).append(": ").append(Files.readString(dir.resolve("curl-" + i + ".log"), StandardCharsets.UTF_8).strip()).append("; ");
+      } catch (IOException e) {
+        b.append(i).append(": ").append(e).append("; ");
+      }
+    }
+    return b.toString();
+  }
+
+  private static long size(Path file) {
+    try {
+      return Files.exists(file) ? Files.size(file) : 0;
+    } catch (IOException e) {
+      return 0;
+    }
+  }
+}
