@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.corral.testkit.RawHttp;
 import dev.corral.testkit.TestNode;
 import dev.corral.testkit.upstream.FakeUpstream;
 import java.io.IOException;
@@ -16,6 +17,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -112,6 +114,42 @@ class PeerDrainAnsweredBodyTest {
       }
     } finally {
       slow.forEach(Process::destroyForcibly);
+    }
+  }
+
+  /**
+   * The other side of the graceful end: a kept-alive peer connection with no copy on its way
+   * (a peer's pool keeps them) is closed by the stop at once, not held until the drain timeout.
+   */
+  @Test
+  void anIdlePeerConnectionIsClosedByTheStopWithoutWaitingForTheDrainTimeout(@TempDir Path dir) throws Exception {
+    byte[] small = TestNode.bytes(4096, 35);
+    upstream = new FakeUpstream((exchange, n) -> TestNode.ok(exchange, small));
+    server = TestNode.start(dir, upstream.url("/"), "", "--drain-timeout", "120s");
+    assertEquals(200, TestNode.get(TestNode.client(), server, "/up/d/small.bin").statusCode());
+    String blob = "/-/peer/blobs/" + ClusterDataTest.sha256(small);
+    CorralServer node = server;
+    TestNode.await("the blob on the peer port", Duration.ofSeconds(30),
+        () -> exchange(node, blob) == 200);
+    try (RawHttp idle = RawHttp.keepAlive(server.peerAddress(), Duration.ofSeconds(110))) {
+      RawHttp.Response r = idle.get(blob);
+      assertEquals(200, r.status());
+      assertArrayEquals(small, r.body());
+      assertTrue(idle.reusable(), "kept alive");
+      long start = System.nanoTime();
+      server.close();
+      server = null;
+      long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
+      assertTrue(seconds < 60, "the stop waited " + seconds + " s for an idle peer connection");
+      assertEquals(-1, idle.input().read(), "closed by the node");
+    }
+  }
+
+  private static int exchange(CorralServer node, String target) {
+    try {
+      return RawHttp.exchange(node.peerAddress(), "GET", target).status();
+    } catch (IOException e) {
+      return -1;
     }
   }
 
