@@ -26,7 +26,7 @@ import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.settings.ServerSettings;
-import org.apache.pekko.stream.IgnoreBoth$;
+import org.apache.pekko.stream.IgnoreCancel$;
 import org.apache.pekko.stream.KillSwitches;
 import org.apache.pekko.stream.Materializer;
 import org.apache.pekko.stream.SharedKillSwitch;
@@ -202,14 +202,17 @@ public final class PeerPort {
   }
 
   /**
-   * TLS with a client certificate required, closing once both of the HTTP layer's sides have
-   * ended (Pekko's {@code IgnoreBoth}, as the client TLS port: there HTTP/2's end lost bytes with
-   * the close at the first; HTTP/1.1 here lost none with it either); or plain bytes.
+   * TLS with a client certificate required, closing when the HTTP layer's output ends, after its
+   * last bytes, whatever its input does (Pekko's {@code IgnoreCancel}, as the client TLS port): an
+   * idle connection ended by the stop completes its output and keeps its input, and with the
+   * close on the second of the two ({@code IgnoreBoth}) its session never closed, so the stop
+   * waited for the drain timeout. The peer's client answers the close notice and closes; or
+   * plain bytes.
    */
   @SuppressWarnings("unchecked")
   private BidiFlow<TLSProtocol.SslTlsOutbound, ByteString, ByteString, TLSProtocol.SslTlsInbound, NotUsed> transport() {
     if (tls.isPresent()) {
-      return TLS.create(tls.get()::get, IgnoreBoth$.MODULE$);
+      return TLS.create(tls.get()::get, IgnoreCancel$.MODULE$);
     }
     // The placebo's inbound elements are SessionBytes, an SslTlsInbound: the cast only widens.
     return (BidiFlow<TLSProtocol.SslTlsOutbound, ByteString, ByteString, TLSProtocol.SslTlsInbound, NotUsed>)

@@ -149,20 +149,24 @@ final class AlpnServer {
       engine.setHandshakeApplicationProtocolSelector((e, offered) ->
           offered.contains("h2") ? "h2" : offered.contains("http/1.1") ? "http/1.1" : "");
     }
-    // IgnoreBoth, not Pekko's IgnoreComplete: HTTP/2's graceful end completes its output and
-    // cancels its input at once, and the cancel, overtaking the last frames, closed the TLS session
-    // before they were written (a stream's end lost in 1 of 4 tries, TlsDrainAnsweredBodyTest). The
-    // session now closes once both have come, so after the last bytes; a closed or stalled client
-    // still ends it from below (the TCP side, the head deadline, the idle timeout).
+    // IgnoreCancel: the session closes when the HTTP layer's output ends, after its last bytes,
+    // whatever its input does. Not Pekko's IgnoreComplete: HTTP/2's graceful end completes its
+    // output and cancels its input at once, and the cancel, overtaking the last frames, closed the
+    // session before they were written (a stream's end lost in 1 of 4 tries,
+    // TlsDrainAnsweredBodyTest). Not IgnoreBoth (close on the second of the two): an idle HTTP/1.1
+    // connection ended by the stop completes its output and keeps its input, so its session never
+    // closed and the stop waited for the drain timeout. A closed or stalled client still ends the
+    // session from below (the TCP side, the head deadline, the idle timeout).
     BidiFlow<TLSProtocol.SslTlsOutbound, ByteString, ByteString, TLSProtocol.SslTlsInbound, NotUsed> tls =
-        TLS.create(() -> engine, org.apache.pekko.stream.IgnoreBoth$.MODULE$);
+        TLS.create(() -> engine, org.apache.pekko.stream.IgnoreCancel$.MODULE$);
+    Closing closing = new Closing(engine);
     Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, NotUsed> protocols =
         Flow.of(TLSProtocol.SslTlsInbound.class)
             .prefixAndTail(1)
             .flatMapConcat(pair -> {
               // The protocol is chosen in the handshake, which is over once application bytes arrive.
               Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, ?> http =
-                  http2 != null && "h2".equals(engine.getApplicationProtocol()) ? http2(conn) : http1(conn);
+                  http2 != null && "h2".equals(engine.getApplicationProtocol()) ? http2(conn, closing) : http1(conn, closing);
               return Source.from(pair.first()).concat(pair.second()).via(http);
             });
     Duration idle = limits.idleTimeout();
@@ -170,7 +174,9 @@ final class AlpnServer {
         .viaMat(KillSwitches.single(), Keep.right())
         .via(all.flow())
         .watchTermination((UniqueKillSwitch kill, CompletionStage<Done> done) -> {
+          closing.bytes = kill;
           done.whenComplete((d, e) -> {
+            closing.ended = true;
             conn.deadline().closed();
             conn.scope().closed();
           });
@@ -184,11 +190,14 @@ final class AlpnServer {
         .via(BidiFlow.<ByteString, ByteString>bidirectionalIdleTimeout(idle).join(tls.reversed().join(protocols)));
   }
 
-  private Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, NotUsed> http1(Connection conn) {
+  private Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, NotUsed> http1(Connection conn, Closing closing) {
     Flow<HttpRequest, HttpResponse, NotUsed> requests = Flow.of(HttpRequest.class)
         .viaMat(KillSwitches.single(), Keep.right())
         .mapMaterializedValue(kill -> {
-          conn.end().endBy(kill::shutdown); // as on the plain port (FrontDoor.connectionFlow)
+          conn.end().endBy(() -> { // as on the plain port (FrontDoor.connectionFlow)
+            kill.shutdown();
+            closing.onceSent();
+          });
           return NotUsed.getInstance();
         })
         .via(door.requests(conn));
@@ -197,7 +206,7 @@ final class AlpnServer {
   }
 
   @SuppressWarnings("unchecked")
-  private Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, NotUsed> http2(Connection conn) {
+  private Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, NotUsed> http2(Connection conn, Closing closing) {
     scala.Function1<org.apache.pekko.http.scaladsl.model.HttpRequest,
         scala.concurrent.Future<org.apache.pekko.http.scaladsl.model.HttpResponse>> handler = r ->
         FutureConverters.asScala(door.answer(r, conn)
@@ -211,8 +220,53 @@ final class AlpnServer {
     scala.concurrent.duration.FiniteDuration grace =
         scala.concurrent.duration.FiniteDuration.fromNanos(limits.idleTimeout().toNanos());
     return handled.asJava().joinMat(stack, Keep.right()).mapMaterializedValue(terminator -> {
-      conn.end().endBy(() -> terminator.terminate(grace, system.executionContext()));
+      conn.end().endBy(() -> {
+        terminator.terminate(grace, system.executionContext());
+        closing.onceSent();
+      });
       return NotUsed.getInstance();
     });
+  }
+
+  /**
+   * Closes a connection the node has ended the graceful way once everything it had to send, its
+   * TLS close notice included, has gone on to TCP. Pekko's TLS stage, having sent its notice, waits
+   * for the client's before it lets TCP close, and a client that reads nothing more (an idle pooled
+   * connection of a blocking client) never sends one: the stop then waited for the drain timeout
+   * with such a connection open. The engine is done once its notice has been written, and the
+   * stage writes only as TCP asks for bytes, so by the next look (50 ms on) they have left the TLS
+   * stage; the byte-level switch then ends its input and TCP closes after the writes still queued.
+   */
+  private static final class Closing {
+    private static final long LOOK_MILLIS = 50;
+    private final SSLEngine engine;
+    /** The connection's byte-level switch, once its stream runs. */
+    volatile UniqueKillSwitch bytes;
+    volatile boolean ended;
+    private final java.util.concurrent.atomic.AtomicBoolean watching = new java.util.concurrent.atomic.AtomicBoolean();
+
+    Closing(SSLEngine engine) {
+      this.engine = engine;
+    }
+
+    /** From the graceful end on: looks every 50 ms until the engine is done, then once more, then closes. */
+    void onceSent() {
+      if (watching.compareAndSet(false, true)) {
+        look(false);
+      }
+    }
+
+    private void look(boolean doneBefore) {
+      if (ended) {
+        return;
+      }
+      boolean done = engine.isOutboundDone();
+      UniqueKillSwitch switchNow = bytes;
+      if (done && doneBefore && switchNow != null) {
+        switchNow.shutdown();
+        return;
+      }
+      CompletableFuture.delayedExecutor(LOOK_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS).execute(() -> look(done));
+    }
   }
 }

@@ -106,6 +106,51 @@ class TlsDrainAnsweredBodyTest {
     }
   }
 
+  /**
+   * An idle TLS connection whose client reads nothing more (a pooled connection of a blocking
+   * client, as Maven's): the node's graceful end writes its close notice, and Pekko's TLS stage
+   * then waits for the client's, which never comes. The stop held such a connection open until
+   * the drain timeout ran out (TlsIT's idle connection: 30 s); it now closes it once everything
+   * the node had to send, its close notice included, has gone to TCP.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"h2", "http/1.1"})
+  void anIdleTlsConnectionWhoseClientNeverAnswersTheCloseDoesNotHoldTheStop(String alpn, @TempDir Path dir)
+      throws Exception {
+    upstream = new FakeUpstream((exchange, n) -> TestNode.ok(exchange, large));
+    List<String> args = new ArrayList<>(List.of("--drain-timeout", "120s"));
+    args.addAll(List.of(NodeTls.args()));
+    server = TestNode.start(dir, upstream.url("/"), "", args.toArray(new String[0]));
+    javax.net.ssl.SSLSocket idle = (javax.net.ssl.SSLSocket) dev.corral.testkit.upstream.TestCertificates
+        .context(null, NodeTls.CA).getSocketFactory().createSocket("127.0.0.1", server.address().getPort());
+    try (idle) {
+      javax.net.ssl.SSLParameters p = idle.getSSLParameters();
+      p.setApplicationProtocols(new String[] {alpn});
+      idle.setSSLParameters(p);
+      idle.setSoTimeout(20_000);
+      idle.startHandshake();
+      assertEquals(alpn, idle.getApplicationProtocol());
+      java.io.OutputStream out = idle.getOutputStream();
+      if (alpn.equals("h2")) {
+        // The connection preface and an empty SETTINGS frame: an HTTP/2 connection, then silence.
+        out.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+        out.write(new byte[] {0, 0, 0, 4, 0, 0, 0, 0, 0});
+        out.flush();
+        TestNode.await("the HTTP/2 connection open", Duration.ofSeconds(30), () -> server.frontDoor().openConnections() == 1);
+      } else {
+        out.write("GET /-/health/live HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+        out.flush();
+        String head = dev.corral.testkit.RawHttp.readHead(idle.getInputStream());
+        assertTrue(head.startsWith("HTTP/1.1 200"), head);
+      }
+      long start = System.nanoTime();
+      server.close();
+      server = null;
+      long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
+      assertTrue(seconds < 60, "the stop waited " + seconds + " s for an idle " + alpn + " connection");
+    }
+  }
+
   private static long size(Path file) {
     try {
       return Files.exists(file) ? Files.size(file) : 0;
