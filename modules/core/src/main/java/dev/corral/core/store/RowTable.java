@@ -8,7 +8,10 @@ package dev.corral.core.store;
  *
  * <p>A key id is the SHA-256 of a URL that clients choose, so ids whose low bits collide can be
  * searched for offline; a place is therefore taken from the high bits of the first long mixed
- * with a secret drawn once per process (multiplicative hashing), which no client can aim at.
+ * with a secret drawn once per process, which no client can aim at. The mix is a full 64-bit
+ * finaliser (MurmurHash3's fmix64): one multiplication after the XOR, as before 2026-12-07, left
+ * structured ids bunched for some secrets (2,000 chosen ids at 1,458 places of 16,384 in a CI
+ * run; about 1 secret in 150), where the finaliser keeps them near the 1,880 of random ones.
  */
 final class RowTable {
   private static final long SECRET = new java.security.SecureRandom().nextLong();
@@ -103,6 +106,14 @@ final class RowTable {
 
   /** The place a key starts its search at: the top bits of its first long, mixed with the secret. */
   private static int home(long firstLong, int shift) {
-    return (int) (((firstLong ^ SECRET) * 0x9E3779B97F4A7C15L) >>> shift);
+    return home(firstLong, SECRET, shift);
+  }
+
+  /** As above with {@code secret} (tests try many). */
+  static int home(long firstLong, long secret, int shift) {
+    long z = firstLong ^ secret;
+    z = (z ^ (z >>> 33)) * 0xff51afd7ed558ccdL;
+    z = (z ^ (z >>> 33)) * 0xc4ceb9fe1a85ec53L;
+    return (int) ((z ^ (z >>> 33)) >>> shift);
   }
 }
