@@ -26,14 +26,18 @@ import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.settings.ServerSettings;
+import org.apache.pekko.stream.FlowShape;
 import org.apache.pekko.stream.IgnoreCancel$;
 import org.apache.pekko.stream.KillSwitches;
 import org.apache.pekko.stream.Materializer;
 import org.apache.pekko.stream.SharedKillSwitch;
 import org.apache.pekko.stream.TLSProtocol;
+import org.apache.pekko.stream.UniformFanOutShape;
 import org.apache.pekko.stream.UniqueKillSwitch;
 import org.apache.pekko.stream.javadsl.BidiFlow;
+import org.apache.pekko.stream.javadsl.Broadcast;
 import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.javadsl.GraphDSL;
 import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.TLS;
@@ -150,9 +154,12 @@ public final class PeerPort {
 
   /**
    * One connection's bytes: the idle timeout, TLS or none, Pekko HTTP's server layer, the endpoint.
-   * Open until its last bytes have gone to TCP (which closes after writing them): counted so
-   * rather than until its requests end (at once on {@link #closeConnections}), or the port's
-   * terminate cut the response still on its way.
+   * Open until TCP has closed the connection, its last bytes written to the kernel: the actor
+   * system's end, which follows the port's at once, kills a connection still writing, and the
+   * reset loses what its reader had not yet read (a reader of four, once, in a CI run, when a
+   * connection counted as closed once its last bytes had only been handed to TCP). TCP ends its
+   * side when the HTTP layer's output has ended, so nothing here cancels its input before then:
+   * what arrives after the HTTP layer has stopped reading is drained.
    */
   private Flow<ByteString, ByteString, CompletionStage<Done>> bytes(InetSocketAddress remote, Connection connection) {
     Flow<HttpRequest, HttpResponse, NotUsed> requests = Flow.of(HttpRequest.class)
@@ -170,10 +177,23 @@ public final class PeerPort {
       session = BidiFlow.<ByteString, ByteString>bidirectionalIdleTimeout(java.time.Duration.ofNanos(idle.toNanos()))
           .join(session);
     }
-    return Flow.of(ByteString.class).via(all.flow()).via(session).watchTermination((m, done) -> {
-      done.whenComplete((d, e) -> open.remove(connection));
-      return done;
-    });
+    return Flow.of(ByteString.class)
+        .watchTermination((m, done) -> {
+          done.whenComplete((d, e) -> open.remove(connection));
+          return done;
+        })
+        .via(all.flow())
+        .via(drained())
+        .via(session);
+  }
+
+  /** Passes bytes on; when its reader cancels, reads on to the end (dropping them) rather than cancel. */
+  private static Flow<ByteString, ByteString, NotUsed> drained() {
+    return Flow.fromGraph(GraphDSL.create(b -> {
+      UniformFanOutShape<ByteString, ByteString> both = b.add(Broadcast.create(2, false));
+      b.from(both.out(1)).to(b.add(Sink.<ByteString>ignore()));
+      return FlowShape.of(both.in(), both.out(0));
+    }));
   }
 
   /**

@@ -141,7 +141,8 @@ class PeerDrainAnsweredBodyTest {
     assertEquals(200, TestNode.get(TestNode.client(), server, "/up/d/small.bin").statusCode());
     String blob = "/-/peer/blobs/" + ClusterDataTest.sha256(small);
     java.net.InetSocketAddress peer = server.peerAddress();
-    try (java.net.Socket idle = tls ? peerTls(identity, peer) : new java.net.Socket(peer.getAddress(), peer.getPort())) {
+    java.net.Socket idle = tls ? peerTls(identity, peer) : new java.net.Socket(peer.getAddress(), peer.getPort());
+    try {
       idle.setSoTimeout(90_000);
       java.io.InputStream in = idle.getInputStream();
       byte[] body = null;
@@ -168,10 +169,12 @@ class PeerDrainAnsweredBodyTest {
         }
       });
       assertEquals(-1, in.read(), "closed by the node");
-      idle.close();
+      idle.close(); // as the peer's client does once the node has closed
       stopped.get(90, TimeUnit.SECONDS);
       long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
       assertTrue(seconds < 60, "the stop waited " + seconds + " s for an idle " + port + " peer connection");
+    } finally {
+      idle.close();
     }
   }
 
