@@ -10,7 +10,6 @@ import dev.corral.testkit.TestNode;
 import dev.corral.testkit.upstream.FakeUpstream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -72,49 +71,16 @@ class PeerDrainAnsweredBodyTest {
     // The store's commit may follow the client's response.
     Path warm = dir.resolve("warm.bin");
     TestNode.await("the blob on the peer port", Duration.ofSeconds(30),
-        () -> run(command(curlTls, warm, url)) == 0 && size(warm) == LARGE);
+        () -> run(command(curlTls, warm, url)) == 0 && SlowReaders.size(warm) == LARGE);
     TestNode.await("the warm-up's copy sent", Duration.ofSeconds(30), () -> server.metrics().peerUploads.get() == 0);
 
-    List<Process> slow = new ArrayList<>();
-    List<Path> outs = new ArrayList<>();
-    try {
-      for (int i = 0; i < READERS; i++) {
-        Path out = dir.resolve("out-" + i + ".bin");
-        outs.add(out);
-        List<String> command = command(curlTls, out, url);
-        command.addAll(1, List.of("--limit-rate", "2M"));
-        slow.add(new ProcessBuilder(command).redirectErrorStream(true)
-            .redirectOutput(dir.resolve("curl-" + i + ".log").toFile()).start());
-      }
-      dev.corral.testkit.Await.until(Duration.ofSeconds(30), () -> "every reader receiving its copy: "
-              + server.metrics().peerUploads.get() + " copies being sent, read " + outs.stream().map(o -> size(o)).toList()
-              + "; curl: " + logs(dir),
-          // Not "every copy still being sent": a copy counts as sent once its body has left the
-          // store, while the socket buffers still hold megabytes of it.
-          () -> outs.stream().allMatch(out -> size(out) > 1024 * 1024 && size(out) < LARGE));
-      CompletableFuture<Void> stopped = CompletableFuture.runAsync(() -> {
-        try {
-          server.close();
-        } catch (Exception e) {
-          throw new IllegalStateException(e);
-        }
-      });
-      for (Process p : slow) {
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "curl still reading after 60 s");
-      }
-      stopped.get(60, TimeUnit.SECONDS);
-      server = null;
-      for (int i = 0; i < READERS; i++) {
-        String what = "reader " + i + " on the " + port + " peer port";
-        assertEquals(0, slow.get(i).exitValue(),
-            what + ": " + Files.readString(dir.resolve("curl-" + i + ".log"), StandardCharsets.UTF_8));
-        byte[] body = Files.readAllBytes(outs.get(i));
-        assertEquals(LARGE, body.length, what + ": the copy's length");
-        assertArrayEquals(large, body, what);
-      }
-    } finally {
-      slow.forEach(Process::destroyForcibly);
+    List<String> names = new ArrayList<>();
+    for (int i = 0; i < READERS; i++) {
+      names.add("reader " + i + " on the " + port + " peer port");
     }
+    CorralServer stopping = server;
+    server = null;
+    SlowReaders.readWholeAcrossTheStop(stopping, dir, large, names, (i, out) -> command(curlTls, out, url), () -> true);
   }
 
   /**
@@ -227,26 +193,6 @@ class PeerDrainAnsweredBodyTest {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return -1;
-    }
-  }
-
-  private static String logs(Path dir) {
-    StringBuilder b = new StringBuilder();
-    for (int i = 0; i < READERS; i++) {
-      try {
-        b.append(i).append(": ").append(Files.readString(dir.resolve("curl-" + i + ".log"), StandardCharsets.UTF_8).strip()).append("; ");
-      } catch (IOException e) {
-        b.append(i).append(": ").append(e).append("; ");
-      }
-    }
-    return b.toString();
-  }
-
-  private static long size(Path file) {
-    try {
-      return Files.exists(file) ? Files.size(file) : 0;
-    } catch (IOException e) {
-      return 0;
     }
   }
 }

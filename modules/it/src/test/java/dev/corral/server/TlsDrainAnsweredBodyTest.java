@@ -1,6 +1,5 @@
 package dev.corral.server;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,12 +8,10 @@ import dev.corral.testkit.upstream.FakeUpstream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.io.TempDir;
@@ -69,41 +66,11 @@ class TlsDrainAnsweredBodyTest {
         () -> server.metrics().httpRequestsInFlight.get() == 0);
 
     List<String> versions = List.of("--http2", "--http1.1", "--http2", "--http1.1");
-    List<Process> slow = new ArrayList<>();
-    List<Path> outs = new ArrayList<>();
-    try {
-      for (int i = 0; i < versions.size(); i++) {
-        Path out = dir.resolve("out-" + i + ".bin");
-        outs.add(out);
-        slow.add(new ProcessBuilder(command(url, out, versions.get(i), "--limit-rate", "2M"))
-            .redirectErrorStream(true).redirectOutput(dir.resolve("curl-" + i + ".log").toFile()).start());
-      }
-      TestNode.await("every client receiving its body", Duration.ofSeconds(30),
-          () -> server.metrics().httpRequestsInFlight.get() == versions.size()
-              && outs.stream().allMatch(out -> size(out) > 1024 * 1024));
-      CompletableFuture<Void> stopped = CompletableFuture.runAsync(() -> {
-        try {
-          server.close();
-        } catch (Exception e) {
-          throw new IllegalStateException(e);
-        }
-      });
-      for (Process p : slow) {
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "curl still reading after 60 s");
-      }
-      stopped.get(60, TimeUnit.SECONDS);
-      server = null;
-      for (int i = 0; i < versions.size(); i++) {
-        String what = "curl " + versions.get(i) + " (" + i + ")";
-        assertEquals(0, slow.get(i).exitValue(),
-            what + ": " + Files.readString(dir.resolve("curl-" + i + ".log"), StandardCharsets.UTF_8));
-        byte[] body = Files.readAllBytes(outs.get(i));
-        assertEquals(LARGE, body.length, what + ": the body's length");
-        assertArrayEquals(large, body, what);
-      }
-    } finally {
-      slow.forEach(Process::destroyForcibly);
-    }
+    CorralServer stopping = server;
+    server = null;
+    SlowReaders.readWholeAcrossTheStop(stopping, dir, large,
+        versions.stream().map(v -> "curl " + v).toList(), (i, out) -> command(url, out, versions.get(i)),
+        () -> stopping.metrics().httpRequestsInFlight.get() == versions.size());
   }
 
   /**
@@ -148,14 +115,6 @@ class TlsDrainAnsweredBodyTest {
       server = null;
       long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
       assertTrue(seconds < 60, "the stop waited " + seconds + " s for an idle " + alpn + " connection");
-    }
-  }
-
-  private static long size(Path file) {
-    try {
-      return Files.exists(file) ? Files.size(file) : 0;
-    } catch (IOException e) {
-      return 0;
     }
   }
 
