@@ -22,6 +22,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.ActorIdentity;
 import org.apache.pekko.actor.ActorSystem;
@@ -409,9 +410,15 @@ class LifecycleTest extends EntityTestBase {
     // Told by a message, not by its shard: mid-fetch it waits for its fetch up to the hand-off's
     // grace, then stops by itself.
     awaitAssert(() -> assertEquals(1, scheduler.pendingWithDelay(FetchEntity.HANDOFF_GRACE), "the grace is not running"));
-    ticker.advance(FetchEntity.HANDOFF_GRACE);
-    // L2: the stop handler's Retry, not the 5 s re-ask, starts the pause (the node's time has not
-    // moved yet; a silenced handler fails here).
+    // Within the grace the node's waiters asked again (ASK_AGAIN after their asks), and a reply to
+    // the ask they replaced is dropped: the grace must end after that Join reached the entity, or
+    // the stop handler's Retry is dropped and the Join races the grace's StopNow (CI's flake of
+    // 2026-12-07). So: to just before the grace, wait for the Join, then the last nanosecond.
+    ticker.advance(FetchEntity.HANDOFF_GRACE.minusNanos(1));
+    awaitDelivered(key);
+    ticker.advance(Duration.ofNanos(1));
+    // L2: the stop handler's Retry, not the next re-ask (ASK_AGAIN away), starts the pause (a
+    // silenced handler fails here).
     awaitRetryPause();
     ticker.advance(LONGEST_RETRY_PAUSE);
     // Whether the shard has noticed the stop by then is up to the machine: a Join it delivers to
@@ -435,6 +442,20 @@ class LifecycleTest extends EntityTestBase {
     assertEquals(2, upstream.count(u), "the stopped entity's fetch and its successor's (" + joinsLost[0] + " Joins lost)");
     kit.system().eventStream().tell(new EventStream.Unsubscribe<>(deadLetters));
     kit.stop(deadLetters);
+  }
+
+  /**
+   * Waits until every message sent to the key's entity through its shard so far has reached it: an
+   * {@link FetchEntity.AskBegun} takes the same way behind them (the region, the shard, the entity's
+   * mailbox, each in order), and the entity answers it in every state without changing anything.
+   */
+  private void awaitDelivered(ArtifactKey key) {
+    try {
+      entity(key).<FetchEntity.Begun>ask(replyTo -> new FetchEntity.AskBegun(-1, replyTo), WAIT)
+          .toCompletableFuture().get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (Exception e) {
+      throw new AssertionError("the entity of " + key + " did not answer", e);
+    }
   }
 
   /** Waits until a waiter told Retry has its pause before asking again on the node's scheduler. */
