@@ -171,7 +171,9 @@ public final class PeerPort {
         .map(r -> answer(endpoint, r));
     Flow<TLSProtocol.SslTlsInbound, TLSProtocol.SslTlsOutbound, NotUsed> http =
         Http.get(system).serverLayer(settings, Optional.of(remote), pekkoLog).reversed().join(requests);
-    Flow<ByteString, ByteString, NotUsed> session = transport().reversed().join(http);
+    SSLEngine engine = tls.map(Supplier::get).orElse(null);
+    connection.engine = engine;
+    Flow<ByteString, ByteString, NotUsed> session = transport(engine).reversed().join(http);
     scala.concurrent.duration.Duration idle = settings.getTimeouts().idleTimeout();
     if (idle.isFinite()) {
       session = BidiFlow.<ByteString, ByteString>bidirectionalIdleTimeout(java.time.Duration.ofNanos(idle.toNanos()))
@@ -179,11 +181,20 @@ public final class PeerPort {
     }
     return Flow.of(ByteString.class)
         .watchTermination((m, done) -> {
-          done.whenComplete((d, e) -> open.remove(connection));
+          done.whenComplete((d, e) -> {
+            connection.ended = true;
+            open.remove(connection);
+          });
           return done;
         })
         .via(all.flow())
         .via(drained())
+        // Below TLS, above the drain: ending the session's input from here leaves TCP's own input
+        // read to its end, so the connection still counts until TCP has closed it.
+        .via(Flow.of(ByteString.class).viaMat(KillSwitches.single(), Keep.right()).mapMaterializedValue(kill -> {
+          connection.below = kill;
+          return NotUsed.getInstance();
+        }))
         .via(session);
   }
 
@@ -200,15 +211,30 @@ public final class PeerPort {
    * One connection's graceful end: its requests' kill switch (no further request read, the
    * response on its way sent whole, then the close), which exists only once the connection's
    * stream runs; an end asked before then happens when it does.
+   *
+   * <p>Over TLS the close waits for the other side's close notice, and a connection that never
+   * sends one (a member that reads nothing more) held the stop until the drain timeout, as did a
+   * stranger that never even sent its hello (PeerDrainAnsweredBodyTest). So from the graceful end
+   * on, the engine is looked at every 50 ms; once its outbound is done (its notice written: the
+   * TLS stage writes only as TCP asks), or its handshake never ended, and still so at the next
+   * look, the session's input is ended from below and TCP closes after what it still holds. The client TLS port does the same
+   * ({@code AlpnServer.Closing}, in the http module, which this one cannot see).
    */
   private static final class Connection {
+    private static final long LOOK_MILLIS = 50;
     private volatile UniqueKillSwitch kill;
     private volatile boolean ending;
+    /** This connection's TLS engine; none on a plain port. */
+    volatile SSLEngine engine;
+    /** Ends the session's input from below (TLS only: a plain connection closes with its output). */
+    volatile UniqueKillSwitch below;
+    volatile boolean ended;
 
     void endBy(UniqueKillSwitch kill) {
       this.kill = kill;
       if (ending) {
         kill.shutdown();
+        look(false);
       }
     }
 
@@ -217,7 +243,24 @@ public final class PeerPort {
       UniqueKillSwitch k = kill;
       if (k != null) {
         k.shutdown();
+        look(false);
       }
+    }
+
+    private void look(boolean doneBefore) {
+      SSLEngine e = engine;
+      if (e == null || ended) {
+        return;
+      }
+      // Before its handshake has ended a connection has no request, so nothing to send: the TLS
+      // stage would wait for the hello of a stranger that never sends one.
+      boolean done = e.isOutboundDone() || "NONE".equals(e.getSession().getProtocol());
+      UniqueKillSwitch switchNow = below;
+      if (done && doneBefore && switchNow != null) {
+        switchNow.shutdown();
+        return;
+      }
+      CompletableFuture.delayedExecutor(LOOK_MILLIS, TimeUnit.MILLISECONDS).execute(() -> look(done));
     }
   }
 
@@ -230,9 +273,10 @@ public final class PeerPort {
    * plain bytes.
    */
   @SuppressWarnings("unchecked")
-  private BidiFlow<TLSProtocol.SslTlsOutbound, ByteString, ByteString, TLSProtocol.SslTlsInbound, NotUsed> transport() {
-    if (tls.isPresent()) {
-      return TLS.create(tls.get()::get, IgnoreCancel$.MODULE$);
+  private static BidiFlow<TLSProtocol.SslTlsOutbound, ByteString, ByteString, TLSProtocol.SslTlsInbound, NotUsed>
+      transport(SSLEngine engine) {
+    if (engine != null) {
+      return TLS.create(() -> engine, IgnoreCancel$.MODULE$);
     }
     // The placebo's inbound elements are SessionBytes, an SslTlsInbound: the cast only widens.
     return (BidiFlow<TLSProtocol.SslTlsOutbound, ByteString, ByteString, TLSProtocol.SslTlsInbound, NotUsed>)

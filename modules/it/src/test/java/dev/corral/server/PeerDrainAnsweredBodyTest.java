@@ -144,6 +144,52 @@ class PeerDrainAnsweredBodyTest {
     }
   }
 
+  /**
+   * Connections that never take part do not hold a stopping node either: a stranger that opens
+   * the peer port and sends nothing (plain; over TLS, not even its hello), and a member that was
+   * answered over TLS and then reads nothing more, so never answers the node's close notice. The
+   * stop ends each of them (from below, as the client port's TLS does for its clients) instead of
+   * waiting out the drain timeout.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"plain silent", "tls silent", "tls member not reading"})
+  void aConnectionThatNeverAnswersDoesNotHoldTheStop(String kind, @TempDir Path dir) throws Exception {
+    byte[] small = TestNode.bytes(4096, 36);
+    upstream = new FakeUpstream((exchange, n) -> TestNode.ok(exchange, small));
+    List<String> args = new ArrayList<>(List.of("--drain-timeout", "120s"));
+    Path identity = dir.resolve("cluster-tls");
+    boolean tls = kind.startsWith("tls");
+    if (tls) {
+      ClusterCertificates.write(identity, List.of(), false);
+      args.addAll(List.of("--cluster-tls-dir", identity.toString()));
+    }
+    server = TestNode.start(dir, upstream.url("/"), "", args.toArray(new String[0]));
+    assertEquals(200, TestNode.get(TestNode.client(), server, "/up/d/small.bin").statusCode());
+    java.net.InetSocketAddress peer = server.peerAddress();
+    java.net.Socket held;
+    if (kind.endsWith("not reading")) {
+      held = peerTls(identity, peer);
+      // One answered request (whatever its status: the store's commit may follow the client's
+      // response), then nothing read: its unread close notice and end stay in the socket.
+      held.getOutputStream().write(("GET /-/peer/blobs/" + ClusterDataTest.sha256(small)
+          + " HTTP/1.1\r\nHost: peer\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+      RawHttp.readHead(held.getInputStream());
+    } else {
+      held = new java.net.Socket(peer.getAddress(), peer.getPort());
+    }
+    try {
+      TestNode.await("the connection counted open", Duration.ofSeconds(30), () -> server.peerConnections() >= 1);
+      long start = System.nanoTime();
+      CorralServer stopping = server;
+      server = null;
+      stopping.close();
+      long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
+      assertTrue(seconds < 60, "the stop waited " + seconds + " s for a " + kind + " peer connection");
+    } finally {
+      held.close();
+    }
+  }
+
   /** A peer's side of the cluster's TLS: the node's certificate presented, the cluster's CA trusted. */
   private static java.net.Socket peerTls(Path identity, java.net.InetSocketAddress peer) throws Exception {
     java.security.KeyStore keys = java.security.KeyStore.getInstance("PKCS12");

@@ -521,6 +521,11 @@ public final class CorralServer implements AutoCloseable {
     return peerPort.localAddress();
   }
 
+  /** Connections the peer port has accepted and TCP has not closed yet. */
+  int peerConnections() {
+    return peerPort.openConnections();
+  }
+
   /** The node's stable name ({@code --node-name}, else its cluster host:port). */
   public String nodeName() {
     return nodeName;
