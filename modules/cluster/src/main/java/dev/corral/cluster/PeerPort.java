@@ -95,12 +95,10 @@ public final class PeerPort {
     }
   }
 
-  /** Binds the peer endpoint; a port that cannot be bound is a {@link ClusterJoin.CannotListen}. */
-  public static PeerPort bind(ActorSystem<?> system, Node node, ClusterSettings c) throws Exception {
-    return bind(system, node, c, PeerTransfers.NONE);
-  }
-
-  /** The same, telling each transfer the endpoint serves to {@code transfers}. */
+  /**
+   * Binds the peer endpoint, telling each transfer it serves to {@code transfers}; a port that
+   * cannot be bound is a {@link ClusterJoin.CannotListen}.
+   */
   public static PeerPort bind(ActorSystem<?> system, Node node, ClusterSettings c, PeerTransfers transfers)
       throws Exception {
     return new PeerPort(system, new PeerEndpoint(node, transfers), c);
