@@ -215,8 +215,9 @@ public final class PeerPort {
    * stranger that never even sent its hello (PeerDrainAnsweredBodyTest). So from the graceful end
    * on, the engine is looked at every 50 ms; once its outbound is done (its notice written: the
    * TLS stage writes only as TCP asks), or its handshake never ended, and still so at the next
-   * look, the session's input is ended from below and TCP closes after what it still holds. The client TLS port does the same
-   * ({@code AlpnServer.Closing}, in the http module, which this one cannot see).
+   * look, the session's input is ended from below and TCP closes after what it still holds. The
+   * client TLS port does the same ({@code AlpnServer.Closing}, in the http module, which this one
+   * cannot see).
    */
   private static final class Connection {
     private static final long LOOK_MILLIS = 50;

@@ -53,19 +53,13 @@ class PeerDrainAnsweredBodyTest {
   @ValueSource(strings = {"plain", "tls"})
   void theLastBytesOfCopiesStillOnTheirWayWhenTheNodeStopsReachTheirPeers(String port, @TempDir Path dir)
       throws Exception {
-    upstream = new FakeUpstream((exchange, n) -> TestNode.ok(exchange, large));
-    List<String> args = new ArrayList<>(List.of("--drain-timeout", "60s"));
     boolean tls = port.equals("tls");
     Path identity = dir.resolve("cluster-tls");
-    if (tls) {
-      ClusterCertificates.write(identity, List.of(), false);
-      args.addAll(List.of("--cluster-tls-dir", identity.toString()));
-    }
     // A peer's side of the cluster's TLS: the node's certificate presented, the cluster's CA trusted.
     List<String> curlTls = tls ? List.of("--cacert", identity.resolve("ca.crt").toString(),
         "--cert", identity.resolve("tls.crt").toString(), "--key", identity.resolve("tls.key").toString()) : List.of();
     String scheme = tls ? "https" : "http";
-    server = TestNode.start(dir, upstream.url("/"), "", args.toArray(new String[0]));
+    start(dir, large, "60s", tls, identity);
     assertEquals(200, TestNode.get(TestNode.client(), server, "/up/d/large.bin").statusCode());
     String url = scheme + "://127.0.0.1:" + server.peerAddress().getPort() + "/-/peer/blobs/" + ClusterDataTest.sha256(large);
     // The store's commit may follow the client's response.
@@ -95,15 +89,9 @@ class PeerDrainAnsweredBodyTest {
   void anIdlePeerConnectionIsClosedByTheStopWithoutWaitingForTheDrainTimeout(String port, @TempDir Path dir)
       throws Exception {
     byte[] small = TestNode.bytes(4096, 35);
-    upstream = new FakeUpstream((exchange, n) -> TestNode.ok(exchange, small));
-    List<String> args = new ArrayList<>(List.of("--drain-timeout", "120s"));
     Path identity = dir.resolve("cluster-tls");
     boolean tls = port.equals("tls");
-    if (tls) {
-      ClusterCertificates.write(identity, List.of(), false);
-      args.addAll(List.of("--cluster-tls-dir", identity.toString()));
-    }
-    server = TestNode.start(dir, upstream.url("/"), "", args.toArray(new String[0]));
+    start(dir, small, "120s", tls, identity);
     assertEquals(200, TestNode.get(TestNode.client(), server, "/up/d/small.bin").statusCode());
     String blob = "/-/peer/blobs/" + ClusterDataTest.sha256(small);
     java.net.InetSocketAddress peer = server.peerAddress();
@@ -155,15 +143,9 @@ class PeerDrainAnsweredBodyTest {
   @ValueSource(strings = {"plain silent", "tls silent", "tls member not reading"})
   void aConnectionThatNeverAnswersDoesNotHoldTheStop(String kind, @TempDir Path dir) throws Exception {
     byte[] small = TestNode.bytes(4096, 36);
-    upstream = new FakeUpstream((exchange, n) -> TestNode.ok(exchange, small));
-    List<String> args = new ArrayList<>(List.of("--drain-timeout", "120s"));
     Path identity = dir.resolve("cluster-tls");
     boolean tls = kind.startsWith("tls");
-    if (tls) {
-      ClusterCertificates.write(identity, List.of(), false);
-      args.addAll(List.of("--cluster-tls-dir", identity.toString()));
-    }
-    server = TestNode.start(dir, upstream.url("/"), "", args.toArray(new String[0]));
+    start(dir, small, "120s", tls, identity);
     assertEquals(200, TestNode.get(TestNode.client(), server, "/up/d/small.bin").statusCode());
     java.net.InetSocketAddress peer = server.peerAddress();
     java.net.Socket held;
@@ -188,6 +170,20 @@ class PeerDrainAnsweredBodyTest {
     } finally {
       held.close();
     }
+  }
+
+  /**
+   * Starts the node with {@code body} behind every upstream path and the drain timeout given;
+   * with {@code tls}, the cluster's TLS identity is written to {@code identity} first.
+   */
+  private void start(Path dir, byte[] body, String drainTimeout, boolean tls, Path identity) throws Exception {
+    upstream = new FakeUpstream((exchange, n) -> TestNode.ok(exchange, body));
+    List<String> args = new ArrayList<>(List.of("--drain-timeout", drainTimeout));
+    if (tls) {
+      ClusterCertificates.write(identity, List.of(), false);
+      args.addAll(List.of("--cluster-tls-dir", identity.toString()));
+    }
+    server = TestNode.start(dir, upstream.url("/"), "", args.toArray(new String[0]));
   }
 
   /** A peer's side of the cluster's TLS: the node's certificate presented, the cluster's CA trusted. */
