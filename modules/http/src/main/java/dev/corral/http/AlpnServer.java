@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ForkJoinPool;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLEngine;
 import org.apache.pekko.Done;
@@ -135,10 +136,10 @@ final class AlpnServer {
       log.error("could not serve a TLS connection from {}", c.remoteAddress(), e);
       ended = CompletableFuture.completedFuture(Done.getInstance());
     }
-    return ended.handle((d, e) -> {
+    return ended.handleAsync((d, e) -> {
       door.closed(conn);
       return Done.getInstance();
-    });
+    }, Runnable::run);
   }
 
   /** The bytes of one connection: idle timeout, kill switches, TLS, then HTTP/2 or HTTP/1.1. */
@@ -175,11 +176,11 @@ final class AlpnServer {
         .via(all.flow())
         .watchTermination((UniqueKillSwitch kill, CompletionStage<Done> done) -> {
           closing.bytes = kill;
-          done.whenComplete((d, e) -> {
+          done.whenCompleteAsync((d, e) -> { // on the stream's thread, as the plain port's (FrontDoor)
             closing.ended = true;
             conn.deadline().closed();
-            conn.scope().closed();
-          });
+            conn.scope().closed(ForkJoinPool.commonPool());
+          }, Runnable::run);
           conn.deadline().start(first -> {
             door.headTimedOut(first);
             kill.shutdown();

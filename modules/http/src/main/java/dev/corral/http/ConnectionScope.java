@@ -3,6 +3,7 @@ package dev.corral.http;
 import dev.corral.core.wait.CancelRegistry;
 import java.util.HashSet;
 import java.util.Set;
+import java.util.concurrent.Executor;
 import org.apache.pekko.http.javadsl.model.AttributeKey;
 
 /**
@@ -43,16 +44,25 @@ final class ConnectionScope {
     }
   }
 
-  /** The connection terminated: cancel whatever still waits. */
-  void closed() {
+  /**
+   * The connection terminated: cancel whatever still waits. The cancels (whose callbacks answer
+   * the waiters' requests) run on {@code forWaiters}; a connection with no waiter hands nothing
+   * over.
+   */
+  void closed(Executor forWaiters) {
     Long[] waiting;
     synchronized (this) {
       closed = true;
+      if (tokens.isEmpty()) {
+        return;
+      }
       waiting = tokens.toArray(new Long[0]);
       tokens.clear();
     }
-    for (Long t : waiting) {
-      cancels.cancel(t);
-    }
+    forWaiters.execute(() -> {
+      for (Long t : waiting) {
+        cancels.cancel(t);
+      }
+    });
   }
 }

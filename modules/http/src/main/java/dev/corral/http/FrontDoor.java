@@ -26,6 +26,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.net.ssl.SSLContext;
@@ -65,8 +66,10 @@ public final class FrontDoor {
   private final ActorSystem<?> system;
   private final Metrics metrics;
   private final Waiters waiters;
-  /** Connection deadlines run in real time, as Pekko's own idle timeout does. */
-  /** The connections' head deadlines: a cancelled timer leaves the queue at once (see {@link Timers}). */
+  /**
+   * The connections' head deadlines, in real time as Pekko's own idle timeout: a cancelled timer
+   * leaves the queue at once (see {@link Timers}).
+   */
   private final Scheduler connectionTimers = Timers.system();
   private final RequestCounts counts;
   private final ResponseTimes responseTimes;
@@ -241,10 +244,10 @@ public final class FrontDoor {
       log.error("could not serve a connection from {}", c.remoteAddress(), e);
       ended = CompletableFuture.completedFuture(Done.getInstance());
     }
-    return ended.handle((d, e) -> {
+    return ended.handleAsync((d, e) -> {
       metrics.httpConnections.dec();
       return Done.getInstance();
-    });
+    }, Runnable::run);
   }
 
   /**
@@ -263,11 +266,13 @@ public final class FrontDoor {
         .watchTermination((UniqueKillSwitch kill, CompletionStage<Done> done) -> {
           ConnectionEnd end = new ConnectionEnd(kill::shutdown);
           opened(end);
-          done.whenComplete((d, e) -> {
+          // On the thread that ends the stream: a stage Pekko's Java API hands out runs a plain
+          // whenComplete on the common pool, one more thread woken for every connection.
+          done.whenCompleteAsync((d, e) -> {
             openConnections.remove(end);
             deadline.closed();
-            scope.closed();
-          });
+            scope.closed(ForkJoinPool.commonPool());
+          }, Runnable::run);
           deadline.start(first -> {
             metrics.httpHeadTimeouts.labelValues(first ? "first-request" : "next-request").inc();
             kill.shutdown();
