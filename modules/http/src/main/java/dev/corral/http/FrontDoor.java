@@ -369,10 +369,10 @@ public final class FrontDoor {
       return response;
     }
     var body = entity.getDataBytes().watchTermination((mat, done) -> {
-      done.whenComplete((d, e) -> {
+      done.whenCompleteAsync((d, e) -> { // on the body's thread, as a connection's end
         metrics.httpRequestsInFlight.dec();
         deadline.responseSent();
-      });
+      }, Runnable::run);
       return mat;
     });
     return response.withEntity(entity.isDefault()

@@ -538,8 +538,10 @@ public final class HttpUpstream implements Upstream {
 
       OptionalLong declared = entity.getContentLengthOption();
       // The slot is freed when the body ends however it ends (the caller must read or cancel it).
+      // Released on the thread that ends the body (a plain whenComplete on Pekko's stage would
+      // wake a common pool thread for it); a request waiting for the slot is sent from there.
       Source<ByteString, ?> bytes = entity.getDataBytes().watchTermination((mat, done) -> {
-        done.whenComplete((d, e) -> answered.slot().release());
+        done.whenCompleteAsync((d, e) -> answered.slot().release(), Runnable::run);
         return mat;
       });
       if (declared.isPresent()) {
