@@ -31,12 +31,15 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.net.ssl.SSLContext;
 import org.apache.pekko.Done;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.japi.Pair;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.IncomingConnection;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.AttributeKey;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpEntity;
 import org.apache.pekko.http.javadsl.model.HttpMethods;
 import org.apache.pekko.http.javadsl.model.HttpHeader;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
@@ -50,6 +53,8 @@ import org.apache.pekko.stream.UniqueKillSwitch;
 import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -98,6 +103,12 @@ public final class FrontDoor {
     new SecureRandom().nextBytes(bits);
     return bits;
   }
+
+  /**
+   * A strict body up to this size is handed to Pekko whole (the socket's send buffer takes it at
+   * once); a larger one as a stream, so that its end is known ({@link #sent}).
+   */
+  static final int SENT_WHOLE = 64 * 1024;
 
   private static final AttributeKey<PublicBase.Addresses> ADDRESSES = AttributeKey.create("corral-addresses", PublicBase.Addresses.class);
 
@@ -358,11 +369,24 @@ public final class FrontDoor {
 
   /**
    * Tells the connection's deadline (and the requests in flight) when the response is out: at once
-   * for a strict body or an answer to HEAD (whose body Pekko may never materialise), else when the
-   * body has ended, however it ends.
+   * for a small strict body or an answer to HEAD (whose body Pekko may never materialise), else
+   * when the body has ended, however it ends.
+   *
+   * <p>A larger strict body is handed to Pekko as a stream of that one piece which ends only when
+   * asked for more, that is once the piece has been written to the socket: given whole, Pekko took
+   * it at once, and a stopping node that waited for its responses found nothing to wait for while
+   * megabytes still waited in it for a slow client's window, then cut them
+   * (DrainAnsweredBodyTest). Up to {@link #SENT_WHOLE} the socket's own buffer takes the body.
    */
   private HttpResponse sent(HttpResponse response, boolean head, HeadDeadline deadline) {
     ResponseEntity entity = response.entity();
+    if (!head && entity instanceof HttpEntity.Strict strict && strict.getData().size() > SENT_WHOLE) {
+      ByteString bytes = strict.getData();
+      Source<ByteString, NotUsed> once = Source.unfold(Boolean.TRUE,
+          first -> first ? Optional.of(Pair.create(Boolean.FALSE, bytes)) : Optional.empty());
+      return sent(response.withEntity(HttpEntities.create(entity.getContentType(), bytes.size(), once)), false,
+          deadline);
+    }
     if (head || entity.isStrict() || !(entity.isDefault() || entity.isChunked())) {
       metrics.httpRequestsInFlight.dec();
       deadline.responseSent();
