@@ -387,8 +387,7 @@ public final class FrontDoor {
       ByteString bytes = strict.getData();
       Source<ByteString, NotUsed> once = Source.unfold(Boolean.TRUE,
           first -> first ? Optional.of(Pair.create(Boolean.FALSE, bytes)) : Optional.empty());
-      return sent(response.withEntity(HttpEntities.create(entity.getContentType(), bytes.size(), once)), false,
-          deadline);
+      entity = HttpEntities.create(entity.getContentType(), bytes.size(), once); // counted below as a stream
     }
     if (head || entity.isStrict() || !(entity.isDefault() || entity.isChunked())) {
       metrics.httpRequestsInFlight.dec();
