@@ -130,6 +130,7 @@ ROWS = [
         ("1 KiB req/s", ("S3_1KiB", "rps"), ""),
         ("1 KiB req/s, each run", None, ""),
         ("1 KiB p99", ("S3_1KiB", "p99_ms"), " ms"),
+        ("trivial route (`/-/health/live`, same JVM, after the 1 KiB hits) req/s", ("S3_route", "rps"), ""),
         ("1 MiB req/s", ("S3_1MiB", "rps"), ""),
         ("1 MiB req/s, each run", None, ""),
         ("1 MiB p99", ("S3_1MiB", "p99_ms"), " ms"),
@@ -451,6 +452,16 @@ def main():
             r = ratio(dig(c, f"S3_{size}", "rps"), best)
             checks.append((f"hits {size} >= faster of nginx/Varnish", r is not None and r >= 1.0,
                            f"{fmt_ratio(r)} of {fmt(best)} req/s"))
+        hit, route = dig(c, "S3_1KiB", "rps"), dig(c, "S3_route", "rps")
+        if route:
+            r = ratio(hit, route)
+            checks.append(("1 KiB hits >= 0.95x the trivial route in the same JVM and run (item 1a)",
+                           r is not None and r >= 0.95, f"{fmt_ratio(r)} of {fmt(route)} req/s"))
+            n1 = dig(targets.get("nginx", {}), "S3_1KiB", "rps")
+            if n1:
+                r = ratio(route, n1)
+                checks.append(("the trivial route >= 0.9x nginx's 1 KiB hits (item 1b)", r >= 0.9,
+                               f"{fmt_ratio(r)} of {fmt(n1)} req/s"))
         p99 = dig(c, "S1s", "waiter_delta_ms", "p99")
         p99a = dig(c, "S1s", "waiter_abs_delta_ms", "p99")
         checks.append(("S1s waiter TTFB within 5 ms of the leader's at p99 (TTFB and wall clock)",
@@ -474,7 +485,8 @@ def main():
             checks.append(("S5 new connections: TTFB p50 <= 1.2x nginx", c5 <= 1.2 * n5,
                            f"{fmt(c5, ' ms')} = {fmt_ratio(ratio(c5, n5))} nginx"))
         checks.append(("S1s upstream requests = rounds",
-                       dig(c, "S1s", "upstream_requests") == dig(c, "S1s", "rounds"),
+                       dig(c, "S1s", "rounds") is not None
+                       and dig(c, "S1s", "upstream_requests") == dig(c, "S1s", "rounds"),
                        fmt(dig(c, "S1s", "upstream_requests"))))
         g = [dig(c, f"S3_{size}", "gc_pauses", "p99_ms") for size in ("1KiB", "1MiB")]
         g = [x for x in g if x is not None]

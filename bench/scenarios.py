@@ -517,6 +517,38 @@ end
 """
 
 
+def trivial_route(args):
+    """Pekko HTTP's trivial route in the same JVM (Corral's `/-/health/live`, a synchronous
+    5-byte answer), loaded as S3's 1 KiB hits are: issue 14 items 1a and 1b measure the hit
+    against it and it against nginx."""
+    parts = urlsplit(args.base)
+    url = f"{parts.scheme}://{parts.netloc}/-/health/live"
+    status, _, body = get(url)
+    res = {"url_path": "/-/health/live", "warm_status": status, "length": len(body)}
+    res.update(wrk_runs(args, ["-t2", "-c64"], url))
+    return res
+
+
+def wrk_runs(args, wrk_opts, url):
+    """args.wrk_runs runs of wrk on url: each run, and the median run's req/s and p99."""
+    out = {"wrk_opts": " ".join(wrk_opts), "runs": []}
+    la0 = loadavg()
+    for _ in range(args.wrk_runs):
+        cmd = ["wrk", *wrk_opts, f"-d{args.wrk_duration}s", "--latency", url]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.wrk_duration + 60)
+        run = parse_wrk(p.stdout)
+        run["exit"] = p.returncode
+        out["runs"].append(run)
+    best = sorted((r for r in out["runs"] if r["rps"] is not None), key=lambda r: r["rps"])
+    median = best[len(best) // 2] if best else {}
+    out["rps"] = median.get("rps")
+    out["p99_ms"] = median.get("p99_ms")
+    out["rps_all"] = [r["rps"] for r in best]
+    out["loadavg_before"] = la0
+    out["loadavg_after"] = loadavg()
+    return out
+
+
 def warm_hits(args, origin, size, label):
     name = f"{args.run_id}-s3-{label}"
     url = blob(args.base, name, size, 0)
@@ -527,7 +559,6 @@ def warm_hits(args, origin, size, label):
         "body_bytes": size,
         "warm_first": {"status": first[0], "cache": load.cache_status(first[1]), "length": len(first[2])},
         "warm_second": {"status": second[0], "cache": load.cache_status(second[1]), "length": len(second[2])},
-        "runs": [],
     }
     wrk_opts = ["-t2", "-c64"]
     if args.spread:
@@ -545,25 +576,10 @@ def warm_hits(args, origin, size, label):
             f.write(WRK_SPREAD_LUA % ", ".join(f'{{"{u.hostname}", "{u.port or 80}"}}' for u in hosts))
         n = len(hosts)
         wrk_opts = [f"-t{n}", f"-c{21 * n}", "-s", lua]
-    res["wrk_opts"] = " ".join(wrk_opts)
     res["upstream_requests_warming"] = origin.count(f"/blob/{name}")
     origin.reset()
-    la0 = loadavg()
-    for _ in range(args.wrk_runs):
-        cmd = ["wrk", *wrk_opts, f"-d{args.wrk_duration}s", "--latency", url]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.wrk_duration + 60)
-        run = parse_wrk(p.stdout)
-        run["exit"] = p.returncode
-        res["runs"].append(run)
+    res.update(wrk_runs(args, wrk_opts, url))
     res["upstream_requests_during_wrk"] = origin.count(f"/blob/{name}")
-    rps = sorted(r["rps"] for r in res["runs"] if r["rps"] is not None)
-    best = sorted((r for r in res["runs"] if r["rps"] is not None), key=lambda r: r["rps"])
-    median = best[len(best) // 2] if best else {}
-    res["rps"] = median.get("rps")
-    res["p99_ms"] = median.get("p99_ms")
-    res["rps_all"] = rps
-    res["loadavg_before"] = la0
-    res["loadavg_after"] = loadavg()
     return res
 
 
@@ -752,6 +768,8 @@ def main():
     if "S3" in want:
         if shutil.which("wrk"):
             step("S3_1KiB", lambda: warm_hits(args, origin, KIB, "1k"))
+            if args.target == "corral":  # one node: the same JVM as the 1 KiB hits just measured
+                step("S3_route", lambda: trivial_route(args))
             step("S3_1MiB", lambda: warm_hits(args, origin, MIB, "1m"))
             if args.pgids:
                 # issue 14 item 6: resident memory after the hit load, at once and 6 s later (a
