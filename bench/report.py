@@ -130,7 +130,8 @@ ROWS = [
         ("1 KiB req/s", ("S3_1KiB", "rps"), ""),
         ("1 KiB req/s, each run", None, ""),
         ("1 KiB p99", ("S3_1KiB", "p99_ms"), " ms"),
-        ("trivial route (`/-/health/live`, same JVM, after the 1 KiB hits) req/s", ("S3_route", "rps"), ""),
+        ("trivial route (`/-/health/live`, same JVM), its runs alternating with 1 KiB hits', req/s", ("S3_route", "rps"), ""),
+        ("1 KiB hits again, their runs alternating with the trivial route's, req/s", ("S3_route", "hits", "rps"), ""),
         ("1 MiB req/s", ("S3_1MiB", "rps"), ""),
         ("1 MiB req/s, each run", None, ""),
         ("1 MiB p99", ("S3_1MiB", "p99_ms"), " ms"),
@@ -452,11 +453,11 @@ def main():
             r = ratio(dig(c, f"S3_{size}", "rps"), best)
             checks.append((f"hits {size} >= faster of nginx/Varnish", r is not None and r >= 1.0,
                            f"{fmt_ratio(r)} of {fmt(best)} req/s"))
-        hit, route = dig(c, "S3_1KiB", "rps"), dig(c, "S3_route", "rps")
+        hit, route = dig(c, "S3_route", "hits", "rps"), dig(c, "S3_route", "rps")
         if route:
             r = ratio(hit, route)
-            checks.append(("1 KiB hits >= 0.95x the trivial route in the same JVM and run (item 1a)",
-                           r is not None and r >= 0.95, f"{fmt_ratio(r)} of {fmt(route)} req/s"))
+            checks.append(("1 KiB hits >= 0.95x the trivial route in the same JVM and run, runs alternating (item 1a)",
+                           r is not None and r >= 0.95, f"{fmt_ratio(r)}: {fmt(hit)} against {fmt(route)} req/s"))
             n1 = dig(targets.get("nginx", {}), "S3_1KiB", "rps")
             if n1:
                 r = ratio(route, n1)

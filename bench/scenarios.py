@@ -517,33 +517,43 @@ end
 """
 
 
-def trivial_route(args):
+def trivial_route(args, hit_url):
     """Pekko HTTP's trivial route in the same JVM (Corral's `/-/health/live`, a synchronous
-    5-byte answer), loaded as S3's 1 KiB hits are: issue 14 items 1a and 1b measure the hit
-    against it and it against nginx."""
+    5-byte answer), loaded as S3's 1 KiB hits are, its runs alternating with runs of those hits
+    so that neither gets the JIT's later work or the machine's quieter minute: issue 14 items 1a
+    (the hit against it) and 1b (it against nginx)."""
     parts = urlsplit(args.base)
     url = f"{parts.scheme}://{parts.netloc}/-/health/live"
     status, _, body = get(url)
-    res = {"url_path": "/-/health/live", "warm_status": status, "length": len(body)}
-    res.update(wrk_runs(args, ["-t2", "-c64"], url))
+    res = {"url_path": "/-/health/live", "warm_status": status, "length": len(body), "hits": {"runs": []}}
+    route_runs, hit_runs = [], []
+    for _ in range(args.wrk_runs):
+        route_runs += wrk_runs(args, ["-t2", "-c64"], url, runs=1)["runs"]
+        hit_runs += wrk_runs(args, ["-t2", "-c64"], hit_url, runs=1)["runs"]
+    res.update(median_of(route_runs))
+    res["hits"] = median_of(hit_runs)
+    res["runs"], res["hits"]["runs"] = route_runs, hit_runs
     return res
 
 
-def wrk_runs(args, wrk_opts, url):
-    """args.wrk_runs runs of wrk on url: each run, and the median run's req/s and p99."""
+def median_of(runs):
+    best = sorted((r for r in runs if r["rps"] is not None), key=lambda r: r["rps"])
+    median = best[len(best) // 2] if best else {}
+    return {"rps": median.get("rps"), "p99_ms": median.get("p99_ms"), "rps_all": [r["rps"] for r in best]}
+
+
+def wrk_runs(args, wrk_opts, url, runs=None):
+    """`runs` (default args.wrk_runs) runs of wrk on url: each run, and the median run's req/s
+    and p99."""
     out = {"wrk_opts": " ".join(wrk_opts), "runs": []}
     la0 = loadavg()
-    for _ in range(args.wrk_runs):
+    for _ in range(args.wrk_runs if runs is None else runs):
         cmd = ["wrk", *wrk_opts, f"-d{args.wrk_duration}s", "--latency", url]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.wrk_duration + 60)
         run = parse_wrk(p.stdout)
         run["exit"] = p.returncode
         out["runs"].append(run)
-    best = sorted((r for r in out["runs"] if r["rps"] is not None), key=lambda r: r["rps"])
-    median = best[len(best) // 2] if best else {}
-    out["rps"] = median.get("rps")
-    out["p99_ms"] = median.get("p99_ms")
-    out["rps_all"] = [r["rps"] for r in best]
+    out.update(median_of(out["runs"]))
     out["loadavg_before"] = la0
     out["loadavg_after"] = loadavg()
     return out
@@ -769,7 +779,7 @@ def main():
         if shutil.which("wrk"):
             step("S3_1KiB", lambda: warm_hits(args, origin, KIB, "1k"))
             if args.target == "corral":  # one node: the same JVM as the 1 KiB hits just measured
-                step("S3_route", lambda: trivial_route(args))
+                step("S3_route", lambda: trivial_route(args, blob(args.base, f"{args.run_id}-s3-1k", KIB, 0)))
             step("S3_1MiB", lambda: warm_hits(args, origin, MIB, "1m"))
             if args.pgids:
                 # issue 14 item 6: resident memory after the hit load, at once and 6 s later (a
