@@ -525,7 +525,7 @@ def trivial_route(args, hit_url):
     parts = urlsplit(args.base)
     url = f"{parts.scheme}://{parts.netloc}/-/health/live"
     status, _, body = get(url)
-    res = {"url_path": "/-/health/live", "warm_status": status, "length": len(body), "hits": {"runs": []}}
+    res = {"url_path": "/-/health/live", "warm_status": status, "length": len(body)}
     route_runs, hit_runs = [], []
     for _ in range(args.wrk_runs):
         route_runs += wrk_runs(args, ["-t2", "-c64"], url, runs=1)["runs"]
@@ -559,8 +559,12 @@ def wrk_runs(args, wrk_opts, url, runs=None):
     return out
 
 
+def s3_name(args, label):
+    return f"{args.run_id}-s3-{label}"
+
+
 def warm_hits(args, origin, size, label):
-    name = f"{args.run_id}-s3-{label}"
+    name = s3_name(args, label)
     url = blob(args.base, name, size, 0)
     origin.reset()
     first = get(url)
@@ -779,7 +783,7 @@ def main():
         if shutil.which("wrk"):
             step("S3_1KiB", lambda: warm_hits(args, origin, KIB, "1k"))
             if args.target == "corral":  # one node: the same JVM as the 1 KiB hits just measured
-                step("S3_route", lambda: trivial_route(args, blob(args.base, f"{args.run_id}-s3-1k", KIB, 0)))
+                step("S3_route", lambda: trivial_route(args, blob(args.base, s3_name(args, "1k"), KIB, 0)))
             step("S3_1MiB", lambda: warm_hits(args, origin, MIB, "1m"))
             if args.pgids:
                 # issue 14 item 6: resident memory after the hit load, at once and 6 s later (a
