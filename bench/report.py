@@ -120,6 +120,7 @@ ROWS = [
         ("waiter TTFB - leader TTFB p50", ("S1s", "waiter_delta_ms", "p50"), " ms"),
         ("waiter TTFB - leader TTFB p99", ("S1s", "waiter_delta_ms", "p99"), " ms"),
         ("waiter TTFB - leader TTFB max", ("S1s", "waiter_delta_ms", "max"), " ms"),
+        ("waiter TTFB - leader TTFB p50 / p99, each round", None, ""),
         ("waiter first byte - leader first byte (wall clock) p50", ("S1s", "waiter_abs_delta_ms", "p50"), " ms"),
         ("waiter first byte - leader first byte (wall clock) p99", ("S1s", "waiter_abs_delta_ms", "p99"), " ms"),
         ("other processes' CPU", ("S1s", "other_load_cores"), " cores"),
@@ -244,6 +245,11 @@ def special(label, res, section):
     if label.startswith("other processes' CPU, 1 KiB"):
         a, b = dig(res, "S3_1KiB", "other_load_cores"), dig(res, "S3_1MiB", "other_load_cores")
         return None if a is None and b is None else f"{fmt(a)} / {fmt(b)} cores"
+    if label == "waiter TTFB - leader TTFB p50 / p99, each round":
+        # the waiters of a round move as a block against their leader, or spread: which one sets the p99
+        rounds = dig(res, "S1s", "per_round")
+        return None if not rounds else ", ".join(
+            f"{fmt(dig(r, 'waiter_delta_ms', 'p50'))}/{fmt(dig(r, 'waiter_delta_ms', 'p99'))}" for r in rounds) + " ms"
     if label == "upstream requests during wrk":
         a, b = dig(res, "S3_1KiB", "upstream_requests_during_wrk"), dig(res, "S3_1MiB", "upstream_requests_during_wrk")
         return None if a is None and b is None else f"{fmt(a)} / {fmt(b)}"
