@@ -26,9 +26,8 @@ import java.util.stream.Collectors;
  * {@code key=value} term of the selector (so a selector that matches no pod gets an empty list).
  *
  * <p>What a pod's service account would have mounted is written to files in its directory:
- * {@link #caCertificate()} (the server's self-signed certificate for the address 127.0.0.1, made
- * with the JDK's {@code keytool}; its private key stays in a keystore in the test's temporary
- * directory), {@link #tokenFile()} (a random token) and {@link #namespaceFile()}. Every request
+ * {@link #caCertificate()} (the CA that signed the server's certificate for the address 127.0.0.1,
+ * {@link LoopbackHttps}; the keys stay in the test's temporary directory), {@link #tokenFile()} (a random token) and {@link #namespaceFile()}. Every request
  * is recorded ({@link #requests()}) with what the server made of it.
  */
 final class FakeKubernetesApi implements AutoCloseable {

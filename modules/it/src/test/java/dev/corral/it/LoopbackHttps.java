@@ -3,45 +3,30 @@ package dev.corral.it;
 import com.sun.net.httpserver.HttpHandler;
 import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsServer;
-import java.io.InputStream;
+import dev.corral.testkit.upstream.TestCertificates;
+import dev.corral.testkit.upstream.TestCertificates.KeyFormat;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.KeyStore;
-import java.time.Duration;
-import java.util.List;
-import java.util.Map;
+import java.nio.file.StandardCopyOption;
 import java.util.concurrent.Executor;
-import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 
 /**
- * A test's HTTPS server on 127.0.0.1 with a self-signed certificate for {@code 127.0.0.1}, made by
- * the JDK's keytool in the test's directory (no key is checked in). Clients trust it through the
- * certificate's PEM file, {@code NAME.pem} beside the key store.
+ * A test's HTTPS server on 127.0.0.1 with a certificate for {@code 127.0.0.1} signed by a CA of its
+ * own, both made by {@code openssl} in the test's directory ({@link TestCertificates}; no key is
+ * checked in). Clients trust the CA's certificate, the PEM file {@code NAME.pem}. (The JDK's keytool
+ * made them before: two JVM starts a server, most of a test's time on a busy machine.)
  */
 final class LoopbackHttps {
   private LoopbackHttps() {}
 
-  /** Started; its certificate is {@link #certificate(Path, String)}. */
+  /** Started; the certificate its clients trust is {@link #certificate(Path, String)}. */
   static HttpsServer start(Path dir, String name, Executor pool, HttpHandler handler) throws Exception {
-    Path keystore = dir.resolve(name + ".p12");
-    String keytool = CorralProcess.javaExecutable().resolveSibling("keytool").toString();
-    ClientCommand.run(dir, Map.of(), Duration.ofMinutes(1), List.of(keytool, "-genkeypair", "-alias", name,
-        "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=127.0.0.1", "-ext", "san=ip:127.0.0.1",
-        "-validity", "2", "-storetype", "PKCS12", "-keystore", keystore.toString(), "-storepass", "changeit",
-        "-keypass", "changeit")).ok();
-    ClientCommand.run(dir, Map.of(), Duration.ofMinutes(1), List.of(keytool, "-exportcert", "-rfc", "-alias", name,
-        "-keystore", keystore.toString(), "-storepass", "changeit", "-file", certificate(dir, name).toString())).ok();
-    KeyStore ks = KeyStore.getInstance("PKCS12");
-    try (InputStream in = Files.newInputStream(keystore)) {
-      ks.load(in, "changeit".toCharArray());
-    }
-    KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-    kmf.init(ks, "changeit".toCharArray());
-    SSLContext tls = SSLContext.getInstance("TLS");
-    tls.init(kmf.getKeyManagers(), null, null);
+    TestCertificates ca = TestCertificates.newCa(dir, name);
+    SSLContext tls = TestCertificates.context(ca.leaf(name, KeyFormat.EC_PKCS8), null);
+    Files.copy(ca.caCert(), certificate(dir, name), StandardCopyOption.REPLACE_EXISTING);
     HttpsServer server = HttpsServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
     server.setHttpsConfigurator(new HttpsConfigurator(tls));
     server.setExecutor(pool);
@@ -50,7 +35,7 @@ final class LoopbackHttps {
     return server;
   }
 
-  /** The PEM certificate clients trust. */
+  /** The PEM certificate clients trust: the CA's. */
   static Path certificate(Path dir, String name) {
     return dir.resolve(name + ".pem");
   }

@@ -17,8 +17,8 @@ import java.util.concurrent.Executors;
 /**
  * An HTTPS front for a node on 127.0.0.1, as a TLS-terminating ingress is: clients that send
  * credentials over HTTPS only (the go command) reach the node through it. Its certificate is
- * self-signed for the address 127.0.0.1, made with the JDK's {@code keytool}; {@link #certificate()}
- * is the PEM a client trusts ({@code SSL_CERT_FILE} for go). Each GET is forwarded with its path
+ * for the address 127.0.0.1, signed by a CA of its own ({@link LoopbackHttps}); {@link #certificate()}
+ * is the CA's PEM a client trusts ({@code SSL_CERT_FILE} for go). Each GET is forwarded with its path
  * and query as sent and its {@code Authorization}, {@code Accept} and {@code User-Agent}; the
  * answer's status, body, {@code Content-Type} and {@code WWW-Authenticate} come back.
  */
