@@ -27,8 +27,9 @@ import java.util.stream.Collectors;
  *
  * <p>What a pod's service account would have mounted is written to files in its directory:
  * {@link #caCertificate()} (the CA that signed the server's certificate for the address 127.0.0.1,
- * {@link LoopbackHttps}; the keys stay in the test's temporary directory), {@link #tokenFile()} (a random token) and {@link #namespaceFile()}. Every request
- * is recorded ({@link #requests()}) with what the server made of it.
+ * {@link LoopbackHttps}; the keys stay in the test's temporary directory), {@link #tokenFile()} (a
+ * random token) and {@link #namespaceFile()}. Every request is recorded ({@link #requests()}) with
+ * what the server made of it.
  */
 final class FakeKubernetesApi implements AutoCloseable {
   /** A pod as the API lists it: its IP, labels, and one container with named ports. */
