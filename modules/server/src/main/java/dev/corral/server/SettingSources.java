@@ -173,9 +173,17 @@ final class SettingSources {
     }
   }
 
+  /**
+   * CORRAL_ variables read outside the settings, listed by {@code corral help}: the log level
+   * (logback.xml) and the launcher's switch for its class data sharing archive.
+   */
+  static final List<String> ENVIRONMENT_ONLY = List.of("CORRAL_LOG_LEVEL", "CORRAL_CDS");
+
   /** CORRAL_ variables that are not settings: probably typos, but other tools may set some. */
   private static List<String> unknownVariables(Map<String, String> env) {
-    Set<String> known = Arrays.stream(Setting.values()).map(Setting::env).collect(Collectors.toSet());
+    Set<String> known = Arrays.stream(Setting.values()).map(Setting::env)
+        .collect(Collectors.toCollection(java.util.HashSet::new));
+    known.addAll(ENVIRONMENT_ONLY);
     List<String> warnings = new ArrayList<>();
     for (String name : new TreeSet<>(env.keySet())) {
       if (name.startsWith("CORRAL_") && !known.contains(name)) {

@@ -88,6 +88,9 @@ class CliTest {
   void helpNamesTheEnvironmentOnlyVariables() {
     String help = Cli.helpText();
     assertTrue(help.contains("  CORRAL_LOG_LEVEL\n") && help.replaceAll("\\s+", " ").contains("(default INFO)"), help);
+    for (String variable : SettingSources.ENVIRONMENT_ONLY) { // and those are no warning
+      assertTrue(help.contains(variable), variable);
+    }
     assertTrue(help.contains("corral version"), help);
   }
 

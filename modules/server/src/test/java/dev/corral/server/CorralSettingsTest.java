@@ -174,6 +174,14 @@ class CorralSettingsTest {
     assertEquals(List.of("CORRAL_HTTP_PROT is set but is not a Corral setting (see corral help)"), s.warnings());
   }
 
+  @Test
+  void theVariablesReadOutsideTheSettingsAreNoWarning() {
+    // corral help lists them (CliTest); the log level is logback's, the archive switch the launcher's.
+    CorralSettings s = load(Map.of("CORRAL_LOG_LEVEL", "DEBUG", "CORRAL_CDS", "off"),
+        "--repo", "x=generic:http://127.0.0.1:9/");
+    assertEquals(List.of(), s.warnings());
+  }
+
   // ---- precedence
 
   @Test
