@@ -71,7 +71,8 @@ public enum Setting {
   PUBLIC_BASE_URL("--public-base-url", "corral.public-base-url", "CORRAL_PUBLIC_BASE_URL", "URL",
       "URL clients use to reach this node, when it differs from the bind address"),
   TRUSTED_PROXIES("--trusted-proxies", "corral.trusted-proxies", "CORRAL_TRUSTED_PROXIES", "CIDR[,CIDR...]",
-      "Proxies whose X-Forwarded-Host/-Proto are believed when no public base URL is set"),
+      "Proxies whose X-Forwarded-Host/-Proto are believed when no public base URL is set; their last"
+          + " X-Forwarded-For address is the client's for --miss-rate-limit"),
   DRAIN_TIMEOUT("--drain-timeout", "corral.drain-timeout", "CORRAL_DRAIN_TIMEOUT", "DURATION",
       "How long a graceful stop lets in-flight fetches finish"),
   TOMBSTONE_TTL("--tombstone-ttl", "corral.tombstone-ttl", "CORRAL_TOMBSTONE_TTL", "DURATION",
