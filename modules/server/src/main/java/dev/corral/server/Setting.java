@@ -53,8 +53,8 @@ public enum Setting {
           + " corral.repos.NAME { type, url, ... } or { type = group, members = [M1, M2] }"),
   METADATA_MEMORY("--metadata-memory", "corral.metadata-memory", "CORRAL_METADATA_MEMORY", "SIZE",
       "Heap for metadata read whole at once to be rewritten or looked up (as much again keeps rewritten"
-          + " documents and gzip forms); auto: a quarter of the heap. A request finding no room waits briefly, then gets 503"
-          + " with Retry-After"),
+          + " documents and gzip forms); auto: a quarter of the heap, at least 16 MiB. A request finding no"
+          + " room waits briefly, then gets 503 with Retry-After"),
   MISS_RATE_LIMIT("--miss-rate-limit", "corral.miss-rate-limit", "CORRAL_MISS_RATE_LIMIT", "RATE",
       "Requests that would go upstream (misses) per client address: N/s, N/m or N/h, or off; more get 429"
           + " with Retry-After"),
