@@ -38,7 +38,9 @@ public enum RepoSetting {
       "How long a waiter waits for a fetch's outcome to begin"),
   ON_BUDGET_EXHAUSTED("on-budget-exhausted", true, null,
       "\"504\": answer 504; \"bypass\": fetch directly, uncached (X-Cache: BYPASS)"),
-  MAX_WAITERS("max-waiters", true, null, "Waiters on one artifact key, at most (more get 503)"),
+  MAX_WAITERS("max-waiters", true, null,
+      "Waiters on one artifact key on one node, at most (more get 503); those joining a copy from a peer"
+          + " already streaming there are not counted"),
   MAX_ORPHAN_FETCHES("max-orphan-fetches", true, null,
       "Downloads kept running on a node after their last waiter or reader left, at most"),
   INLINE_LIMIT("inline-limit", true, null,
