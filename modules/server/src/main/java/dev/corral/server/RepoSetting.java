@@ -4,10 +4,10 @@ import java.util.Arrays;
 import java.util.Optional;
 
 /**
- * The keys allowed under {@code corral.repos.NAME}. All but {@code type}, {@code url},
- * {@code credentials} and {@code sumdb-url} may also be set once for every repository under
- * {@code corral.repo-defaults}, whose built-in values are in {@code corral-defaults.conf}.
- * Any other key is an error, so that a typo is not silently ignored.
+ * The keys allowed under {@code corral.repos.NAME}. Those marked {@code inRepoDefaults} may also
+ * be set once for every repository under {@code corral.repo-defaults}, whose built-in values are
+ * in {@code corral-defaults.conf}; the others there are refused as per-repository only. Any other
+ * key is an error, so that a typo is not silently ignored.
  */
 public enum RepoSetting {
   TYPE("type", false, null,
