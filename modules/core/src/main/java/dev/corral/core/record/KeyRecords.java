@@ -51,17 +51,21 @@ public final class KeyRecords {
   /**
    * Serializes a made-up record and reads it back with the system's serialization (the journal's
    * and Artery's), in memory: Jackson builds its serializers for a type on first use, which would
-   * otherwise fall on a node's first fetch, while its clients wait. Writes nothing.
+   * otherwise fall on a node's first fetch, while its clients wait. Writes nothing. Returns the
+   * record read back (equal to {@link #WARM_UP_RECORD} when the round trip loses nothing).
    */
-  public static void warmUp(ActorSystem<?> system) {
+  public static Record warmUp(ActorSystem<?> system) {
     Serialization serialization = SerializationExtension.get(system);
-    StoredArtifact artifact = new StoredArtifact("0".repeat(64), "warm-up", "0".repeat(64), 0,
-        List.of(new Header("Content-Type", "application/octet-stream")), 0);
-    Record record = new Record(artifact, List.of("http://127.0.0.1:1"));
+    Record record = WARM_UP_RECORD;
     Serializer serializer = serialization.findSerializerFor(record);
     byte[] bytes = serialization.serialize(record).get();
-    serialization.deserialize(bytes, serializer.identifier(), Serializers.manifestFor(serializer, record)).get();
+    return (Record) serialization.deserialize(bytes, serializer.identifier(),
+        Serializers.manifestFor(serializer, record)).get();
   }
+
+  /** The made-up record of {@link #warmUp}: every field set, none at its default. */
+  static final Record WARM_UP_RECORD = new Record(new StoredArtifact("0".repeat(64), "warm-up", "0".repeat(64), 1,
+      List.of(new Header("Content-Type", "application/octet-stream")), 1), List.of("http://127.0.0.1:1"), 1);
 
   /** The last record written for a persistence id, if any. */
   public CompletionStage<GetObjectResult<Record>> read(String persistenceId) {

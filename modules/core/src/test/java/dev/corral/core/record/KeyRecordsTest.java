@@ -3,7 +3,9 @@ package dev.corral.core.record;
 import dev.corral.core.record.Record;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -19,6 +21,9 @@ import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.persistence.state.javadsl.DurableStateUpdateStore;
 import org.apache.pekko.persistence.state.javadsl.GetObjectResult;
+import org.apache.pekko.serialization.SerializationExtension;
+import org.apache.pekko.serialization.Serializer;
+import org.apache.pekko.serialization.jackson.JacksonCborSerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
@@ -39,10 +44,17 @@ class KeyRecordsTest {
 
   record Written(long revision, Throwable failure) {}
 
-  /** The start's warm-up goes through the serializer the journal uses (Java serialization is off). */
+  /**
+   * The start's warm-up goes through the serializer the journal uses (Java serialization is off),
+   * and what it reads back is the record it wrote, every field of it.
+   */
   @Test
   void theWarmUpRoundTripsARecordThroughTheSystemsSerialization() {
-    KeyRecords.warmUp(kit.system());
+    Serializer serializer = SerializationExtension.get(kit.system()).findSerializerFor(KeyRecords.WARM_UP_RECORD);
+    assertInstanceOf(JacksonCborSerializer.class, serializer, "the records' binding, as the journal's");
+    Record back = KeyRecords.warmUp(kit.system());
+    assertNotSame(KeyRecords.WARM_UP_RECORD, back, "read back from the bytes, not handed through");
+    assertEquals(KeyRecords.WARM_UP_RECORD, back);
   }
 
   /** A durable state store whose answers the test gives one by one. */
