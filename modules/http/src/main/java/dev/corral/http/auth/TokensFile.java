@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
 import java.security.MessageDigest;
+import java.time.Clock;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
@@ -34,6 +35,8 @@ public final class TokensFile {
 
   private final Path file;
   private final Set<String> knownRepos;
+  /** What a read's "now" is measured on against the file's modified time. */
+  private final Clock clock;
   private volatile Snapshot current;
 
   /**
@@ -43,9 +46,10 @@ public final class TokensFile {
    */
   private record Snapshot(FileTime modified, long size, boolean racy, byte[] contentSha256, List<ClientToken> tokens) {}
 
-  private TokensFile(Path file, Set<String> knownRepos, Snapshot first) {
+  private TokensFile(Path file, Set<String> knownRepos, Clock clock, Snapshot first) {
     this.file = file;
     this.knownRepos = Set.copyOf(knownRepos);
+    this.clock = clock;
     this.current = first;
   }
 
@@ -56,9 +60,14 @@ public final class TokensFile {
    * @throws IOException when it cannot be read
    */
   public static TokensFile open(Path file, Set<String> knownRepos) throws IOException {
+    return open(file, knownRepos, Clock.systemUTC());
+  }
+
+  static TokensFile open(Path file, Set<String> knownRepos, Clock clock) throws IOException {
     Objects.requireNonNull(file, "file");
-    Read first = Read.of(file);
-    return new TokensFile(file, knownRepos, first.snapshot(TokenLines.parse(first.text(), knownRepos)));
+    Objects.requireNonNull(clock, "clock");
+    Read first = Read.of(file, clock);
+    return new TokensFile(file, knownRepos, clock, first.snapshot(TokenLines.parse(first.text(), knownRepos)));
   }
 
   public Path file() {
@@ -87,7 +96,7 @@ public final class TokensFile {
     }
     Read read;
     try {
-      read = Read.of(file);
+      read = Read.of(file, clock);
     } catch (IOException e) {
       warnOnce(seen, "cannot read " + file + " (" + e.getClass().getSimpleName() + "): keeping the credentials read before");
       return seen.tokens();
@@ -117,8 +126,8 @@ public final class TokensFile {
 
   /** One read of the file: the stat taken before reading (a write landing in between is seen next time), the bytes. */
   private record Read(BasicFileAttributes stat, boolean racy, byte[] bytes, byte[] contentSha256) {
-    static Read of(Path file) throws IOException {
-      long now = System.currentTimeMillis();
+    static Read of(Path file, Clock clock) throws IOException {
+      long now = clock.millis();
       BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class);
       byte[] bytes = Files.readAllBytes(file);
       boolean racy = a.lastModifiedTime().toMillis() > now - RACY_MILLIS;
