@@ -37,6 +37,17 @@ class KeyPrefixTest {
 
   @Test
   void theEmptyPrefixIsTheWholeRepository() {
-    assertEquals("", new KeyPrefix("go", "").urlPrefix());
+    KeyPrefix all = new KeyPrefix("go", "");
+    assertEquals("", all.urlPrefix());
+    // Every key of the repository, whatever its upstream, URL, variant or digest ...
+    assertTrue(all.matches(stored(ArtifactKey.of("go", "http://127.0.0.1:9/x"))));
+    assertTrue(all.matches(stored(ArtifactKey.of("go", "https://proxy.golang.org/golang.org/x/mod/@v/list"))));
+    assertTrue(all.matches(stored(new ArtifactKey("go", "http://127.0.0.1:7/m/@v/v1.0.0.zip", "json",
+        new Digest("sha256", "b".repeat(64))))));
+    // ... and no key of another repository: not one whose name starts with it or that it starts
+    // with, not one with the same upstream URL.
+    assertFalse(all.matches(stored(ArtifactKey.of("golang", "http://127.0.0.1:9/x"))));
+    assertFalse(all.matches(stored(ArtifactKey.of("g", "http://127.0.0.1:9/x"))));
+    assertFalse(all.matches(stored(ArtifactKey.of("npm", "http://127.0.0.1:9/x"))));
   }
 }
