@@ -11,6 +11,7 @@ import java.io.OutputStream;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 /**
  * Lines to standard output through a buffer: written when the buffer is full, at least every
@@ -31,18 +32,25 @@ public final class BufferedConsoleAppender extends OutputStreamAppender<ILogging
   private final OutputStream sink;
   /** Whether stopping closes the sink (a file of ours); standard output stays open. */
   private final boolean ownsSink;
+  /** Makes what runs the periodic flush at each start: a daemon thread of its own; a test's hand-moved one. */
+  private final Supplier<ScheduledExecutorService> flushers;
 
   public BufferedConsoleAppender() {
     this(new FileOutputStream(FileDescriptor.out));
   }
 
   BufferedConsoleAppender(OutputStream sink) {
-    this(sink, false);
+    this(sink, BufferedConsoleAppender::flushThread);
   }
 
-  private BufferedConsoleAppender(OutputStream sink, boolean ownsSink) {
+  BufferedConsoleAppender(OutputStream sink, Supplier<ScheduledExecutorService> flushers) {
+    this(sink, false, flushers);
+  }
+
+  private BufferedConsoleAppender(OutputStream sink, boolean ownsSink, Supplier<ScheduledExecutorService> flushers) {
     this.sink = sink;
     this.ownsSink = ownsSink;
+    this.flushers = flushers;
   }
 
   /**
@@ -51,7 +59,15 @@ public final class BufferedConsoleAppender extends OutputStreamAppender<ILogging
    * copytruncate) lines go on at its new end; a renamed file keeps being written until a restart.
    */
   static BufferedConsoleAppender appendingTo(java.nio.file.Path file) throws IOException {
-    return new BufferedConsoleAppender(new FileOutputStream(file.toFile(), true), true);
+    return new BufferedConsoleAppender(new FileOutputStream(file.toFile(), true), true, BufferedConsoleAppender::flushThread);
+  }
+
+  private static ScheduledExecutorService flushThread() {
+    return Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "corral-log-flush");
+      t.setDaemon(true);
+      return t;
+    });
   }
 
   public void setBufferSize(int bufferSize) {
@@ -87,11 +103,7 @@ public final class BufferedConsoleAppender extends OutputStreamAppender<ILogging
     setOutputStream(new BufferedOutputStream(stdout, bufferSize));
     setImmediateFlush(false);
     super.start();
-    flusher = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "corral-log-flush");
-      t.setDaemon(true);
-      return t;
-    });
+    flusher = flushers.get();
     flusher.scheduleWithFixedDelay(this::flushNow, flushMillis, flushMillis, TimeUnit.MILLISECONDS);
     atExit = new Thread(this::flushNow, "corral-log-flush-at-exit");
     Runtime.getRuntime().addShutdownHook(atExit);

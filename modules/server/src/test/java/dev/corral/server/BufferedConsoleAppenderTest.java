@@ -9,9 +9,15 @@ import ch.qos.logback.classic.encoder.PatternLayoutEncoder;
 import ch.qos.logback.classic.util.LogbackMDCAdapter;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.AbstractExecutorService;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Delayed;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -23,7 +29,6 @@ class BufferedConsoleAppenderTest {
   /** Records each write the appender makes to standard output. */
   private static final class Writes extends OutputStream {
     final List<String> writes = new ArrayList<>();
-    final CountDownLatch firstWrite = new CountDownLatch(1);
 
     @Override
     public synchronized void write(int b) {
@@ -33,11 +38,112 @@ class BufferedConsoleAppenderTest {
     @Override
     public synchronized void write(byte[] b, int off, int len) {
       writes.add(new String(b, off, len, StandardCharsets.UTF_8));
-      firstWrite.countDown();
     }
 
     synchronized List<String> all() {
       return List.copyOf(writes);
+    }
+  }
+
+  /**
+   * The flusher's executor with a hand-moved time: a task scheduled with a fixed delay runs, on
+   * the test's thread, each time {@link #advance} reaches its due time. Only what the appender
+   * uses is there.
+   */
+  static final class HandFlusher extends AbstractExecutorService implements ScheduledExecutorService {
+    private final List<Periodic> tasks = new ArrayList<>();
+    private long now;
+    private boolean shutdown;
+
+    private final class Periodic extends CompletableFuture<Void> implements ScheduledFuture<Void> {
+      final Runnable command;
+      final long delay;
+      long due;
+
+      Periodic(Runnable command, long due, long delay) {
+        this.command = command;
+        this.due = due;
+        this.delay = delay;
+      }
+
+      @Override
+      public long getDelay(TimeUnit unit) {
+        return unit.convert(due - now, TimeUnit.NANOSECONDS);
+      }
+
+      @Override
+      public int compareTo(Delayed o) {
+        return Long.compare(getDelay(TimeUnit.NANOSECONDS), o.getDelay(TimeUnit.NANOSECONDS));
+      }
+    }
+
+    /** Moves time on by {@code d}, running each periodic task every time its due time is reached. */
+    void advance(Duration d) {
+      long until = now + d.toNanos();
+      while (true) {
+        Periodic next = tasks.stream().filter(t -> !t.isCancelled() && t.due <= until)
+            .min((a, b) -> Long.compare(a.due, b.due)).orElse(null);
+        if (next == null || shutdown) {
+          break;
+        }
+        now = next.due;
+        next.command.run();
+        next.due = now + next.delay;
+      }
+      now = until;
+    }
+
+    @Override
+    public ScheduledFuture<?> scheduleWithFixedDelay(Runnable command, long initialDelay, long delay, TimeUnit unit) {
+      Periodic p = new Periodic(command, now + unit.toNanos(initialDelay), unit.toNanos(delay));
+      tasks.add(p);
+      return p;
+    }
+
+    @Override
+    public ScheduledFuture<?> scheduleAtFixedRate(Runnable command, long initialDelay, long period, TimeUnit unit) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public ScheduledFuture<?> schedule(Runnable command, long delay, TimeUnit unit) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public <V> ScheduledFuture<V> schedule(Callable<V> callable, long delay, TimeUnit unit) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public void execute(Runnable command) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public void shutdown() {
+      shutdown = true;
+    }
+
+    @Override
+    public List<Runnable> shutdownNow() {
+      shutdown = true;
+      return List.of();
+    }
+
+    @Override
+    public boolean isShutdown() {
+      return shutdown;
+    }
+
+    @Override
+    public boolean isTerminated() {
+      return shutdown;
+    }
+
+    @Override
+    public boolean awaitTermination(long timeout, TimeUnit unit) {
+      return shutdown;
     }
   }
 
@@ -82,12 +188,25 @@ class BufferedConsoleAppenderTest {
   }
 
   @Test
-  void aLineIsWrittenWithinTheFlushIntervalWithoutMoreTraffic() throws Exception {
-    BufferedConsoleAppender appender = new BufferedConsoleAppender(out);
+  void aLineIsWrittenWithinTheFlushIntervalWithoutMoreTraffic() {
+    HandFlusher flusher = new HandFlusher();
+    BufferedConsoleAppender appender = new BufferedConsoleAppender(out, () -> flusher);
     Logger log = logger(appender, 64 * 1024, 50);
     log.info("GET repo=bench path=/bench/one status=200");
-    assertTrue(out.firstWrite.await(10, TimeUnit.SECONDS), "the flusher wrote the buffered line");
-    assertEquals(List.of("GET repo=bench path=/bench/one status=200\n"), out.all());
+    flusher.advance(Duration.ofMillis(49));
+    assertEquals(List.of(), out.all(), "buffered until the flush interval has passed");
+    flusher.advance(Duration.ofMillis(1));
+    assertEquals(List.of("GET repo=bench path=/bench/one status=200\n"), out.all(), "written once it has");
+
+    // And so on, interval after interval.
+    log.info("GET repo=bench path=/bench/two status=200");
+    flusher.advance(Duration.ofMillis(49));
+    assertEquals(1, out.all().size(), "the second line waits for the next flush");
+    flusher.advance(Duration.ofMillis(1));
+    assertEquals(List.of("GET repo=bench path=/bench/one status=200\n", "GET repo=bench path=/bench/two status=200\n"),
+        out.all());
+
     appender.stop();
+    assertTrue(flusher.isShutdown(), "stop ends the flusher");
   }
 }
