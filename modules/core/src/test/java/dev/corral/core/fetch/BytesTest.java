@@ -5,6 +5,7 @@ import dev.corral.core.download.Failure;
 import dev.corral.core.download.GrowingBlob;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -120,7 +121,7 @@ class BytesTest extends EntityTestBase {
     Reader reader = read(streaming);
     awaitAssert(() -> assertEquals(LARGE - 1, reader.received.get()));
     held.end();
-    assertReaderFails(reader);
+    assertReaderFails(reader, "digest mismatch");
     assertEquals(LARGE - 1, reader.received.get(), "the last byte was delivered");
     assertTrue(node.store().lookup(key).isEmpty());
   }
@@ -220,8 +221,8 @@ class BytesTest extends EntityTestBase {
     Reader two = read(streaming);
     awaitAssert(() -> assertEquals(LARGE / 2, one.received.get()));
     held.fail(new java.io.IOException("connection reset"));
-    assertReaderFails(one);
-    assertReaderFails(two);
+    assertReaderFails(one, "connection reset");
+    assertReaderFails(two, "connection reset");
     assertEquals(LARGE / 2, one.received.get());
     assertTrue(node.store().lookup(key).isEmpty());
   }
@@ -290,10 +291,16 @@ class BytesTest extends EntityTestBase {
     assertEquals(bytes, node.store().readAll(node.store().lookup(key).orElseThrow()));
   }
 
-  private void assertReaderFails(Reader reader) {
+  /**
+   * The reader's stream fails (its connection is aborted, B1/B2) with the download's own failure:
+   * an IOException saying why ({@code GrowingBlob.fail}), not any other error nor an end.
+   */
+  private void assertReaderFails(Reader reader, String why) {
     ExecutionException e = assertThrows(ExecutionException.class,
         () -> reader.all.get(WAIT.toMillis(), TimeUnit.MILLISECONDS));
-    assertTrue(e.getCause() != null);
+    Throwable cause = e.getCause();
+    assertInstanceOf(java.io.IOException.class, cause, "the download's failure");
+    assertEquals(why, cause.getMessage());
   }
 
   /** A reader of a streaming download, counting what it has received so far. */
