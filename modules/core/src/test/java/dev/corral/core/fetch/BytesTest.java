@@ -18,11 +18,16 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.NotUsed;
+import org.apache.pekko.japi.Pair;
+import org.apache.pekko.stream.KillSwitches;
+import org.apache.pekko.stream.UniqueKillSwitch;
+import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
@@ -257,12 +262,30 @@ class BytesTest extends EntityTestBase {
     Reply.Streaming streaming = reply(ask(key), Reply.Streaming.class);
     GrowingBlob blob = node.downloads().find(streaming.downloadId()).orElseThrow();
 
-    // One client reads a chunk and goes away.
-    blob.reader().take(1).runWith(Sink.ignore(), kit.system()).toCompletableFuture()
-        .get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+    // Two clients read at once; both have all but the last byte, which waits for the download's end.
     Reader stays = read(streaming);
+    AtomicLong leavingGot = new AtomicLong();
+    Pair<UniqueKillSwitch, CompletionStage<ByteString>> leaving = blob.reader()
+        .map(b -> {
+          leavingGot.addAndGet(b.size());
+          return b;
+        })
+        .viaMat(KillSwitches.single(), Keep.right())
+        .toMat(Sink.fold(ByteString.emptyByteString(), ByteString::concat), Keep.both())
+        .run(kit.system());
+    awaitAssert(() -> assertEquals(body.size() - 1, stays.received.get()));
+    awaitAssert(() -> assertEquals(body.size() - 1, leavingGot.get()));
+    assertEquals(3, blob.references(), "the writer and two readers hold the file");
+
+    // One of them goes away part-way (its client closed the connection).
+    leaving.first().abort(new java.io.IOException("client closed the connection"));
+    assertThrows(ExecutionException.class,
+        () -> leaving.second().toCompletableFuture().get(WAIT.toMillis(), TimeUnit.MILLISECONDS));
+    awaitAssert(() -> assertEquals(2, blob.references(), "only the reader that left let go of the file"));
+    assertFalse(stays.all.isDone(), "the other reader is still open, waiting for the last byte");
+
     held.end();
-    assertEquals(body, stays.all.get(WAIT.toMillis(), TimeUnit.MILLISECONDS));
+    assertEquals(body, stays.all.get(WAIT.toMillis(), TimeUnit.MILLISECONDS), "the other gets the whole body");
   }
 
   @Test
