@@ -621,22 +621,25 @@ public final class CorralServer implements AutoCloseable {
     // The index snapshot (before-actor-system-terminate) of a million keys takes a second or two; a
     // slow disk could need more than 5 s too (cut short, the next start would rebuild).
     Config drain = ConfigFactory.parseString("pekko.coordinated-shutdown.phases.service-requests-done.timeout = "
-        + (settings.drainTimeout().toMillis() + 5_000) + "ms\n"
-        + "pekko.coordinated-shutdown.phases.before-actor-system-terminate.timeout = 60s");
+        + (settings.drainTimeout().toMillis() + 5_000) + "ms");
     // Pekko's own idle timeout ends idle connections; max-connections only for truth's sake (the
     // front door applies the cap itself).
     Config connections = ConfigFactory.parseString("pekko.http.server.idle-timeout = "
         + settings.connections().idleTimeout().toMillis() + "ms\npekko.http.server.max-connections = "
         + settings.connections().maxConnections());
-    return settings.raw()
-        .withFallback(drain)
-        .withFallback(connections)
-        .withFallback(ClusterJoin.pekkoConfig(settings.cluster()))
+    // Made from Corral's settings: the file's pekko section may not contradict them.
+    Config owned = drain.withFallback(connections).withFallback(ClusterJoin.pekkoConfig(settings.cluster()));
+    Config effective = settings.raw()
+        .withFallback(owned)
+        .withFallback(ConfigFactory.parseString(
+            "pekko.coordinated-shutdown.phases.before-actor-system-terminate.timeout = 60s"))
         .withFallback(db)
         .withFallback(ConfigFactory.parseResources("corral-cluster.conf"))
         .withFallback(ConfigFactory.parseResources("corral-node.conf"))
         .withFallback(ConfigFactory.load())
         .resolve();
+    OwnedPekkoSettings.check(settings.raw(), owned, effective, settings.cluster());
+    return effective;
   }
 
   /** The adapter of a repository's type. */

@@ -19,7 +19,7 @@ import org.apache.pekko.cluster.typed.Cluster;
 
 /**
  * Several whole Corral nodes in one JVM forming one Pekko cluster over loopback: Artery on free
- * ports, the later nodes joining the first through {@code pekko.cluster.seed-nodes}, and one
+ * ports, the later nodes joining the first through {@code --seed-nodes}, and one
  * shared H2 file database for the key records (what PostgreSQL is for a real cluster).
  */
 public final class TestCluster implements AutoCloseable {
@@ -97,8 +97,11 @@ public final class TestCluster implements AutoCloseable {
   }
 
   private CorralServer start(Path nodeDir) throws Exception {
-    String seeds = seed == null ? "" : "pekko.cluster.seed-nodes = [\"" + seed + "\"]\n";
-    CorralServer s = TestNode.start(nodeDir, upstreamBase, shared + seeds + hocon, extraArgs);
+    List<String> args = new ArrayList<>(List.of(extraArgs));
+    if (seed != null) {
+      args.addAll(List.of("--seed-nodes", seed.getHost().orElseThrow() + ":" + seed.getPort().orElseThrow()));
+    }
+    CorralServer s = TestNode.start(nodeDir, upstreamBase, shared + hocon, args.toArray(new String[0]));
     dirs.put(s, nodeDir);
     if (seed == null) {
       seed = Cluster.get(s.system()).selfMember().address();
