@@ -4,13 +4,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.corral.registry.Lookup;
 import dev.corral.registry.MapLookup;
 import dev.corral.registry.RepoRequest;
+import dev.corral.registry.Repository;
 import dev.corral.registry.Target;
 import dev.corral.registry.generic.GenericRepository;
 import dev.corral.registry.maven.MavenRepository;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 class GroupRepositoryTest {
@@ -22,15 +26,54 @@ class GroupRepositoryTest {
     return g.resolve(request(path), lookup).toCompletableFuture().get();
   }
 
+  /** A member that counts the times it is asked to resolve a request. */
+  private static final class Counted implements Repository {
+    private final Repository member;
+    final AtomicInteger resolves = new AtomicInteger();
+
+    Counted(Repository member) {
+      this.member = member;
+    }
+
+    @Override
+    public String name() {
+      return member.name();
+    }
+
+    @Override
+    public String type() {
+      return member.type();
+    }
+
+    @Override
+    public String upstream() {
+      return member.upstream();
+    }
+
+    @Override
+    public CompletionStage<Target> resolve(RepoRequest request, Lookup lookup) {
+      resolves.incrementAndGet();
+      return member.resolve(request, lookup);
+    }
+  }
+
   @Test
   void anArtifactIsTheFirstOfItsMembersKeysEachResolvedOnlyWhenAsked() throws Exception {
-    GroupRepository g = new GroupRepository("g", List.of(new GenericRepository("a", "http://127.0.0.1:1/a"),
-        new GenericRepository("b", "http://127.0.0.1:1/b")), GroupRepository.mergeOf("generic"));
-    Target.FirstOf f = assertInstanceOf(Target.FirstOf.class, resolve(g, "x/y.bin", new MapLookup()));
+    Counted a = new Counted(new GenericRepository("a", "http://127.0.0.1:1/a"));
+    Counted b = new Counted(new GenericRepository("b", "http://127.0.0.1:1/b"));
+    GroupRepository g = new GroupRepository("g", List.of(a, b), GroupRepository.mergeOf("generic"));
+    MapLookup lookup = new MapLookup();
+    Target.FirstOf f = assertInstanceOf(Target.FirstOf.class, resolve(g, "x/y.bin", lookup));
     assertEquals(List.of("a", "b"), f.members().stream().map(Target.Member::name).toList());
-    Target.Artifact b = assertInstanceOf(Target.Artifact.class, f.members().get(1).resolve().get().toCompletableFuture().get());
-    assertEquals("b", b.key().repo(), "a member's key stays the member's (K1)");
-    assertEquals("http://127.0.0.1:1/b/x/y.bin", b.key().url());
+    assertEquals(List.of(0, 0), List.of(a.resolves.get(), b.resolves.get()), "no member resolved before it is asked");
+    assertEquals(List.of(), lookup.reads, "nothing read for the group");
+
+    Target.Artifact second = assertInstanceOf(Target.Artifact.class,
+        f.members().get(1).resolve().get().toCompletableFuture().get());
+    assertEquals(List.of(0, 1), List.of(a.resolves.get(), b.resolves.get()), "only the member asked, once");
+    assertEquals(List.of(), lookup.reads, "a generic member's resolve reads nothing either");
+    assertEquals("b", second.key().repo(), "a member's key stays the member's (K1)");
+    assertEquals("http://127.0.0.1:1/b/x/y.bin", second.key().url());
     assertEquals("group:a,b", g.upstream());
   }
 
