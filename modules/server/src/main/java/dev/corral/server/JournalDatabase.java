@@ -3,16 +3,22 @@ package dev.corral.server;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValueFactory;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.persistence.jdbc.testkit.javadsl.SchemaUtils;
 
@@ -28,6 +34,8 @@ final class JournalDatabase {
       "SELECT global_offset, persistence_id, revision, state_payload, state_serial_id, state_serial_manifest,"
           + " tag, state_timestamp FROM durable_state WHERE 1 = 0";
   private static final int TIMEOUT_SECONDS = 10;
+  /** User information before a PostgreSQL URL's host ({@code jdbc:postgresql://user:password@host/db}). */
+  private static final Pattern USER_INFO = Pattern.compile("jdbc:postgresql://[^/?]*@");
 
   private final Optional<JournalSettings> journal;
   private final String url;
@@ -85,10 +93,17 @@ final class JournalDatabase {
     if (journal.isEmpty()) {
       return; // the embedded database is opened (and created) by Slick
     }
+    if (USER_INFO.matcher(url).lookingAt()) {
+      // The driver would take "user:password@host" for a host name and look it up (the password in
+      // a DNS query), then fail with the URL in its message.
+      throw new SettingsException(label, shown(url) + ": the PostgreSQL driver takes no user or password before"
+          + " the host; give them with " + Setting.JOURNAL_USER.flag() + " and " + Setting.JOURNAL_PASSWORD.flag()
+          + " (or " + Setting.JOURNAL_PASSWORD_FILE.flag() + ")");
+    }
     try (Connection c = connect()) {
       c.isValid(TIMEOUT_SECONDS);
     } catch (SQLException e) {
-      throw new SettingsException(label, "cannot connect to " + url + ": " + oneLine(e));
+      throw new SettingsException(label, "cannot connect to " + shown(url) + ": " + oneLine(e, url));
     }
   }
 
@@ -117,13 +132,22 @@ final class JournalDatabase {
       s.setQueryTimeout(TIMEOUT_SECONDS);
       s.executeQuery(SCHEMA_PROBE).close();
     } catch (SQLException e) {
-      throw new SettingsException(label, "the database at " + url + " does not have the key records' table"
-          + " Corral needs (" + oneLine(e) + "); `corral db init` creates it in an empty database");
+      throw new SettingsException(label, "the database at " + shown(url) + " does not have the key records' table"
+          + " Corral needs (" + oneLine(e, url) + "); `corral db init` creates it in an empty database");
     }
   }
 
+  /** The database's URL with its secrets: for the driver and Slick, never for a message. */
   String url() {
     return url;
+  }
+
+  /**
+   * A URL of the database as a message or log line may show it: its user information and query
+   * (where {@code password=} may sit) replaced by {@code ***}.
+   */
+  static String shown(String url) {
+    return SettingValues.withoutSecrets(url);
   }
 
   private Connection connect() throws SQLException {
@@ -146,8 +170,44 @@ final class JournalDatabase {
     return DriverManager.getConnection(url, props);
   }
 
-  private static String oneLine(SQLException e) {
+  /**
+   * The driver's message on one line, without the secrets it may repeat (DriverManager's "No
+   * suitable driver found for URL" names the URL whole): {@code url} as {@link #shown} shows it,
+   * and the password of the URL or of the password setting replaced by {@code ***}.
+   */
+  private String oneLine(SQLException e, String url) {
     String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+    message = message.replace(url, shown(url));
+    for (String secret : secrets(url)) {
+      message = message.replace(secret, "***");
+    }
     return message.replaceAll("\\s*\\R\\s*", " ").trim();
+  }
+
+  /** The passwords {@code url} is reached with: the password setting's, and any in the URL. */
+  private List<String> secrets(String url) {
+    List<String> secrets = new ArrayList<>();
+    journal.flatMap(JournalSettings::password).ifPresent(secrets::add);
+    Matcher info = USER_INFO.matcher(url);
+    if (info.lookingAt()) {
+      String userInfo = url.substring("jdbc:postgresql://".length(), info.end() - 1);
+      secrets.add(userInfo);
+      int colon = userInfo.indexOf(':');
+      if (colon >= 0) {
+        secrets.add(userInfo.substring(colon + 1));
+      }
+    }
+    int query = url.indexOf('?');
+    if (query >= 0) {
+      for (String parameter : url.substring(query + 1).split("&")) {
+        if (parameter.regionMatches(true, 0, "password=", 0, "password=".length())) {
+          String value = parameter.substring("password=".length());
+          secrets.add(value);
+          secrets.add(URLDecoder.decode(value, StandardCharsets.UTF_8));
+        }
+      }
+    }
+    secrets.removeIf(String::isEmpty);
+    return secrets;
   }
 }

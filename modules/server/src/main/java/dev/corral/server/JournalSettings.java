@@ -7,7 +7,8 @@ import java.util.Optional;
  * A shared PostgreSQL database for the key records (a cluster). Without one the node uses an
  * embedded H2 database under its data directory.
  *
- * @param url {@code jdbc:postgresql://HOST:PORT/DB}
+ * @param url {@code jdbc:postgresql://HOST:PORT/DB}; shown by {@link #toString()} without its query
+ *     (which may carry {@code password=})
  * @param password from {@code --journal-password} or the file of {@code --journal-password-file};
  *     never shown by {@link #toString()}
  * @param label how the user named the URL ({@code --journal}, {@code CORRAL_JOURNAL} or the HOCON
@@ -23,7 +24,7 @@ public record JournalSettings(String url, Optional<String> user, Optional<String
 
   @Override
   public String toString() {
-    return "JournalSettings[url=" + url + ", user=" + user.orElse("none")
+    return "JournalSettings[url=" + SettingValues.withoutSecrets(url) + ", user=" + user.orElse("none")
         + ", password=" + (password.isPresent() ? "***" : "none") + "]";
   }
 }

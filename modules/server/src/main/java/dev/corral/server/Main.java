@@ -12,6 +12,14 @@ public final class Main {
    */
   static final String COMMON_POOL_PARALLELISM = "java.util.concurrent.ForkJoinPool.common.parallelism";
 
+  /**
+   * {@code corral db init}'s line once the tables are ready in the database at {@code url}, named
+   * without the secrets the URL may carry.
+   */
+  static String tablesReady(String url) {
+    return "corral: tables ready in " + JournalDatabase.shown(url);
+  }
+
   public static void main(String[] args) {
     if (System.getProperty(COMMON_POOL_PARALLELISM) == null) {
       System.setProperty(COMMON_POOL_PARALLELISM,
@@ -32,7 +40,7 @@ public final class Main {
     }
     if (command instanceof Cli.DbInit init) {
       try {
-        System.out.println("corral: tables ready in " + CorralServer.initDatabase(init.settings()));
+        System.out.println(tablesReady(CorralServer.initDatabase(init.settings())));
         System.exit(0);
       } catch (SettingsException e) {
         System.err.println("corral: " + e.getMessage());
