@@ -165,7 +165,7 @@ public final class CorralServer implements AutoCloseable {
     Path dataDir = settings.dataDir().toAbsolutePath().normalize();
     JournalDatabase database = new JournalDatabase(settings.journal(), dataDir);
     database.checkConnection();
-    Files.createDirectories(settings.dataDir());
+    createDataDir(dataDir);
     CompletableFuture<Void> started = new CompletableFuture<>();
     Executor held = INDEX_LOADS_HELD.remove(dataDir);
     Executor indexLoader = held != null ? held : load -> {
@@ -301,6 +301,36 @@ public final class CorralServer implements AutoCloseable {
     } catch (Exception | Error e) {
       system.terminate();
       throw e;
+    }
+  }
+
+  /**
+   * Creates the data directory (and its parents) if it is missing. A path that is a file, cannot be
+   * created or is not writable is an error of {@code --data-dir}, found before anything is bound or
+   * written; what is at the path is left as it was.
+   */
+  static void createDataDir(Path dir) {
+    String flag = Setting.DATA_DIR.flag();
+    if (Files.exists(dir) && !Files.isDirectory(dir)) {
+      throw new SettingsException(flag, dir + " is not a directory");
+    }
+    try {
+      Files.createDirectories(dir);
+    } catch (java.nio.file.FileAlreadyExistsException e) { // e.g. a link to nowhere
+      throw new SettingsException(flag, dir + " is not a directory");
+    } catch (java.nio.file.AccessDeniedException e) {
+      throw new SettingsException(flag, "cannot create " + dir + ": permission denied");
+    } catch (java.io.IOException e) {
+      Path file = dir.getParent();
+      while (file != null && !Files.exists(file)) {
+        file = file.getParent();
+      }
+      throw new SettingsException(flag, "cannot create " + dir + ": " + (file != null && !Files.isDirectory(file)
+          ? file + " is not a directory"
+          : e instanceof java.nio.file.FileSystemException f && f.getReason() != null ? f.getReason() : e.toString()));
+    }
+    if (!Files.isWritable(dir)) {
+      throw new SettingsException(flag, dir + " is not writable");
     }
   }
 
@@ -543,7 +573,7 @@ public final class CorralServer implements AutoCloseable {
     JournalDatabase database = new JournalDatabase(settings.journal(), dataDir);
     database.checkConnection();
     if (settings.journal().isEmpty()) {
-      Files.createDirectories(dataDir);
+      createDataDir(dataDir);
     }
     Config local = ConfigFactory.parseString("pekko.actor.provider = local\npekko.loglevel = WARNING")
         .withFallback(pekkoConfig(settings, dataDir));
