@@ -13,7 +13,6 @@ final class SettingValues {
 
   private static final Pattern SIZE =
       Pattern.compile("\\s*(\\d+)\\s*(B|KiB|MiB|GiB|TiB)?\\s*", Pattern.CASE_INSENSITIVE);
-  private static final Pattern BARE_NUMBER = Pattern.compile("\\s*-?\\d+(\\.\\d+)?\\s*");
 
   static final String SIZE_PROBLEM = " is not a size (use KiB, MiB, GiB)";
   static final String DURATION_EXAMPLES = "e.g. 500ms, 5s, 2m";
@@ -69,9 +68,24 @@ final class SettingValues {
     }
   }
 
-  /** Whether a duration was written without a unit (HOCON would read it as milliseconds). */
-  static boolean isBareNumber(String text) {
-    return BARE_NUMBER.matcher(text).matches();
+  /**
+   * Whether a duration was written without a unit letter at its end. HOCON reads any number
+   * without one as milliseconds, and its numbers include forms such as {@code +30}, {@code .5},
+   * {@code 30.} and {@code 1e3}.
+   */
+  static boolean lacksUnit(String text) {
+    String t = text.strip();
+    if (t.isEmpty()) {
+      return true;
+    }
+    char last = Character.toLowerCase(t.charAt(t.length() - 1));
+    return last < 'a' || last > 'z';
+  }
+
+  /** Why {@code text} is not a duration: a unit to add if it is a number, else the examples. */
+  static String notADuration(String text) {
+    boolean number = lacksUnit(text) && text.chars().anyMatch(Character::isDigit);
+    return quoted(text) + " is not a duration (" + (number ? "add a unit, " : "") + DURATION_EXAMPLES + ")";
   }
 
   /** The port 0-65535, or -1. */

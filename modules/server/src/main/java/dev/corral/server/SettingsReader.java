@@ -727,15 +727,14 @@ final class SettingsReader {
         lifetime = Lifetime.IMMUTABLE;
       } else {
         String ttlText = String.valueOf(rule.getValue("ttl").unwrapped());
-        if (SettingValues.isBareNumber(ttlText)) {
-          throw ruleError(path, i, item, "ttl: " + quoted(ttlText) + " is not a duration (add a unit, "
-              + SettingValues.DURATION_EXAMPLES + ")");
+        if (SettingValues.lacksUnit(ttlText)) {
+          throw ruleError(path, i, item, "ttl: " + SettingValues.notADuration(ttlText));
         }
         Duration ttl;
         try {
           ttl = rule.getDuration("ttl");
         } catch (ConfigException e) {
-          throw ruleError(path, i, item, "ttl: " + quoted(ttlText) + " is not a duration (" + SettingValues.DURATION_EXAMPLES + ")");
+          throw ruleError(path, i, item, "ttl: " + SettingValues.notADuration(ttlText));
         }
         if (ttl.isNegative()) {
           throw ruleError(path, i, item, "ttl: " + "must not be negative");
@@ -1087,14 +1086,14 @@ final class SettingsReader {
 
   private Duration duration(String path, boolean positive) {
     String text = text(path);
-    if (SettingValues.isBareNumber(text)) {
-      throw error(path, quoted(text) + " is not a duration (add a unit, " + SettingValues.DURATION_EXAMPLES + ")");
+    if (SettingValues.lacksUnit(text)) {
+      throw error(path, SettingValues.notADuration(text));
     }
     Duration d;
     try {
       d = config.getDuration(path);
     } catch (ConfigException e) {
-      throw error(path, quoted(text) + " is not a duration (" + SettingValues.DURATION_EXAMPLES + ")");
+      throw error(path, SettingValues.notADuration(text));
     }
     if (d.isNegative()) {
       throw error(path, "must not be negative");

@@ -505,6 +505,29 @@ class CorralSettingsTest {
         fails("--config", zero.toString(), "--repo", "x=generic:http://127.0.0.1:9/").getMessage().replace(dir + "/", ""));
   }
 
+  /**
+   * HOCON reads a number without a unit as milliseconds, in more forms than "30": "+1" as a
+   * header-read timeout answered every connection with nothing.
+   */
+  @Test
+  void aDurationWithoutAUnitLetterIsRefusedInEveryNumberForm() throws IOException {
+    for (String bare : List.of("+1", ".5", "30.", "1e3", "-5", "+1.5")) {
+      assertEquals("--header-read-timeout: \"" + bare + "\" is not a duration (add a unit, e.g. 500ms, 5s, 2m)",
+          fails("--header-read-timeout", bare).getMessage(), bare);
+      assertEquals("CORRAL_DRAIN_TIMEOUT", fails(Map.of("CORRAL_DRAIN_TIMEOUT", bare)).setting(), bare);
+    }
+    Path conf = file("plus.conf", "corral.repo-defaults.first-byte-timeout = \"+30\"");
+    assertEquals("corral.repo-defaults.first-byte-timeout: \"+30\" is not a duration (add a unit, e.g. 500ms, 5s, 2m)"
+        + " (plus.conf line 1)", fails("--config", conf.toString(), "--repo", "x=generic:http://127.0.0.1:9/")
+        .getMessage().replace(dir + "/", ""));
+    Path rule = file("rule.conf", "corral.repos.g { type = generic, url = \"http://127.0.0.1:1/\","
+        + " freshness = [ { path = \"a\", ttl = \"1e3\" } ] }");
+    assertEquals("corral.repos.g.freshness: rule 1: ttl: \"1e3\" is not a duration (add a unit, e.g. 500ms, 5s, 2m)"
+        + " (rule.conf line 1)", fails("--config", rule.toString()).getMessage().replace(dir + "/", ""));
+    assertEquals(Duration.ofMillis(1500), load("--header-read-timeout", "1.5s").connections().headerReadTimeout());
+    assertEquals(Duration.ofSeconds(5), load("--header-read-timeout", "5 s").connections().headerReadTimeout());
+  }
+
   @Test
   void badRepoNameNamesTheFlagValue() {
     assertEquals("--repo \"Bad=generic:http://127.0.0.1:9\": name must match [a-z0-9][a-z0-9._-]*",
