@@ -136,6 +136,39 @@ public final class CorralServer implements AutoCloseable {
   }
 
   /**
+   * The client port (plain or HTTPS) that cannot be bound, as an error of the setting that named
+   * it: {@code --http-host} when the address is not this machine's (or has none), else
+   * {@code --http-port} (in use, or one the process may not bind). Other failures are returned as
+   * they are.
+   */
+  static Exception cannotListen(String host, int port, Exception e) {
+    Throwable root = e;
+    boolean bind = false;
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      bind |= t instanceof java.net.BindException || t instanceof java.nio.channels.UnresolvedAddressException
+          || t instanceof java.net.UnknownHostException;
+      root = t;
+    }
+    if (!bind) {
+      return e;
+    }
+    String why = root.getMessage() == null ? root.getClass().getSimpleName() : root.getMessage();
+    String address = (host.contains(":") && !host.startsWith("[") ? "[" + host + "]" : host) + ":" + port;
+    return new SettingsException((isLocalAddress(host) ? Setting.HTTP_PORT : Setting.HTTP_HOST).flag(),
+        "cannot listen on " + address + " (" + why + ")");
+  }
+
+  /** Whether {@code host} is an address of this machine (any, loopback, or an interface's). */
+  static boolean isLocalAddress(String host) {
+    try {
+      java.net.InetAddress a = java.net.InetAddress.getByName(host);
+      return a.isAnyLocalAddress() || a.isLoopbackAddress() || java.net.NetworkInterface.getByInetAddress(a) != null;
+    } catch (java.io.IOException e) {
+      return false;
+    }
+  }
+
+  /**
    * As {@link #start(CorralSettings)}, with {@code ticker} as the node's source of interval time
    * (how long a not-found is remembered, the pause after a failed revalidation, cancel tombstones):
    * a test passes a ticker it moves by hand. Wall-clock ages of stored copies still use the clock.
@@ -257,11 +290,16 @@ public final class CorralServer implements AutoCloseable {
               ? new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()).overTls()
               : new PublicBase(settings.publicBaseUrl(), settings.trustedProxies()),
           settings.serveLimits(), settings.clientAuth());
-      ServerBinding binding = (settings.tls().isPresent()
-          ? frontDoor.bindTls(settings.httpHost(), settings.httpPort(), settings.connections(),
-              settings.tls().get().sslContext(), settings.tlsHttp2())
-          : frontDoor.bind(settings.httpHost(), settings.httpPort(), settings.connections()))
-          .toCompletableFuture().get(30, TimeUnit.SECONDS);
+      ServerBinding binding;
+      try {
+        binding = (settings.tls().isPresent()
+            ? frontDoor.bindTls(settings.httpHost(), settings.httpPort(), settings.connections(),
+                settings.tls().get().sslContext(), settings.tlsHttp2())
+            : frontDoor.bind(settings.httpHost(), settings.httpPort(), settings.connections()))
+            .toCompletableFuture().get(30, TimeUnit.SECONDS);
+      } catch (java.util.concurrent.ExecutionException | RuntimeException e) {
+        throw cannotListen(settings.httpHost(), settings.httpPort(), e);
+      }
       CompletionStage<Optional<Integer>> warmUp = settings.tls().isPresent()
           ? CompletableFuture.completedFuture(Optional.empty())
           : frontDoor.warmUp(binding.localAddress()).handle((status, e) -> {
