@@ -25,6 +25,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pekko.actor.ActorIdentity;
 import org.apache.pekko.actor.Identify;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.ManualTime;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorRefResolver;
@@ -133,8 +134,13 @@ class FanOutEntityTest {
   private record Copier(String peerUrl, TestProbe<Reply> probe, ActorRef<Reply> remote) {}
 
   private Copier copier(String peerUrl) {
+    return copier(peerUrl, entityNode);
+  }
+
+  /** A node that copies, as the entity's node {@code entityAt} addresses it. */
+  private Copier copier(String peerUrl, ActorTestKit entityAt) {
     TestProbe<Reply> probe = copyingNodes.createTestProbe();
-    ActorRef<Reply> remote = ActorRefResolver.get(entityNode.system())
+    ActorRef<Reply> remote = ActorRefResolver.get(entityAt.system())
         .resolveActorRef(ActorRefResolver.get(copyingNodes.system()).toSerializationFormat(probe.ref()));
     return new Copier(peerUrl, probe, remote);
   }
@@ -149,12 +155,16 @@ class FanOutEntityTest {
    * only when the returned future completes (never, in these tests).
    */
   private ActorRef<FetchEntity.Command> entity(Path dir, ArtifactKey key, FanOut fanOut) throws Exception {
-    return entity(dir, key, fanOut, new CompletableFuture<>(), Duration.ofHours(1), entityNode.createTestProbe());
+    TestProbe<ClusterSharding.ShardCommand> shard = entityNode.createTestProbe();
+    return entity(entityNode, dir, key, fanOut, new CompletableFuture<>(), Duration.ofHours(1), shard.ref());
   }
 
-  /** The same, with the rest of the body when {@code rest} completes, and its own idle timeout and shard. */
-  private ActorRef<FetchEntity.Command> entity(Path dir, ArtifactKey key, FanOut fanOut,
-      CompletableFuture<ByteString> rest, Duration idle, TestProbe<ClusterSharding.ShardCommand> shard)
+  /**
+   * The same in the actor system {@code at}, with the rest of the body when {@code rest}
+   * completes, and its own idle timeout and shard.
+   */
+  private ActorRef<FetchEntity.Command> entity(ActorTestKit at, Path dir, ArtifactKey key, FanOut fanOut,
+      CompletableFuture<ByteString> rest, Duration idle, ActorRef<ClusterSharding.ShardCommand> shard)
       throws Exception {
     ScriptedUpstream upstream = new ScriptedUpstream();
     ByteString body = EntityTestBase.bytes(SIZE, 17);
@@ -166,7 +176,7 @@ class FanOutEntityTest {
         new KeyRecords(new OtherHoldersTest.Records(null)), upstream, new CountingEvents(), r -> small,
         ticker, scheduler, ticker.clock(), Runnable::run, new Cluster());
     node.fanOut(fanOut);
-    return entityNode.spawn(FetchEntity.create(key.id(), node, FetchEntity.IdleTimeout.of(idle), shard.ref()));
+    return at.spawn(FetchEntity.create(key.id(), node, FetchEntity.IdleTimeout.of(idle), shard));
   }
 
   private static Pointed pointed(Copier c) {
@@ -296,21 +306,69 @@ class FanOutEntityTest {
   @Test
   void anIdleEntityDoesNotPassivateWhileAnUploadItPointedAtIsOpen(@TempDir Path dir) throws Exception {
     // L1: an idle entity passivates, but the uploads it pointed nodes at (and so its sources'
-    // slots) live in it alone: it stays until they end. Its idle timeout here is Pekko's real time.
-    ArtifactKey key = ArtifactKey.of("r", URL);
-    CompletableFuture<ByteString> rest = new CompletableFuture<>();
-    TestProbe<ClusterSharding.ShardCommand> shard = entityNode.createTestProbe();
-    ActorRef<FetchEntity.Command> entity = entity(dir, key, new FanOut(true, 2, Duration.ofSeconds(1)), rest,
-        Duration.ofMillis(100), shard);
-    Copier b = copier(B);
-    entity.tell(join(key, b));
-    assertEquals(E, pointed(b).peerUrl());
-    rest.complete(EntityTestBase.bytes(SIZE, 17).drop(1000)); // the fetch ends: the entity is idle
-    shard.expectNoMessage(Duration.ofSeconds(1)); // ten idle timeouts, B's upload still open
+    // slots) live in it alone: it stays until they end. Its idle timeout (a receive timeout) runs
+    // on Pekko's ManualTime, in an actor system of its own: it passes only when the test says.
+    ActorTestKit manual = ActorTestKit.create("FanOutEntityManualTime", ManualTime.config().withFallback(remote()));
+    try {
+      ManualTime time = ManualTime.get(manual.system());
+      Duration idle = Duration.ofSeconds(30);
+      ArtifactKey key = ArtifactKey.of("r", URL);
+      CompletableFuture<ByteString> rest = new CompletableFuture<>();
+      TestProbe<Object> shard = manual.createTestProbe();
+      ActorRef<FetchEntity.Command> entity = entity(manual, dir, key, new FanOut(true, 2, Duration.ofSeconds(1)),
+          rest, idle, shard.ref().narrow());
+      Copier b = copier(B, manual);
+      entity.tell(join(key, b));
+      assertEquals(E, pointed(b).peerUrl());
+      rest.complete(EntityTestBase.bytes(SIZE, 17).drop(1000)); // the fetch ends: the entity is idle
+      fetchEnded(manual, entity, key);
 
-    entity.tell(new FetchEntity.CopyEnded(B, "FAILED"));
-    ClusterSharding.ShardCommand stop = shard.expectMessageClass(ClusterSharding.Passivate.class, Duration.ofSeconds(10));
-    assertEquals(entity, ((ClusterSharding.Passivate<?>) stop).entity());
+      for (int i = 0; i < 3; i++) {
+        time.timePasses(idle); // an idle timeout, B's upload still open
+        assertEquals(List.of(), toShardSoFar(entity, shard), "passivated while B's upload is open");
+      }
+
+      entity.tell(new FetchEntity.CopyEnded(B, "FAILED"));
+      assertEquals(List.of(), toShardSoFar(entity, shard), "passivated before its idle timeout");
+      time.timePasses(idle);
+      List<Object> sent = toShardSoFar(entity, shard);
+      assertEquals(1, sent.size(), "one message to the shard: " + sent);
+      assertEquals(entity, assertInstanceOf(ClusterSharding.Passivate.class, sent.get(0)).entity());
+    } finally {
+      manual.shutdownTestKit();
+    }
+  }
+
+  /**
+   * Returns once the entity's fetch of {@code key} has ended and the entity is idle, its idle
+   * timeout counted from now: a Join of a waiter on the entity's own node is answered from the
+   * store (a hit), no longer from the running download.
+   */
+  private void fetchEnded(ActorTestKit at, ActorRef<FetchEntity.Command> entity, ArtifactKey key) {
+    TestProbe<Reply> local = at.createTestProbe();
+    local.awaitAssert(Duration.ofSeconds(10), () -> {
+      entity.tell(new FetchEntity.Join(key, tokens.incrementAndGet(), local.ref()));
+      Reply r = local.receiveMessage(Duration.ofSeconds(10));
+      assertEquals(Via.HIT, assertInstanceOf(Reply.Stored.class, r).via());
+      return null;
+    });
+  }
+
+  /**
+   * What the entity has sent its shard so far, once it has handled every message sent to it
+   * before (as LifecycleTest's): a classic {@code Identify} sent on the shard's behalf is answered
+   * after those messages and does not count as activity for the idle timeout.
+   */
+  private static List<Object> toShardSoFar(ActorRef<FetchEntity.Command> entity, TestProbe<Object> shard) {
+    Adapter.toClassic(entity).tell(new Identify("barrier"), Adapter.toClassic(shard.ref()));
+    List<Object> sent = new java.util.ArrayList<>();
+    while (true) {
+      Object m = shard.receiveMessage(Duration.ofSeconds(10));
+      if (m instanceof ActorIdentity) {
+        return sent;
+      }
+      sent.add(m);
+    }
   }
 
   @Test
