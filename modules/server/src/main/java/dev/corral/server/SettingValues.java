@@ -2,6 +2,7 @@ package dev.corral.server;
 
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.time.Duration;
 import java.util.Locale;
 import java.util.OptionalLong;
 import java.util.regex.Matcher;
@@ -86,6 +87,19 @@ final class SettingValues {
   static String notADuration(String text) {
     boolean number = lacksUnit(text) && text.chars().anyMatch(Character::isDigit);
     return quoted(text) + " is not a duration (" + (number ? "add a unit, " : "") + DURATION_EXAMPLES + ")";
+  }
+
+  /** A duration as a user would write it: in the largest unit that divides it exactly. */
+  static String durationText(Duration d) {
+    long nanos = d.toNanos();
+    String[] units = {"d", "h", "m", "s", "ms", "us"};
+    long[] sizes = {86_400_000_000_000L, 3_600_000_000_000L, 60_000_000_000L, 1_000_000_000L, 1_000_000L, 1_000L};
+    for (int i = 0; i < units.length; i++) {
+      if (nanos != 0 && nanos % sizes[i] == 0) {
+        return nanos / sizes[i] + units[i];
+      }
+    }
+    return nanos + "ns";
   }
 
   /** The port 0-65535, or -1. */

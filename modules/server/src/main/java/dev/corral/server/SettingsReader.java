@@ -151,7 +151,8 @@ final class SettingsReader {
         throw new SettingsException(label(proxiesPath), e.getMessage());
       }
       Duration drainTimeout = duration(path(Setting.DRAIN_TIMEOUT), false);
-      Duration tombstoneTtl = duration(path(Setting.TOMBSTONE_TTL), true);
+      // Compared with the ticker only (CancelRegistry), never put on a timer.
+      Duration tombstoneTtl = comparedDuration(path(Setting.TOMBSTONE_TTL), true);
       List<RepoSettings> repos = repos();
       ClusterSettings cluster = cluster();
       Optional<JournalSettings> journal = journal();
@@ -540,18 +541,30 @@ final class SettingsReader {
       url(urlPath, url);
     }
 
-    Duration firstByteTimeout = duration(field(name, RepoSetting.FIRST_BYTE_TIMEOUT), true);
+    String firstBytePath = field(name, RepoSetting.FIRST_BYTE_TIMEOUT);
+    Duration firstByteTimeout = duration(firstBytePath, true);
     String budgetPath = field(name, RepoSetting.WAITER_BUDGET);
-    Duration waiterBudget =
-        has(budgetPath)
-            ? duration(budgetPath, true)
-            : RepoSettings.defaultWaiterBudget(firstByteTimeout);
+    Duration waiterBudget;
+    if (has(budgetPath)) {
+      waiterBudget = duration(budgetPath, true);
+    } else {
+      waiterBudget = RepoSettings.defaultWaiterBudget(firstByteTimeout);
+      if (waiterBudget.compareTo(LONGEST_TIMER) > 0) {
+        throw error(firstBytePath, quoted(text(firstBytePath)) + " is too long without a waiter-budget: the budget"
+            + " it makes, 2 x first-byte-timeout + 3s, must be at most " + SettingValues.durationText(LONGEST_TIMER)
+            + " (a timer waits no longer); set waiter-budget, or a shorter first-byte-timeout");
+      }
+    }
+    int retries = whole(field(name, RepoSetting.RETRIES), 0);
+    Duration retryBackoff = retryBackoff(field(name, RepoSetting.RETRY_BACKOFF), retries);
     String onExhaustedPath = field(name, RepoSetting.ON_BUDGET_EXHAUSTED);
     String onExhausted = text(onExhaustedPath);
     RepoSettings.OnBudgetExhausted onBudgetExhausted =
         RepoSettings.OnBudgetExhausted.parse(onExhausted)
             .orElseThrow(() -> error(onExhaustedPath, quoted(onExhausted) + " is not \"504\" or \"bypass\""));
 
+    // negative-ttl, metadata-ttl, max-stale and max-age-unused are only compared with a clock
+    // (Freshness, FetchPolicy, DiskStore.removeUnused, whose sweep runs at least hourly): no timer.
     return new RepoSettings(
         name,
         type,
@@ -559,25 +572,41 @@ final class SettingsReader {
         duration(field(name, RepoSetting.CONNECT_TIMEOUT), true),
         firstByteTimeout,
         duration(field(name, RepoSetting.IDLE_TIMEOUT), true),
-        whole(field(name, RepoSetting.RETRIES), 0),
-        duration(field(name, RepoSetting.RETRY_BACKOFF), false),
+        retries,
+        retryBackoff,
         whole(field(name, RepoSetting.MAX_REDIRECTS), 0),
         whole(field(name, RepoSetting.MAX_CONNECTIONS), 1),
-        duration(field(name, RepoSetting.NEGATIVE_TTL), false),
+        comparedDuration(field(name, RepoSetting.NEGATIVE_TTL), false),
         waiterBudget,
         onBudgetExhausted,
         whole(field(name, RepoSetting.MAX_WAITERS), 1),
         whole(field(name, RepoSetting.MAX_ORPHAN_FETCHES), 0),
         size(field(name, RepoSetting.INLINE_LIMIT), 0),
         credential(name),
-        duration(field(name, RepoSetting.METADATA_TTL), false),
-        duration(field(name, RepoSetting.MAX_STALE), false),
+        comparedDuration(field(name, RepoSetting.METADATA_TTL), false),
+        comparedDuration(field(name, RepoSetting.MAX_STALE), false),
         sumdbUrl(name, type),
         query(name, type),
         allowedHosts(name), upstreamTls(name), singleNameNamespace(name, type), rootMirror(name, type),
-        duration(field(name, RepoSetting.MAX_AGE_UNUSED), false),
+        comparedDuration(field(name, RepoSetting.MAX_AGE_UNUSED), false),
         group ? members(name) : noMembers(name),
         freshness(name, type));
+  }
+
+  /**
+   * The pause before a retry, which doubles before each further one (HttpUpstream.retry: the
+   * backoff x 2^min(failures, 10)): the last of {@code retries} pauses must fit a timer too.
+   */
+  private Duration retryBackoff(String path, int retries) {
+    Duration backoff = duration(path, false);
+    long factor = 1L << Math.min(Math.max(retries - 1, 0), 10);
+    if (backoff.multipliedBy(factor).compareTo(LONGEST_TIMER) > 0) {
+      throw error(path, quoted(text(path)) + " is too long for " + retries + " retries: the pause doubles before"
+          + " each further retry, to " + factor + " x it; must be at most "
+          + SettingValues.durationText(LONGEST_TIMER.dividedBy(factor)) + " (a timer waits no longer than "
+          + SettingValues.durationText(LONGEST_TIMER) + "), or fewer retries");
+    }
+    return backoff;
   }
 
   /** A group has only its type and members: every other setting is its members' own. */
@@ -1084,7 +1113,30 @@ final class SettingsReader {
     return n;
   }
 
+  /**
+   * The longest duration a setting that ends up on a timer may have. Pekko's scheduler refuses a
+   * delay of more than Int.MaxValue ticks of its tick-duration (10 ms): about 248 days
+   * (21474835 s); a longer timeout or pause failed every fetch that set it, or the graceful stop.
+   * 200 days leaves room for what is added to some of them: the shutdown phase that runs the drain
+   * waits drain-timeout + 5 s, a waiter's ask lives its budget + 5 s, the upstream pool's idle
+   * timeout is the longer of first-byte-timeout and idle-timeout + 5 s.
+   */
+  static final Duration LONGEST_TIMER = Duration.ofDays(200);
+
+  /** A duration that is put on a timer (or derives one): at most {@link #LONGEST_TIMER}. */
   private Duration duration(String path, boolean positive) {
+    return duration(path, positive, LONGEST_TIMER);
+  }
+
+  /**
+   * A duration that is only compared with a clock (an age, a TTL), never put on a timer, so it
+   * needs no upper limit (HOCON saturates a huge one at about 292 years).
+   */
+  private Duration comparedDuration(String path, boolean positive) {
+    return duration(path, positive, null);
+  }
+
+  private Duration duration(String path, boolean positive, Duration longest) {
     String text = text(path);
     if (SettingValues.lacksUnit(text)) {
       throw error(path, SettingValues.notADuration(text));
@@ -1100,6 +1152,10 @@ final class SettingsReader {
     }
     if (positive && d.isZero()) {
       throw error(path, "must be more than 0");
+    }
+    if (longest != null && d.compareTo(longest) > 0) {
+      throw error(path, quoted(text) + " is too long: must be at most " + SettingValues.durationText(longest)
+          + " (a timer waits no longer)");
     }
     return d;
   }

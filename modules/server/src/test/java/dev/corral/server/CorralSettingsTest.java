@@ -528,6 +528,64 @@ class CorralSettingsTest {
     assertEquals(Duration.ofSeconds(5), load("--header-read-timeout", "5 s").connections().headerReadTimeout());
   }
 
+  /**
+   * Pekko's scheduler takes no delay past Int.MaxValue ticks of 10 ms (about 248 days): a longer
+   * timeout, pause or budget failed every fetch that set it, or the graceful stop. Durations that
+   * are only compared with a clock keep no upper limit.
+   */
+  @Test
+  void durationsThatGoOnATimerAreAtMost200Days() throws IOException {
+    assertTrue(SettingsReader.LONGEST_TIMER.plusSeconds(5).toMillis() < Integer.MAX_VALUE * 10L,
+        "with what is added to some of them, within the scheduler's Int.MaxValue ticks of 10 ms");
+    String tooLong = "\"201d\" is too long: must be at most 200d (a timer waits no longer)";
+    for (String flag : List.of("--drain-timeout", "--header-read-timeout", "--idle-timeout", "--peer-wait-bound")) {
+      assertEquals(flag + ": " + tooLong, fails(flag, "201d").getMessage());
+      load(flag, "200d");
+    }
+    assertEquals("--drain-timeout: \"21474836s\" is too long: must be at most 200d (a timer waits no longer)",
+        fails("--drain-timeout", "21474836s").getMessage());
+    for (String key : List.of("connect-timeout", "first-byte-timeout", "idle-timeout", "retry-backoff", "waiter-budget")) {
+      Path conf = file("t.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\", " + key + " = 201d }");
+      assertEquals("corral.repos.x." + key + ": " + tooLong + " (t.conf line 1)",
+          fails("--config", conf.toString()).getMessage().replace(dir + "/", ""), key);
+    }
+    // The budget derived from the first-byte timeout (2 x + 3s) goes on a timer too.
+    Path derived = file("d.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\", first-byte-timeout = 100d }");
+    assertEquals("corral.repos.x.first-byte-timeout: \"100d\" is too long without a waiter-budget: the budget it"
+        + " makes, 2 x first-byte-timeout + 3s, must be at most 200d (a timer waits no longer); set waiter-budget,"
+        + " or a shorter first-byte-timeout (d.conf line 1)", fails("--config", derived.toString()).getMessage().replace(dir + "/", ""));
+    Path ownBudget = file("b.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\", first-byte-timeout = 100d,"
+        + " waiter-budget = 200d }");
+    assertEquals(Duration.ofDays(200), only(load("--config", ownBudget.toString())).waiterBudget());
+    Path longest = file("e.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\","
+        + " first-byte-timeout = 8639998s }");
+    assertEquals(Duration.ofSeconds(17_279_999), only(load("--config", longest.toString())).waiterBudget());
+    Path past = file("p.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\","
+        + " first-byte-timeout = 8639999s }");
+    assertEquals("corral.repos.x.first-byte-timeout", fails("--config", past.toString()).setting());
+    // The retry pause doubles before each further retry (up to 1024 x): its last one must fit too.
+    Path backoff = file("r.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\", retries = 12,"
+        + " retry-backoff = 1d }");
+    assertEquals("corral.repos.x.retry-backoff: \"1d\" is too long for 12 retries: the pause doubles before each"
+        + " further retry, to 1024 x it; must be at most 16875s (a timer waits no longer than 200d), or fewer retries"
+        + " (r.conf line 1)", fails("--config", backoff.toString()).getMessage().replace(dir + "/", ""));
+    Path fits = file("f.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\", retries = 3,"
+        + " retry-backoff = 50d }");
+    assertEquals(Duration.ofDays(50), only(load("--config", fits.toString())).retryBackoff(), "50d, 100d, 200d");
+    Path over = file("o.conf", "corral.repo-defaults { retries = 4, retry-backoff = 50d }");
+    assertEquals("corral.repo-defaults.retry-backoff",
+        fails("--config", over.toString(), "--repo", "x=generic:http://127.0.0.1:9/").setting(), "50d, 100d, 200d, 400d");
+    // Compared with a clock only: no upper limit.
+    Path compared = file("c.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\", negative-ttl = 1000d,"
+        + " metadata-ttl = 1000d, max-stale = 1000d, max-age-unused = 1000d }");
+    RepoSettings r = only(load("--config", compared.toString()));
+    assertEquals(Duration.ofDays(1000), r.negativeTtl());
+    assertEquals(Duration.ofDays(1000), r.metadataTtl());
+    assertEquals(Duration.ofDays(1000), r.maxStale());
+    assertEquals(Duration.ofDays(1000), r.maxAgeUnused());
+    assertEquals(Duration.ofDays(1000), load("--tombstone-ttl", "1000d").tombstoneTtl());
+  }
+
   @Test
   void badRepoNameNamesTheFlagValue() {
     assertEquals("--repo \"Bad=generic:http://127.0.0.1:9\": name must match [a-z0-9][a-z0-9._-]*",
