@@ -23,7 +23,7 @@ public enum RepoSetting {
   RETRIES("retries", true, null, "Further attempts after a failed one, inside the one fetch"),
   RETRY_BACKOFF("retry-backoff", true, null, "Pause before each retry"),
   MAX_REDIRECTS("max-redirects", true, null, "Redirects followed upstream"),
-  MAX_CONNECTIONS("max-connections", true, null, "Open connections to the upstream, at most"),
+  MAX_CONNECTIONS("max-connections", true, null, "Open connections to the upstream, at most: 1 to 65536"),
   NEGATIVE_TTL("negative-ttl", true, null, "How long an upstream not-found is remembered"),
   METADATA_TTL("metadata-ttl", true, null,
       "How long cached mutable metadata (package indexes, maven-metadata.xml) is served without"

@@ -172,16 +172,23 @@ final class SettingsReader {
 
   /** The front door's limits; more than a million connections is a typo, not a plan. */
   private ConnectionLimits connectionLimits() {
-    String maxPath = path(Setting.MAX_CONNECTIONS);
-    int max = whole(maxPath, 1);
-    if (max > MAX_CONNECTIONS) {
-      throw error(maxPath, "must be at most " + MAX_CONNECTIONS);
-    }
+    int max = whole(path(Setting.MAX_CONNECTIONS), 1, MAX_CONNECTIONS);
     return new ConnectionLimits(max, duration(path(Setting.HEADER_READ_TIMEOUT), true),
         duration(path(Setting.IDLE_TIMEOUT), true));
   }
 
   private static final int MAX_CONNECTIONS = 1_000_000;
+
+  /**
+   * A repository's connections to its upstream, at most. A pool's connections go to one host and
+   * port from this node's one address, so the kernel's source ports (at most 64 Ki; 28 Ki by
+   * default, ip_local_port_range) bound how many can ever be open: 65536 is past any real one.
+   * The node-wide cap (a million) does not fit here: the pool's request buffer is a power of two
+   * of at least 4 x this (UpstreamSettings.openRequestsFor), 262144 entries here, while 100000000
+   * made it gigabytes (the first request ran the node out of memory) and 300000000 overflowed the
+   * int and stopped the start with a stack trace.
+   */
+  static final int MAX_UPSTREAM_CONNECTIONS = 65_536;
 
   // ---- logs (docs/operations.md, "Logs")
 
@@ -418,10 +425,7 @@ final class SettingsReader {
     boolean insecure = bool(path(Setting.CLUSTER_INSECURE));
     int peerPort = port(path(Setting.PEER_PORT));
     String shardsPath = path(Setting.SHARDS);
-    int shards = whole(shardsPath, 1);
-    if (shards > ClusterSettings.MAX_SHARDS) {
-      throw error(shardsPath, "must be at most " + ClusterSettings.MAX_SHARDS);
-    }
+    int shards = whole(shardsPath, 1, ClusterSettings.MAX_SHARDS);
     boolean fanOut = onOff(path(Setting.PEER_FANOUT));
     int uploadCap = whole(path(Setting.PEER_UPLOAD_CAP), 1);
     Duration waitBound = duration(path(Setting.PEER_WAIT_BOUND), false);
@@ -575,7 +579,7 @@ final class SettingsReader {
         retries,
         retryBackoff,
         whole(field(name, RepoSetting.MAX_REDIRECTS), 0),
-        whole(field(name, RepoSetting.MAX_CONNECTIONS), 1),
+        whole(field(name, RepoSetting.MAX_CONNECTIONS), 1, MAX_UPSTREAM_CONNECTIONS),
         comparedDuration(field(name, RepoSetting.NEGATIVE_TTL), false),
         waiterBudget,
         onBudgetExhausted,
@@ -1100,18 +1104,30 @@ final class SettingsReader {
   }
 
   private int whole(String path, int min) {
+    return whole(path, min, Integer.MAX_VALUE);
+  }
+
+  private int whole(String path, int min, int max) {
     String text = text(path);
-    int n;
+    long n;
     try {
-      n = Integer.parseInt(text.trim());
+      n = Long.parseLong(text.trim());
     } catch (NumberFormatException e) {
-      throw error(path, quoted(text) + " is not a whole number");
+      if (!WHOLE.matcher(text).matches()) {
+        throw error(path, quoted(text) + " is not a whole number");
+      }
+      n = text.trim().startsWith("-") ? Long.MIN_VALUE : Long.MAX_VALUE; // digits past a long
     }
     if (n < min) {
       throw error(path, "must be at least " + min);
     }
-    return n;
+    if (n > max) {
+      throw error(path, "must be at most " + max);
+    }
+    return (int) n;
   }
+
+  private static final java.util.regex.Pattern WHOLE = java.util.regex.Pattern.compile("\\s*[+-]?[0-9]+\\s*");
 
   /**
    * The longest duration a setting that ends up on a timer may have. Pekko's scheduler refuses a

@@ -666,6 +666,42 @@ class CorralSettingsTest {
     assertTrue(fails("--config", conf2.toString()).getMessage().startsWith("corral.repos.x.retries: \"lots\" is not a whole number"));
   }
 
+  /**
+   * A repository's max-connections had no upper limit: 300000000 overflowed the pool's buffer
+   * size and stopped the start with a stack trace, 100000000 ran the node out of memory at the
+   * first request.
+   */
+  @Test
+  void aRepositorysMaxConnectionsIsAtMost65536() throws IOException {
+    for (String n : List.of("65537", "100000000", "300000000", "3000000000")) {
+      Path conf = file("m.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\", max-connections = " + n + " }");
+      assertEquals("corral.repos.x.max-connections: must be at most 65536 (m.conf line 1)",
+          fails("--config", conf.toString()).getMessage().replace(dir + "/", ""), n);
+    }
+    Path defaults = file("d.conf", "corral.repo-defaults.max-connections = 100000000");
+    assertEquals("corral.repo-defaults.max-connections",
+        fails("--config", defaults.toString(), "--repo", "x=generic:http://127.0.0.1:9/").setting());
+    Path most = file("o.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\", max-connections = 65536 }");
+    RepoSettings r = only(load("--config", most.toString()));
+    assertEquals(SettingsReader.MAX_UPSTREAM_CONNECTIONS, r.maxConnections());
+    assertEquals(4 * 65536, CorralServer.upstreamSettings(r).maxOpenRequests(), "the pool's buffer: 4 x, a power of two");
+  }
+
+  /** A whole number too large for an int said "is not a whole number". */
+  @Test
+  void aWholeNumberPastAnIntSaysHowLargeItMayBe() throws IOException {
+    assertEquals("--max-connections: must be at most 1000000", fails("--max-connections", "3000000000").getMessage());
+    assertEquals("CORRAL_MAX_CONNECTIONS: must be at least 1",
+        fails(Map.of("CORRAL_MAX_CONNECTIONS", "-3000000000")).getMessage());
+    assertEquals("--max-connections: must be at most 1000000",
+        fails("--max-connections", "99999999999999999999999").getMessage());
+    Path conf = file("r.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\", retries = 3000000000 }");
+    assertEquals("corral.repos.x.retries: must be at most 2147483647 (r.conf line 1)",
+        fails("--config", conf.toString()).getMessage().replace(dir + "/", ""));
+    assertEquals("--max-connections: \"3e9\" is not a whole number", fails("--max-connections", "3e9").getMessage());
+    assertEquals(1_000_000, load("--max-connections", "+1000000").connections().maxConnections());
+  }
+
   @Test
   void missingOrBrokenConfigFile() throws IOException {
     assertEquals("--config", fails("--config", dir.resolve("absent.conf").toString()).setting());
