@@ -44,7 +44,7 @@ public enum RepoSetting {
   MAX_ORPHAN_FETCHES("max-orphan-fetches", true, null,
       "Downloads kept running on a node after their last waiter or reader left, at most"),
   INLINE_LIMIT("inline-limit", true, null,
-      "Bodies up to this size are answered only once complete and verified"),
+      "Bodies up to this size (at most 64MiB) are held in memory and answered only once complete and verified"),
   CREDENTIALS("credentials", false, null,
       "{ type = basic, username, password-env | password-file } or"
           + " { type = bearer, token-env | token-file }"),

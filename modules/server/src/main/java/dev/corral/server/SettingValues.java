@@ -15,7 +15,9 @@ final class SettingValues {
   private static final Pattern SIZE =
       Pattern.compile("\\s*(\\d+)\\s*(B|KiB|MiB|GiB|TiB)?\\s*", Pattern.CASE_INSENSITIVE);
 
-  static final String SIZE_PROBLEM = " is not a size (use KiB, MiB, GiB)";
+  static final String SIZE_PROBLEM = " is not a size (bytes, or with KiB, MiB, GiB, TiB)";
+  /** The largest size a setting takes: the largest whole number of TiB that fits a long. */
+  static final long LARGEST_SIZE = (Long.MAX_VALUE >> 40) << 40;
   static final String DURATION_EXAMPLES = "e.g. 500ms, 5s, 2m";
 
   private SettingValues() {}
@@ -40,6 +42,29 @@ final class SettingValues {
       out = out.substring(0, scheme + 2) + "***" + out.substring(at);
     }
     return out;
+  }
+
+  /** Whether {@code text} is written as a size (it may still be too large for a long). */
+  static boolean isSizeShaped(String text) {
+    return SIZE.matcher(text).matches();
+  }
+
+  /** Whether a size was written without a unit, so that it counts bytes. */
+  static boolean isBareSize(String text) {
+    Matcher m = SIZE.matcher(text);
+    return m.matches() && m.group(2) == null;
+  }
+
+  /** A size as a user would write it: in the largest binary unit that divides it, else in bytes. */
+  static String sizeText(long bytes) {
+    String[] units = {"TiB", "GiB", "MiB", "KiB"};
+    for (int i = 0; i < units.length; i++) {
+      int shift = 40 - 10 * i;
+      if (bytes != 0 && bytes % (1L << shift) == 0) {
+        return (bytes >> shift) + " " + units[i];
+      }
+    }
+    return bytes == 1 ? "1 byte" : bytes + " bytes";
   }
 
   /** Bytes, or a number with KiB, MiB, GiB or TiB (binary multiples); empty if not a size. */

@@ -585,7 +585,8 @@ final class SettingsReader {
         onBudgetExhausted,
         whole(field(name, RepoSetting.MAX_WAITERS), 1),
         whole(field(name, RepoSetting.MAX_ORPHAN_FETCHES), 0),
-        size(field(name, RepoSetting.INLINE_LIMIT), 0),
+        size(field(name, RepoSetting.INLINE_LIMIT), 0, LARGEST_INLINE_LIMIT,
+            " (a body up to it is held whole in memory while it downloads)"),
         credential(name),
         comparedDuration(field(name, RepoSetting.METADATA_TTL), false),
         comparedDuration(field(name, RepoSetting.MAX_STALE), false),
@@ -612,6 +613,19 @@ final class SettingsReader {
     }
     return backoff;
   }
+
+  /**
+   * The largest inline-limit. A body up to the limit is collected whole on the heap while it
+   * downloads (Download: a ByteStringBuilder, which cannot pass 2 GiB) and answered as one
+   * ByteString, once per fetch in flight: up to max-connections of them per repository, besides
+   * the orphans. A 4 GiB limit ran a node with a small heap out of memory on a large download.
+   * The default, 8 MiB, is for the small files whose waiters should get a clean 502 rather than a
+   * cut stream when a transfer breaks (B2); 64 MiB is 8 x that, and past it a few downloads at
+   * once would take most of the default 1 GiB heap (16 fill it). A larger body loses nothing by
+   * streaming: it is announced with its exact length and cut short of it when the download fails,
+   * so it never looks complete (B2).
+   */
+  static final long LARGEST_INLINE_LIMIT = 64L << 20;
 
   /** A group has only its type and members: every other setting is its members' own. */
   private void groupKeysOnly(String name) {
@@ -887,8 +901,8 @@ final class SettingsReader {
 
   private long sizeOrAuto(String path, long min) {
     String text = text(path);
-    if (SettingValues.size(text).isEmpty()) {
-      throw error(path, quoted(text) + " is not a size (use KiB, MiB, GiB) or auto");
+    if (!SettingValues.isSizeShaped(text)) {
+      throw error(path, quoted(text) + SettingValues.SIZE_PROBLEM + " or auto");
     }
     return size(path, min);
   }
@@ -1092,13 +1106,22 @@ final class SettingsReader {
   }
 
   private long size(String path, long min) {
+    return size(path, min, SettingValues.LARGEST_SIZE, "");
+  }
+
+  /** A size from {@code min} to {@code max} bytes; {@code why} explains the maximum, if it needs to. */
+  private long size(String path, long min, long max, String why) {
     String text = text(path);
-    OptionalLong size = SettingValues.size(text);
-    if (size.isEmpty()) {
+    if (!SettingValues.isSizeShaped(text)) {
       throw error(path, quoted(text) + SettingValues.SIZE_PROBLEM);
     }
+    OptionalLong size = SettingValues.size(text); // empty: past a long
+    if (size.isEmpty() || size.getAsLong() > max) {
+      throw error(path, quoted(text) + " is too large: must be at most " + SettingValues.sizeText(max) + why);
+    }
     if (size.getAsLong() < min) {
-      throw error(path, "must be at least " + min + " bytes");
+      throw error(path, quoted(text) + " is too small: must be at least " + SettingValues.sizeText(min)
+          + (SettingValues.isBareSize(text) ? "; a number without a unit is bytes" : ""));
     }
     return size.getAsLong();
   }

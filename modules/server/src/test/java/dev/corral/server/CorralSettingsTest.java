@@ -481,7 +481,8 @@ class CorralSettingsTest {
 
   @Test
   void badSizeNamesTheSetting() {
-    assertEquals("CORRAL_MAX_SIZE: \"10XB\" is not a size (use KiB, MiB, GiB)", fails(Map.of("CORRAL_MAX_SIZE", "10XB")).getMessage());
+    assertEquals("CORRAL_MAX_SIZE: \"10XB\" is not a size (bytes, or with KiB, MiB, GiB, TiB)",
+        fails(Map.of("CORRAL_MAX_SIZE", "10XB")).getMessage());
     assertEquals("--max-size", fails("--max-size", "10GB").setting());
     assertEquals("--max-size", fails("--max-size", "0").setting());
   }
@@ -490,6 +491,42 @@ class CorralSettingsTest {
   @CsvSource({"1024, 1024", "1KiB, 1024", "3 MiB, 3145728", "10GiB, 10737418240", "2gib, 2147483648", "1TiB, 1099511627776", "5B, 5"})
   void sizes(String text, long bytes) {
     assertEquals(bytes, load("--max-size", text).maxSizeBytes());
+  }
+
+  /**
+   * inline-limit had no upper limit: a body up to it is collected whole on the heap, so 4GiB ran
+   * a node with a small heap out of memory on a large download.
+   */
+  @Test
+  void inlineLimitIsAtMost64MiB() throws IOException {
+    for (String limit : List.of("67108865", "65 MiB", "4GiB", "1TiB")) {
+      Path conf = file("i.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\", inline-limit = \""
+          + limit + "\" }");
+      assertEquals("corral.repos.x.inline-limit: \"" + limit + "\" is too large: must be at most 64 MiB (a body up to"
+          + " it is held whole in memory while it downloads) (i.conf line 1)",
+          fails("--config", conf.toString()).getMessage().replace(dir + "/", ""), limit);
+    }
+    Path defaults = file("d.conf", "corral.repo-defaults.inline-limit = 4GiB");
+    assertEquals("corral.repo-defaults.inline-limit",
+        fails("--config", defaults.toString(), "--repo", "x=generic:http://127.0.0.1:9/").setting());
+    Path most = file("m.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\", inline-limit = 64MiB }");
+    assertEquals(64L << 20, only(load("--config", most.toString())).inlineLimitBytes());
+    Path none = file("n.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:9/\", inline-limit = 0 }");
+    assertEquals(0, only(load("--config", none.toString())).inlineLimitBytes());
+  }
+
+  /** A size past a long said it "is not a size (use KiB, MiB, GiB)", a hint without TiB or bytes. */
+  @Test
+  void aSizeTooLargeSaysSoAndTheHintNamesEveryUnit() {
+    assertEquals("--max-size: \"8388608 TiB\" is too large: must be at most 8388607 TiB",
+        fails("--max-size", "8388608 TiB").getMessage());
+    assertEquals("--max-size: \"9223372036854775807\" is too large: must be at most 8388607 TiB",
+        fails("--max-size", "9223372036854775807").getMessage());
+    assertEquals("--memory-cache-size: \"99999999999999999999 GiB\" is too large: must be at most 8388607 TiB",
+        fails("--memory-cache-size", "99999999999999999999 GiB").getMessage());
+    assertEquals(8388607L << 40, load("--max-size", "8388607 TiB").maxSizeBytes());
+    assertEquals("--max-size: \"10 PiB\" is not a size (bytes, or with KiB, MiB, GiB, TiB)",
+        fails("--max-size", "10 PiB").getMessage());
   }
 
   @Test
@@ -890,9 +927,12 @@ class CorralSettingsTest {
 
   @Test
   void badServeLimitsAreOneLineErrors() {
-    assertEquals("--metadata-memory: \"lots\" is not a size (use KiB, MiB, GiB) or auto",
+    assertEquals("--metadata-memory: \"lots\" is not a size (bytes, or with KiB, MiB, GiB, TiB) or auto",
         fails("--metadata-memory", "lots").getMessage());
-    assertEquals("--metadata-memory: must be at least 1048576 bytes", fails("--metadata-memory", "1KiB").getMessage());
+    assertEquals("--metadata-memory: \"1KiB\" is too small: must be at least 1 MiB",
+        fails("--metadata-memory", "1KiB").getMessage());
+    assertEquals("--metadata-memory: \"1000\" is too small: must be at least 1 MiB; a number without a unit is bytes",
+        fails("--metadata-memory", "1000").getMessage());
     assertEquals("--miss-rate-limit: \"50\" is not a rate (N/s, N/m or N/h, e.g. 50/s) or off",
         fails("--miss-rate-limit", "50").getMessage());
     assertEquals("--miss-rate-limit: \"5/d\" is not a rate (N/s, N/m or N/h, e.g. 50/s) or off",
