@@ -43,7 +43,7 @@ public enum Setting {
   DATA_DIR("--data-dir", "corral.data-dir", "CORRAL_DATA_DIR", "DIR",
       "Directory holding the cached artifacts"),
   MAX_SIZE("--max-size", "corral.max-size", "CORRAL_MAX_SIZE", "SIZE",
-      "Most the store may hold: bytes, or with KiB, MiB, GiB, TiB"),
+      "Most the store may hold, at least 1MiB: bytes, or with KiB, MiB, GiB, TiB"),
   MEMORY_CACHE_SIZE("--memory-cache-size", "corral.memory-cache-size", "CORRAL_MEMORY_CACHE_SIZE", "SIZE",
       "Heap kept for the most used small artifacts (up to 1 MiB each), served without disk reads"),
   REPO("--repo", "corral.repos", "CORRAL_REPOS", "NAME=TYPE:URL",

@@ -135,7 +135,7 @@ final class SettingsReader {
       ConnectionLimits connections = connectionLimits();
       String dataDirPath = path(Setting.DATA_DIR);
       Path dataDir = SettingSources.path(text(dataDirPath), label(dataDirPath));
-      long maxSize = size(path(Setting.MAX_SIZE), 1);
+      long maxSize = size(path(Setting.MAX_SIZE), SMALLEST_MAX_SIZE);
       long memoryCacheSize = size(path(Setting.MEMORY_CACHE_SIZE), 0);
       String tokenPath = path(Setting.ADMIN_TOKEN_FILE);
       Optional<String> adminToken =
@@ -178,6 +178,13 @@ final class SettingsReader {
   }
 
   private static final int MAX_CONNECTIONS = 1_000_000;
+
+  /**
+   * The smallest --max-size. A number without a unit is bytes, so "--max-size 10" (meant as
+   * 10 GiB) made a store of 10 bytes, and the start evicted the whole cache to fit it. No store
+   * is useful below a megabyte; 1 MiB still lets tests evict with small artifacts.
+   */
+  static final long SMALLEST_MAX_SIZE = 1L << 20;
 
   /**
    * A repository's connections to its upstream, at most. A pool's connections go to one host and

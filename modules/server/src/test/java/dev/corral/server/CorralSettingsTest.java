@@ -490,7 +490,27 @@ class CorralSettingsTest {
   @ParameterizedTest
   @CsvSource({"1024, 1024", "1KiB, 1024", "3 MiB, 3145728", "10GiB, 10737418240", "2gib, 2147483648", "1TiB, 1099511627776", "5B, 5"})
   void sizes(String text, long bytes) {
-    assertEquals(bytes, load("--max-size", text).maxSizeBytes());
+    assertEquals(bytes, load("--memory-cache-size", text).memoryCacheBytes());
+    if (bytes >= 1 << 20) {
+      assertEquals(bytes, load("--max-size", text).maxSizeBytes());
+    }
+  }
+
+  /** A number without a unit is bytes: --max-size 10 (meant as 10 GiB) emptied the whole cache at the start. */
+  @Test
+  void maxSizeIsAtLeast1MiB() throws IOException {
+    assertEquals("--max-size: \"10\" is too small: must be at least 1 MiB; a number without a unit is bytes",
+        fails("--max-size", "10").getMessage());
+    assertEquals("--max-size: \"0\" is too small: must be at least 1 MiB; a number without a unit is bytes",
+        fails("--max-size", "0").getMessage());
+    assertEquals("CORRAL_MAX_SIZE: \"1048575\" is too small: must be at least 1 MiB; a number without a unit is bytes",
+        fails(Map.of("CORRAL_MAX_SIZE", "1048575")).getMessage());
+    assertEquals("--max-size: \"512 KiB\" is too small: must be at least 1 MiB", fails("--max-size", "512 KiB").getMessage());
+    Path conf = file("s.conf", "corral.max-size = 500");
+    assertEquals("corral.max-size: \"500\" is too small: must be at least 1 MiB; a number without a unit is bytes"
+        + " (s.conf line 1)", fails("--config", conf.toString()).getMessage().replace(dir + "/", ""));
+    assertEquals(1L << 20, load("--max-size", "1048576").maxSizeBytes());
+    assertEquals(1L << 20, load("--max-size", "1MiB").maxSizeBytes());
   }
 
   /**
