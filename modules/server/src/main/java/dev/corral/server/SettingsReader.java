@@ -600,9 +600,29 @@ final class SettingsReader {
         sumdbUrl(name, type),
         query(name, type),
         allowedHosts(name), upstreamTls(name), singleNameNamespace(name, type), rootMirror(name, type),
-        comparedDuration(field(name, RepoSetting.MAX_AGE_UNUSED), false),
+        maxAgeUnused(field(name, RepoSetting.MAX_AGE_UNUSED)),
         group ? members(name) : noMembers(name),
         freshness(name, type));
+  }
+
+  /**
+   * The shortest max-age-unused but 0s (never). The sweep removes every key of the repository not
+   * used within the age, every 24th of it (at least every second), and at the first sweep after a
+   * start every key not used within the age before the stop: with 1ms, or 30s meant as 30d, the
+   * repository's whole store went within seconds of the start, and each key a second after its
+   * last use. An age under a minute is a cache that keeps nothing; as a cleanup policy it is
+   * counted in days.
+   */
+  static final Duration SHORTEST_MAX_AGE_UNUSED = Duration.ofMinutes(1);
+
+  private Duration maxAgeUnused(String path) {
+    Duration age = comparedDuration(path, false);
+    if (!age.isZero() && age.compareTo(SHORTEST_MAX_AGE_UNUSED) < 0) {
+      throw error(path, quoted(text(path)) + " is too short: must be at least "
+          + SettingValues.durationText(SHORTEST_MAX_AGE_UNUSED) + ", or 0s for never (keys unused for less would leave"
+          + " the store seconds after each use)");
+    }
+    return age;
   }
 
   /**
