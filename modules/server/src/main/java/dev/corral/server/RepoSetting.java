@@ -12,7 +12,7 @@ import java.util.Optional;
 public enum RepoSetting {
   TYPE("type", false, null,
       "npm, maven, pypi, go, oci (container images), generic (plain HTTP) or group (one URL over other repositories)"),
-  URL("url", false, null, "Upstream base URL: absolute http or https, with a host (not for a group)"),
+  URL("url", false, null, "Upstream base URL: absolute http or https, with a host, no query or fragment (not for a group)"),
   MEMBERS("members", false, null,
       "group only: the repositories it serves, in priority order ([M1, M2]; --repo NAME=group:M1,M2),"
           + " all of one type, not oci, no group"),

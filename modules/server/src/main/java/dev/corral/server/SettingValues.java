@@ -157,6 +157,20 @@ final class SettingValues {
       // A password in the URL would end up in logs; credentials have their own setting.
       return "the URL must not contain user info (use credentials { ... })";
     }
+    // The request's path is appended to the URL: after a query or a fragment it would be part of
+    // them, every path would ask the same upstream URL, and one body would be cached under every
+    // key. (What of a request's query goes upstream is a generic repository's query setting.)
+    if (uri.getRawQuery() != null) {
+      return quoted(withoutSecrets(url)) + " has a query (?...): the request's path is appended to this URL,"
+          + " so it must end with its path";
+    }
+    if (uri.getRawFragment() != null) {
+      return quoted(withoutSecrets(url)) + " has a fragment (#...): the request's path is appended to this URL,"
+          + " so it must end with its path";
+    }
+    if (uri.getPort() == 0 || uri.getPort() > 65535) {
+      return quoted(withoutSecrets(url)) + " has port " + uri.getPort() + ": a port is between 1 and 65535";
+    }
     return null;
   }
 

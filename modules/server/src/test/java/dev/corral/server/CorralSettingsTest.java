@@ -235,10 +235,10 @@ class CorralSettingsTest {
     assertEquals("generic", r.type());
     assertEquals("http://127.0.0.1:9/a", r.url());
 
-    RepoSettings q = only(load("--repo", "my.repo_1-b=maven:https://[::1]:8443/m2/x:y?a=b:c"));
+    RepoSettings q = only(load("--repo", "my.repo_1-b=maven:https://[::1]:8443/m2/x:y/a=b:c"));
     assertEquals("my.repo_1-b", q.name());
     assertEquals("maven", q.type());
-    assertEquals("https://[::1]:8443/m2/x:y?a=b:c", q.url());
+    assertEquals("https://[::1]:8443/m2/x:y/a=b:c", q.url());
   }
 
   @Test
@@ -710,6 +710,37 @@ class CorralSettingsTest {
     assertEquals("CORRAL_REPOS \"x=generic:nope\"", fails(Map.of("CORRAL_REPOS", "x=generic:nope")).setting());
     Path conf = file("u.conf", "corral.repos.x { type = generic, url = \"127.0.0.1:9\" }");
     assertEquals("corral.repos.x.url", fails("--config", conf.toString()).setting());
+  }
+
+  /**
+   * The request's path is appended to the URL: after "#frag" every path asked the upstream's root
+   * and its body was cached under every key. Port 99999 was accepted and every request failed.
+   */
+  @Test
+  void anUpstreamOrPublicUrlHasNoQueryNoFragmentAndAPortFrom1To65535() throws IOException {
+    assertEquals("--repo \"x=generic:http://127.0.0.1:39600/#frag\": \"http://127.0.0.1:39600/#frag\" has a fragment"
+        + " (#...): the request's path is appended to this URL, so it must end with its path",
+        fails("--repo", "x=generic:http://127.0.0.1:39600/#frag").getMessage());
+    assertEquals("--repo \"x=generic:http://127.0.0.1:39600/?***\": \"http://127.0.0.1:39600/?***\" has a query (?...):"
+        + " the request's path is appended to this URL, so it must end with its path",
+        fails("--repo", "x=generic:http://127.0.0.1:39600/?sig=s3cret").getMessage());
+    assertTrue(fails("--repo", "x=npm:http://127.0.0.1:39600/npm?").getMessage().contains("has a query"));
+    assertTrue(fails("--repo", "x=npm:http://127.0.0.1:39600/npm#").getMessage().contains("has a fragment"));
+    assertEquals("--repo \"x=generic:http://127.0.0.1:99999/\": \"http://127.0.0.1:99999/\" has port 99999: a port is"
+        + " between 1 and 65535", fails("--repo", "x=generic:http://127.0.0.1:99999/").getMessage());
+    assertTrue(fails("--repo", "x=generic:http://127.0.0.1:0/").getMessage().contains("has port 0"));
+    assertTrue(fails(Map.of("CORRAL_REPOS", "x=generic:http://127.0.0.1:65536/")).getMessage().contains("has port 65536"));
+    Path file = file("u.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:39600/a#frag\" }");
+    assertEquals("corral.repos.x.url", fails("--config", file.toString()).setting());
+    assertEquals("--public-base-url: \"https://127.0.0.1:8443/c?***\" has a query (?...): the request's path is appended"
+        + " to this URL, so it must end with its path", fails("--public-base-url", "https://127.0.0.1:8443/c?a=b").getMessage());
+    assertEquals("--public-base-url", fails("--public-base-url", "https://127.0.0.1:8443/#top").setting());
+    Path sumdb = file("s.conf", "corral.repos.g { type = go, url = \"http://127.0.0.1:9/g\", sumdb-url = \"http://127.0.0.1:8/db?x\" }");
+    assertEquals("corral.repos.g.sumdb-url", fails("--config", sumdb.toString()).setting());
+    // The query a generic repository sends upstream is its own setting, beside the URL.
+    Path query = file("q.conf", "corral.repos.x { type = generic, url = \"http://127.0.0.1:65535/files\", query = drop }");
+    assertEquals("http://127.0.0.1:65535/files", only(load("--config", query.toString())).url());
+    assertEquals("http://127.0.0.1:1/", only(load("--repo", "x=generic:http://127.0.0.1:1/")).url());
   }
 
   @Test
