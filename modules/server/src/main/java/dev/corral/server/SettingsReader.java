@@ -462,16 +462,52 @@ final class SettingsReader {
   private static final java.util.regex.Pattern NODE_NAME =
       java.util.regex.Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:-]{0,62}");
 
+  /**
+   * A seed node's HOST:PORT, as Pekko will parse it inside pekko://corral@HOST:PORT: a host name
+   * (letters, digits, - and ., its last label starting with a letter), an IPv4 address, or an
+   * IPv6 address in brackets, and a port from 1 to 65535. Anything else (::1:25520, a#b:25520)
+   * stopped the start with Pekko's bare exception.
+   */
   private String seedNode(String path, String item) {
-    int colon = item.lastIndexOf(':');
-    String host = colon < 0 ? "" : item.substring(0, colon);
-    int port = colon < 0 ? -1 : SettingValues.port(item.substring(colon + 1));
-    if (host.isEmpty() || host.chars().anyMatch(c -> Character.isWhitespace(c) || c == '/' || c == '@')
-        || port <= 0) {
-      throw error(path, quoted(item) + " is not HOST:PORT (a seed node's cluster host and port)");
+    String notHostPort = quoted(item) + " is not HOST:PORT (a seed node's cluster host and port)";
+    int colon = item.startsWith("[") ? item.indexOf("]:") + 1 : item.lastIndexOf(':');
+    if (colon <= 0) {
+      throw error(path, notHostPort);
+    }
+    String host = item.substring(0, colon);
+    int port = SettingValues.port(item.substring(colon + 1));
+    if (!isSeedHost(host)) {
+      throw error(path, notHostPort + ": " + quoted(host) + " is not a host name, an IPv4 address or an IPv6"
+          + " address in brackets" + (host.indexOf(':') >= 0 && !host.startsWith("[") ? " ([" + host + "])" : ""));
+    }
+    if (port <= 0) {
+      throw error(path, notHostPort + ": the port must be between 1 and 65535");
     }
     return host + ":" + port;
   }
+
+  private static boolean isSeedHost(String host) {
+    if (host.startsWith("[") && host.endsWith("]")) {
+      String literal = host.substring(1, host.length() - 1);
+      if (!IPV6_CHARS.matcher(literal).matches()) {
+        return false;
+      }
+      try {
+        return new URI("http://" + host + "/").getHost() != null; // the URI parser checks the literal
+      } catch (java.net.URISyntaxException e) {
+        return false;
+      }
+    }
+    return IPV4.matcher(host).matches() || HOST_NAME.matcher(host).matches();
+  }
+
+  private static final String LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+  /** Labels of letters, digits and -; the last one starts with a letter (else it is no host name to a URI). */
+  private static final java.util.regex.Pattern HOST_NAME =
+      java.util.regex.Pattern.compile("(?:" + LABEL + "\\.)*[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?");
+  private static final java.util.regex.Pattern IPV4 = java.util.regex.Pattern.compile(
+      "(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])");
+  private static final java.util.regex.Pattern IPV6_CHARS = java.util.regex.Pattern.compile("[0-9A-Fa-f:.]+");
 
   private Optional<JournalSettings> journal() {
     String urlPath = path(Setting.JOURNAL);

@@ -808,6 +808,38 @@ class CorralSettingsTest {
     assertEquals(1_000_000, load("--max-connections", "+1000000").connections().maxConnections());
   }
 
+  /**
+   * A seed node's host went into pekko://corral@HOST:PORT unchecked but for whitespace, / and @:
+   * ::1:39530 or a#b:39530 stopped the start with Pekko's bare RuntimeException.
+   */
+  @Test
+  void seedNodesAreHostNamesIpv4OrBracketedIpv6WithAPort() throws IOException {
+    List<String> good = List.of("h1:1", "127.0.0.1:25520", "[::1]:25520", "[2001:db8::7]:65535",
+        "corral-0.corral.default.svc.cluster.local:25520", "Node-1.Example:2");
+    assertEquals(good, load("--seed-nodes", String.join(",", good)).cluster().seedNodes());
+    for (String seed : good) {
+      org.apache.pekko.actor.Address address = org.apache.pekko.actor.AddressFromURIString.parse("pekko://corral@" + seed);
+      assertTrue(address.hasGlobalScope(), seed);
+    }
+    for (String seed : List.of("::1:39530", "a#b:39530")) {
+      assertThrows(Exception.class, () -> org.apache.pekko.actor.AddressFromURIString.parse("pekko://corral@" + seed),
+          "what Pekko did with " + seed);
+    }
+    assertEquals("--seed-nodes: \"::1:39530\" is not HOST:PORT (a seed node's cluster host and port): \"::1\" is not a"
+        + " host name, an IPv4 address or an IPv6 address in brackets ([::1])", fails("--seed-nodes", "::1:39530").getMessage());
+    assertEquals("--seed-nodes: \"a#b:39530\" is not HOST:PORT (a seed node's cluster host and port): \"a#b\" is not a"
+        + " host name, an IPv4 address or an IPv6 address in brackets", fails("--seed-nodes", "h1:1,a#b:39530").getMessage());
+    assertEquals("--seed-nodes: \"[::1]:0\" is not HOST:PORT (a seed node's cluster host and port): the port must be"
+        + " between 1 and 65535", fails("--seed-nodes", "[::1]:0").getMessage());
+    for (String bad : List.of("a_b:1", "a..b:1", "-a:1", "a-:1", "host.1:1", "1.2.3:1", "256.1.1.1:1", "[zz::1]:1",
+        "[::1]", "[::1]1", "a:65536", "a:", ":1", "a:b:1", "[::1]:x", "a%eth0:1", "a.:1")) {
+      assertEquals("--seed-nodes", fails("--seed-nodes", bad).setting(), bad);
+      assertTrue(fails("--seed-nodes", bad).getMessage().startsWith("--seed-nodes: \"" + bad + "\" is not HOST:PORT"), bad);
+    }
+    Path conf = file("seeds.conf", "corral.cluster.seed-nodes = [\"h1:1\", \"::1:2\"]");
+    assertEquals("corral.cluster.seed-nodes", fails("--config", conf.toString()).setting());
+  }
+
   @Test
   void missingOrBrokenConfigFile() throws IOException {
     assertEquals("--config", fails("--config", dir.resolve("absent.conf").toString()).setting());
