@@ -134,13 +134,13 @@ final class SettingsReader {
       int port = port(path(Setting.HTTP_PORT));
       ConnectionLimits connections = connectionLimits();
       String dataDirPath = path(Setting.DATA_DIR);
-      Path dataDir = SettingSources.path(text(dataDirPath), label(dataDirPath));
+      Path dataDir = filePath(dataDirPath, text(dataDirPath));
       long maxSize = size(path(Setting.MAX_SIZE), SMALLEST_MAX_SIZE);
       long memoryCacheSize = size(path(Setting.MEMORY_CACHE_SIZE), 0);
       String tokenPath = path(Setting.ADMIN_TOKEN_FILE);
       Optional<String> adminToken =
           optionalText(tokenPath)
-              .map(f -> readSecretFile(SettingSources.path(f, label(tokenPath)), label(tokenPath)));
+              .map(f -> readSecretFile(filePath(tokenPath, f), label(tokenPath)));
       String basePath = path(Setting.PUBLIC_BASE_URL);
       Optional<URI> publicBaseUrl = optionalText(basePath).map(u -> url(basePath, u));
       String proxiesPath = path(Setting.TRUSTED_PROXIES);
@@ -203,8 +203,8 @@ final class SettingsReader {
     LogSettings.Format format = logFormat(path(Setting.LOG_FORMAT));
     String accessPath = path(Setting.ACCESS_LOG);
     String accessFormatPath = path(Setting.ACCESS_LOG_FORMAT);
-    Optional<Path> accessLog = optionalText(accessPath).map(String::trim).filter(t -> !t.isEmpty())
-        .map(t -> t.equals("-") ? LogSettings.STDOUT : SettingSources.path(t, label(accessPath)));
+    Optional<Path> accessLog = optionalText(accessPath).map(String::trim)
+        .map(t -> t.equals("-") ? LogSettings.STDOUT : filePath(accessPath, t));
     LogSettings.Format accessFormat = logFormat(accessFormatPath);
     if (accessLog.isEmpty() && labels.containsKey(accessFormatPath)) {
       warnings.add(label(accessFormatPath) + " has no effect without " + Setting.ACCESS_LOG.flag()
@@ -224,8 +224,8 @@ final class SettingsReader {
   private Optional<ServerTls> serverTls() {
     String certPath = path(Setting.TLS_CERT);
     String keyPath = path(Setting.TLS_KEY);
-    Optional<String> cert = optionalText(certPath).filter(t -> !t.isBlank());
-    Optional<String> key = optionalText(keyPath).filter(t -> !t.isBlank());
+    Optional<String> cert = optionalText(certPath).map(t -> nonBlankPath(certPath, t));
+    Optional<String> key = optionalText(keyPath).map(t -> nonBlankPath(keyPath, t));
     if (cert.isEmpty() && key.isEmpty()) {
       return Optional.empty();
     }
@@ -280,9 +280,9 @@ final class SettingsReader {
     String caPath = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.CA_BUNDLE.key());
     String certPath = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.CLIENT_CERT.key());
     String keyPath = ConfigUtil.joinPath("corral", "repos", name, RepoSetting.CLIENT_KEY.key());
-    Optional<Path> ca = optionalText(caPath).map(t -> SettingSources.path(t, label(caPath)));
-    Optional<Path> cert = optionalText(certPath).map(t -> SettingSources.path(t, label(certPath)));
-    Optional<Path> key = optionalText(keyPath).map(t -> SettingSources.path(t, label(keyPath)));
+    Optional<Path> ca = optionalText(caPath).map(t -> filePath(caPath, t));
+    Optional<Path> cert = optionalText(certPath).map(t -> filePath(certPath, t));
+    Optional<Path> key = optionalText(keyPath).map(t -> filePath(keyPath, t));
     if (cert.isPresent() && key.isEmpty()) {
       throw error(certPath, "needs " + RepoSetting.CLIENT_KEY.key() + " too");
     }
@@ -327,7 +327,7 @@ final class SettingsReader {
       return ClientAuth.open();
     }
     String label = label(tokensPath);
-    Path tokensFile = SettingSources.path(file.get(), label);
+    Path tokensFile = filePath(tokensPath, file.get());
     try {
       return new ClientAuth(Optional.of(TokensFile.open(tokensFile, names)), anonymous);
     } catch (TokenLines.Malformed e) {
@@ -422,7 +422,7 @@ final class SettingsReader {
         has(managementPortPath) ? OptionalInt.of(port(managementPortPath)) : OptionalInt.empty();
     String tlsPath = path(Setting.CLUSTER_TLS_DIR);
     Optional<ClusterTls> tls = optionalText(tlsPath)
-        .map(d -> new ClusterTls(SettingSources.path(d.trim(), label(tlsPath))));
+        .map(d -> new ClusterTls(filePath(tlsPath, d.trim())));
     if (tls.isPresent()) {
       Optional<String> problem = tls.get().problem();
       if (problem.isPresent()) {
@@ -531,7 +531,7 @@ final class SettingsReader {
       throw error(filePath, "set " + label(passwordPath) + " or " + label(filePath) + ", not both");
     }
     Optional<String> password = has(filePath)
-        ? Optional.of(readSecretFile(SettingSources.path(text(filePath), label(filePath)), label(filePath)))
+        ? Optional.of(readSecretFile(filePath(filePath, text(filePath)), label(filePath)))
         : optionalText(passwordPath);
     return Optional.of(new JournalSettings(url, user, password, label(urlPath)));
   }
@@ -1078,7 +1078,7 @@ final class SettingsReader {
       return value;
     }
     String label = label(filePath);
-    return readSecretFile(SettingSources.path(text(filePath), label), label);
+    return readSecretFile(filePath(filePath, text(filePath)), label);
   }
 
   /** The file's contents, trimmed; an unreadable or empty file is an error. */
@@ -1149,6 +1149,23 @@ final class SettingsReader {
 
   private Optional<String> optionalText(String path) {
     return has(path) ? Optional.of(text(path)) : Optional.empty();
+  }
+
+  /**
+   * A file or directory named by a setting. A blank one can only come from HOCON (a flag refuses
+   * it, the environment counts it as unset) and is refused: an empty path is the working
+   * directory (data-dir = "" put the store there); for a file it failed to read with an unclear
+   * message, or, for tls-cert and access-log, quietly meant none.
+   */
+  private Path filePath(String path, String text) {
+    return SettingSources.path(nonBlankPath(path, text), label(path));
+  }
+
+  private String nonBlankPath(String path, String text) {
+    if (text.isBlank()) {
+      throw error(path, quoted(text) + " is empty: give a path, or leave the setting out");
+    }
+    return text;
   }
 
   private String host(String path) {

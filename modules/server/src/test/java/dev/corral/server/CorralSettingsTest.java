@@ -848,6 +848,34 @@ class CorralSettingsTest {
     assertEquals("--config", fails("--config", broken.toString()).setting());
   }
 
+  /** data-dir = "" in HOCON was the working directory; a flag refuses an empty value, the environment ignores it. */
+  @Test
+  void anEmptyPathInHoconIsRefused() throws IOException {
+    String repo = "corral.repos.x { type = generic, url = \"https://127.0.0.1:9/\" }\n";
+    Map<String, String> settings = new java.util.LinkedHashMap<>();
+    settings.put("corral.data-dir", "corral.data-dir = \"\"");
+    settings.put("corral.admin-token-file", "corral.admin-token-file = \" \"");
+    settings.put("corral.tokens-file", "corral.tokens-file = \"\"");
+    settings.put("corral.cluster.tls-dir", "corral.cluster.tls-dir = \"  \"");
+    settings.put("corral.access-log", "corral.access-log = \"\"");
+    settings.put("corral.http.tls-cert", "corral.http { tls-cert = \"\", tls-key = \"/k\" }");
+    settings.put("corral.http.tls-key", "corral.http.tls-key = \"\"");
+    settings.put("corral.journal.password-file", "corral.journal { url = \"jdbc:postgresql://127.0.0.1:5432/c\","
+        + " password-file = \"\" }");
+    settings.put("corral.repos.x.ca-bundle", "corral.repos.x.ca-bundle = \"\"");
+    settings.put("corral.repos.x.client-cert", "corral.repos.x { client-cert = \"\", client-key = \"/k\" }");
+    settings.put("corral.repos.x.credentials.token-file", "corral.repos.x.credentials { type = bearer, token-file = \"\" }");
+    for (Map.Entry<String, String> e : settings.entrySet()) {
+      Path conf = file("p.conf", repo + e.getValue() + "\n");
+      SettingsException error = fails("--config", conf.toString());
+      assertEquals(e.getKey(), error.setting(), e.getValue());
+      assertTrue(error.getMessage().replace(dir + "/", "").matches(java.util.regex.Pattern.quote(e.getKey()) + ": \"\\s*\" is empty: give a path,"
+          + " or leave the setting out \\(p.conf line 2\\)"), error.getMessage());
+    }
+    assertEquals("--data-dir: empty value (DIR)", fails("--data-dir", "").getMessage());
+    assertEquals(Path.of("./data"), load(Map.of("CORRAL_DATA_DIR", "")).dataDir());
+  }
+
   @Test
   void badPublicBaseUrl() {
     assertEquals("CORRAL_PUBLIC_BASE_URL", fails(Map.of("CORRAL_PUBLIC_BASE_URL", "cache.example")).setting());
