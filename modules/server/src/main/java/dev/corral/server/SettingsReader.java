@@ -106,6 +106,9 @@ final class SettingsReader {
   }
 
   private static Config parseFile(Path file, String label) {
+    if (Files.isDirectory(file)) {
+      throw new SettingsException(label, quoted(file.toString()) + " is a directory, not a HOCON file");
+    }
     if (!Files.isRegularFile(file)) {
       throw new SettingsException(label, "no such file: " + file);
     }

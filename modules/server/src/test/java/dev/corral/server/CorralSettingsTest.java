@@ -848,6 +848,16 @@ class CorralSettingsTest {
     assertEquals("--config", fails("--config", broken.toString()).setting());
   }
 
+  /** A directory given as --config was reported as "no such file". */
+  @Test
+  void aDirectoryAsTheConfigFileIsCalledOne() {
+    assertEquals("--config: \"" + dir + "\" is a directory, not a HOCON file", fails("--config", dir.toString()).getMessage());
+    assertEquals("CORRAL_CONFIG: \"" + dir + "\" is a directory, not a HOCON file",
+        fails(Map.of("CORRAL_CONFIG", dir.toString())).getMessage());
+    assertEquals("--config: no such file: " + dir.resolve("absent.conf"),
+        fails("--config", dir.resolve("absent.conf").toString()).getMessage());
+  }
+
   /** data-dir = "" in HOCON was the working directory; a flag refuses an empty value, the environment ignores it. */
   @Test
   void anEmptyPathInHoconIsRefused() throws IOException {
