@@ -28,7 +28,7 @@ class ClusterEvictionTest {
     upstream = new FakeUpstream((exchange, n) ->
         TestNode.ok(exchange, TestNode.bytes(600 * 1024, exchange.getRequestURI().getPath().hashCode())));
     // Each store holds one 600 KiB artifact at a time.
-    cluster = TestCluster.start(dir, 2, upstream.url("/"), "", "--max-size", "1000000");
+    cluster = TestCluster.start(dir, 2, upstream.url("/"), "", "--max-size", "1MiB");
   }
 
   @AfterAll

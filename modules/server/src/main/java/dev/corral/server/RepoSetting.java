@@ -30,7 +30,7 @@ public enum RepoSetting {
           + " revalidating it upstream (0s: revalidate on every request)"),
   MAX_AGE_UNUSED("max-age-unused", true, null,
       "Cleanup policy: keys of this repository not requested for this long are removed from each"
-          + " node's store, beside the global size bound (at least 1m; 0s: never)"),
+          + " node's store, beside the global size bound (at least 1s; 0s: never)"),
   MAX_STALE("max-stale", true, null,
       "How long past metadata-ttl a stale copy is still served at once (X-Cache: STALE) while it"
           + " revalidates or while the upstream fails; older copies wait for the upstream"),

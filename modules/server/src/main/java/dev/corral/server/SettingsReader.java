@@ -645,21 +645,18 @@ final class SettingsReader {
   }
 
   /**
-   * The shortest max-age-unused but 0s (never). The sweep removes every key of the repository not
-   * used within the age, every 24th of it (at least every second), and at the first sweep after a
-   * start every key not used within the age before the stop: with 1ms, or 30s meant as 30d, the
-   * repository's whole store went within seconds of the start, and each key a second after its
-   * last use. An age under a minute is a cache that keeps nothing; as a cleanup policy it is
-   * counted in days.
+   * The shortest max-age-unused but 0s (never): the sweep runs every 24th of the age but at most
+   * every second, so an age under a second (1ms) means nothing the sweep can keep to. Not longer:
+   * the age is the operator's (a cleanup policy is counted in days, but CleanupPolicyIT checks a
+   * real process's sweep with 2s).
    */
-  static final Duration SHORTEST_MAX_AGE_UNUSED = Duration.ofMinutes(1);
+  static final Duration SHORTEST_MAX_AGE_UNUSED = Duration.ofSeconds(1);
 
   private Duration maxAgeUnused(String path) {
     Duration age = comparedDuration(path, false);
     if (!age.isZero() && age.compareTo(SHORTEST_MAX_AGE_UNUSED) < 0) {
       throw error(path, quoted(text(path)) + " is too short: must be at least "
-          + SettingValues.durationText(SHORTEST_MAX_AGE_UNUSED) + ", or 0s for never (keys unused for less would leave"
-          + " the store seconds after each use)");
+          + SettingValues.durationText(SHORTEST_MAX_AGE_UNUSED) + ", or 0s for never (the sweep runs at most every second)");
     }
     return age;
   }
