@@ -41,7 +41,7 @@ class KeyPrefixTest {
     assertEquals("", all.urlPrefix());
     // Every key of the repository, whatever its upstream, URL, variant or digest ...
     assertTrue(all.matches(stored(ArtifactKey.of("go", "http://127.0.0.1:9/x"))));
-    assertTrue(all.matches(stored(ArtifactKey.of("go", "https://proxy.golang.org/golang.org/x/mod/@v/list"))));
+    assertTrue(all.matches(stored(ArtifactKey.of("go", "https://upstream.example/example.org/x/mod/@v/list"))));
     assertTrue(all.matches(stored(new ArtifactKey("go", "http://127.0.0.1:7/m/@v/v1.0.0.zip", "json",
         new Digest("sha256", "b".repeat(64))))));
     // ... and no key of another repository: not one whose name starts with it or that it starts
