@@ -197,7 +197,7 @@ public final class CorralServer implements AutoCloseable {
       throws Exception {
     Path dataDir = settings.dataDir().toAbsolutePath().normalize();
     Config pekko = pekkoConfig(settings, dataDir);
-    checkDiscovery(pekko, settings.cluster());
+    ConfigDiscovery.check(pekko, settings.cluster());
     JournalDatabase database = new JournalDatabase(settings.journal(), dataDir);
     database.checkConnection();
     createDataDir(dataDir);
@@ -342,85 +342,6 @@ public final class CorralServer implements AutoCloseable {
       system.terminate();
       throw e;
     }
-  }
-
-  /**
-   * Cluster Bootstrap through config discovery takes its contact points from the configuration
-   * alone ({@code pekko.discovery.config.services.<service>.endpoints}, {@code <service>} being
-   * Cluster Bootstrap's effective service name, {@code corral} unless Pekko settings rename it).
-   * Without any, the node would look for them for ever and never be ready: an error of {@code
-   * --discovery}, found before anything is bound or created. Checked on the node's whole Pekko
-   * configuration ({@code pekko}), the one its actor system gets.
-   */
-  static void checkDiscovery(Config pekko, dev.corral.cluster.ClusterSettings cluster) {
-    if (cluster.discovery() == dev.corral.cluster.ClusterSettings.Discovery.NONE) {
-      return;
-    }
-    String bootstrap = "pekko.management.cluster.bootstrap.contact-point-discovery.";
-    String method = definedOr(pekko, bootstrap + "discovery-method", "");
-    if (method.equals("pekko.discovery")) { // the default method of Pekko Discovery
-      method = definedOr(pekko, "pekko.discovery.method", "");
-    }
-    if (!method.equals("config")) {
-      return; // raw Pekko settings chose another method
-    }
-    String service = definedOr(pekko, bootstrap + "effective-name", null);
-    if (service == null) {
-      service = definedOr(pekko, bootstrap + "service-name", ClusterJoin.SYSTEM_NAME);
-      String namespace = definedOr(pekko, bootstrap + "service-namespace", null);
-      service = namespace == null ? service : service + "." + namespace;
-    }
-    String services = definedOr(pekko, "pekko.discovery.config.services-path", "pekko.discovery.config.services");
-    String path = services + "." + com.typesafe.config.ConfigUtil.joinPath(service, "endpoints");
-    String problem = endpointsProblem(pekko, services, service);
-    if (problem != null) {
-      throw new SettingsException(Setting.DISCOVERY.flag(), "config discovery takes its contact points from " + path
-          + ", " + problem + "; list the nodes' management endpoints there in the --config file, e.g. " + path
-          + " = [{ host = \"127.0.0.1\", port = 7626 }, { host = \"127.0.0.1\", port = 7636 }]");
-    }
-  }
-
-  /** What is wrong with the endpoints of {@code service} under {@code services}; null if nothing. */
-  private static String endpointsProblem(Config pekko, String services, String service) {
-    com.typesafe.config.ConfigValue endpoints;
-    try {
-      com.typesafe.config.ConfigValue entry = pekko.hasPath(services) ? pekko.getObject(services).get(service) : null;
-      endpoints = entry instanceof com.typesafe.config.ConfigObject o ? o.get("endpoints") : null;
-    } catch (com.typesafe.config.ConfigException e) {
-      endpoints = null;
-    }
-    if (endpoints == null) {
-      return "which is not set";
-    }
-    if (!(endpoints instanceof com.typesafe.config.ConfigList list)) {
-      return "which is not a list of endpoints";
-    }
-    if (list.isEmpty()) {
-      return "which is empty";
-    }
-    for (int i = 0; i < list.size(); i++) {
-      com.typesafe.config.ConfigValue host =
-          list.get(i) instanceof com.typesafe.config.ConfigObject endpoint ? endpoint.get("host") : null;
-      if (host == null || (host.valueType() != com.typesafe.config.ConfigValueType.STRING
-          && host.valueType() != com.typesafe.config.ConfigValueType.NUMBER) || host.unwrapped().toString().isBlank()) {
-        return "whose entry " + (i + 1) + " has no host";
-      }
-    }
-    return null;
-  }
-
-  /** The string at {@code path}; {@code fallback} when unset, empty or one of Pekko's {@code <placeholders>}. */
-  private static String definedOr(Config config, String path, String fallback) {
-    if (!config.hasPath(path)) {
-      return fallback;
-    }
-    String value;
-    try {
-      value = config.getString(path).trim();
-    } catch (com.typesafe.config.ConfigException e) {
-      return fallback;
-    }
-    return value.isEmpty() || (value.startsWith("<") && value.endsWith(">")) ? fallback : value;
   }
 
   /**

@@ -72,19 +72,19 @@ class DiscoveryConfigTest {
         + " pekko.discovery.config.services.cache.endpoints, which is not set", message.substring(0, message.indexOf(';')));
     CorralSettings ok = settings(renamed
         + "pekko.discovery.config.services.cache.endpoints = [{ host = \"127.0.0.1\", port = 7626 }]");
-    CorralServer.checkDiscovery(CorralServer.pekkoConfig(ok, dir), ok.cluster()); // no exception
+    ConfigDiscovery.check(CorralServer.pekkoConfig(ok, dir), ok.cluster()); // no exception
   }
 
   @Test
   void contactPointsListedAreAccepted() throws Exception {
     CorralSettings ok = settings(ENDPOINTS + " = [{ host = \"127.0.0.1\", port = 7626 }, { host = \"127.0.0.1\" }]");
-    CorralServer.checkDiscovery(CorralServer.pekkoConfig(ok, dir), ok.cluster());
+    ConfigDiscovery.check(CorralServer.pekkoConfig(ok, dir), ok.cluster());
     // Other ways to join need no contact points.
     CorralSettings seeds = CorralSettings.load(new String[] {"--repo", "up=generic:http://127.0.0.1:1/",
         "--seed-nodes", "127.0.0.1:25520"}, Map.of());
-    CorralServer.checkDiscovery(CorralServer.pekkoConfig(seeds, dir), seeds.cluster());
+    ConfigDiscovery.check(CorralServer.pekkoConfig(seeds, dir), seeds.cluster());
     CorralSettings kubernetes = CorralSettings.load(new String[] {"--repo", "up=generic:http://127.0.0.1:1/",
         "--discovery", "kubernetes-api"}, Map.of());
-    CorralServer.checkDiscovery(CorralServer.pekkoConfig(kubernetes, dir), kubernetes.cluster());
+    ConfigDiscovery.check(CorralServer.pekkoConfig(kubernetes, dir), kubernetes.cluster());
   }
 }
