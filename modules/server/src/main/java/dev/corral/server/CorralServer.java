@@ -688,8 +688,6 @@ public final class CorralServer implements AutoCloseable {
   static Config pekkoConfig(CorralSettings settings, Path dataDir) {
     Config db = new JournalDatabase(settings.journal(), dataDir).pekkoConfig();
     // The drain task runs in service-requests-done, whose default timeout (5 s) would cut it short.
-    // The index snapshot (before-actor-system-terminate) of a million keys takes a second or two; a
-    // slow disk could need more than 5 s too (cut short, the next start would rebuild).
     Config drain = ConfigFactory.parseString("pekko.coordinated-shutdown.phases.service-requests-done.timeout = "
         + (settings.drainTimeout().toMillis() + 5_000) + "ms");
     // Pekko's own idle timeout ends idle connections; max-connections only for truth's sake (the
@@ -701,6 +699,8 @@ public final class CorralServer implements AutoCloseable {
     Config owned = drain.withFallback(connections).withFallback(ClusterJoin.pekkoConfig(settings.cluster()));
     Config effective = settings.raw()
         .withFallback(owned)
+        // A default the file may raise, not a Corral setting: the index snapshot of a million keys
+        // takes a second or two, a slow disk more than 5 s (cut short, the next start would rebuild).
         .withFallback(ConfigFactory.parseString(
             "pekko.coordinated-shutdown.phases.before-actor-system-terminate.timeout = 60s"))
         .withFallback(db)

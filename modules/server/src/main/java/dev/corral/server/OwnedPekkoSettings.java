@@ -2,6 +2,7 @@ package dev.corral.server;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
+import com.typesafe.config.ConfigRenderOptions;
 import com.typesafe.config.ConfigValue;
 import dev.corral.cluster.ClusterSettings;
 import java.util.LinkedHashMap;
@@ -86,6 +87,6 @@ final class OwnedPekkoSettings {
   }
 
   private static String render(ConfigValue v) {
-    return v.render(com.typesafe.config.ConfigRenderOptions.concise());
+    return v.render(ConfigRenderOptions.concise());
   }
 }
